@@ -1,0 +1,73 @@
+// Package app holds Aether Audit's use cases: one command or query per file.
+// Each checks the identity's permission and project scope, validates input
+// into domain values and, for commands, runs one transaction holding the
+// idempotency record, the aggregate change, its audit event and its outbox
+// work. Interfaces (GraphQL, REST, SSE) call only this package.
+package app
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/aetheriot/aether-audit/domain"
+)
+
+// Store is what the use cases need of persistence; *store.Store implements
+// it. Methods that change state run inside InTx, whose transaction travels in
+// the context it passes to fn.
+type Store interface {
+	InTx(ctx context.Context, fn func(ctx context.Context) error) error
+	// IsRetryable reports whether a transaction's error is a lost race that
+	// a fresh attempt resolves.
+	IsRetryable(err error) bool
+
+	LockAuditHead(ctx context.Context, tenantID, projectID string) (domain.ChainHead, error)
+	SetAuditHead(ctx context.Context, tenantID, projectID string, head domain.ChainHead) error
+	AuditHead(ctx context.Context, tenantID, projectID string) (domain.ChainHead, error)
+	InsertAuditEvents(ctx context.Context, events []domain.AuditEvent) error
+	FindAuditEventsByID(ctx context.Context, tenantID string, ids []uuid.UUID) (map[uuid.UUID]domain.AuditEvent, error)
+	GetAuditEvent(ctx context.Context, tenantID, projectID string, id uuid.UUID) (domain.AuditEvent, error)
+	GetAuditEventBySequence(ctx context.Context, tenantID, projectID string, seq uint64) (domain.AuditEvent, error)
+	SearchAuditEvents(ctx context.Context, tenantID, projectID string, f domain.AuditEventFilter, page domain.AuditEventPage) ([]domain.AuditEvent, error)
+	ScanAuditEvents(ctx context.Context, tenantID, projectID string, from, to uint64, fn func(*domain.AuditEvent) error) error
+
+	ClaimIdempotencyKey(ctx context.Context, tenantID, operation, key string, fingerprint domain.Hash, ttl time.Duration) (prior domain.Hash, result []byte, found bool, err error)
+	CompleteIdempotencyKey(ctx context.Context, tenantID, operation, key string, result []byte) error
+}
+
+// App runs the use cases.
+type App struct {
+	store  Store
+	logger *slog.Logger
+	now    func() time.Time
+	// idempotencyTTL is how long idempotency keys are remembered.
+	idempotencyTTL time.Duration
+}
+
+// Config configures an App. Zero fields take defaults.
+type Config struct {
+	Logger *slog.Logger
+	// Now returns the current time; default time.Now.
+	Now func() time.Time
+	// IdempotencyTTL is how long an idempotency key is remembered; default
+	// 24 hours.
+	IdempotencyTTL time.Duration
+}
+
+// New returns an App over store.
+func New(store Store, cfg Config) *App {
+	a := &App{store: store, logger: cfg.Logger, now: cfg.Now, idempotencyTTL: cfg.IdempotencyTTL}
+	if a.logger == nil {
+		a.logger = slog.Default()
+	}
+	if a.now == nil {
+		a.now = time.Now
+	}
+	if a.idempotencyTTL <= 0 {
+		a.idempotencyTTL = 24 * time.Hour
+	}
+	return a
+}

@@ -1,0 +1,116 @@
+package app
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/aetheriot/aether-audit/domain"
+)
+
+// Code is the documented, stable error code clients branch on. GraphQL puts
+// it in extensions.code; REST maps it to an HTTP status and a problem+json
+// type.
+type Code string
+
+// The error codes. The set is part of the public API.
+const (
+	CodeUnauthenticated      Code = "UNAUTHENTICATED"
+	CodeForbidden            Code = "FORBIDDEN"
+	CodeNotFound             Code = "NOT_FOUND"
+	CodeBadUserInput         Code = "BAD_USER_INPUT"
+	CodeIdempotencyConflict  Code = "IDEMPOTENCY_CONFLICT"
+	CodeConfirmationRequired Code = "CONFIRMATION_REQUIRED"
+	CodeInvalidState         Code = "INVALID_STATE"
+	CodeQuotaExceeded        Code = "QUOTA_EXCEEDED"
+	CodeRateLimited          Code = "RATE_LIMITED"
+	CodeInternal             Code = "INTERNAL"
+)
+
+// HTTPStatus is the HTTP status REST answers with for the code.
+func (c Code) HTTPStatus() int {
+	switch c {
+	case CodeUnauthenticated:
+		return http.StatusUnauthorized
+	case CodeForbidden:
+		return http.StatusForbidden
+	case CodeNotFound:
+		return http.StatusNotFound
+	case CodeBadUserInput:
+		return http.StatusBadRequest
+	case CodeIdempotencyConflict, CodeInvalidState:
+		return http.StatusConflict
+	case CodeConfirmationRequired:
+		return http.StatusPreconditionRequired
+	case CodeQuotaExceeded, CodeRateLimited:
+		return http.StatusTooManyRequests
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+// Error is a use case's answer to a request it refuses. Its Message is safe
+// to show the client; Err (never shown) keeps the cause for logs.
+type Error struct {
+	Code    Code
+	Message string
+	// Field is the input path of the offending field, for BAD_USER_INPUT.
+	Field string
+	Err   error
+}
+
+// Error implements error.
+func (e *Error) Error() string {
+	if e.Field != "" {
+		return e.Field + ": " + e.Message
+	}
+	return e.Message
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf-style constructors for the codes use cases answer with.
+func newError(code Code, msg string) *Error { return &Error{Code: code, Message: msg} }
+
+// ErrProjectNotFound is how every inaccessible project looks, whether it
+// belongs to another tenant, is outside the token's projects, or has never
+// been used: callers cannot tell them apart.
+var ErrProjectNotFound = newError(CodeNotFound, "project not found")
+
+// ErrEventNotFound answers a lookup of an event that is missing or not
+// visible to the caller.
+var ErrEventNotFound = newError(CodeNotFound, "audit event not found")
+
+// ErrorOf turns any error of a use case into an *Error: an *Error as is,
+// a *domain.ValidationError as BAD_USER_INPUT, anything else as INTERNAL
+// with a generic message (the cause stays in Err for the log).
+func ErrorOf(err error) *Error {
+	var appErr *Error
+	if errors.As(err, &appErr) {
+		return appErr
+	}
+	var verr *domain.ValidationError
+	if errors.As(err, &verr) {
+		return &Error{Code: CodeBadUserInput, Message: verr.Message, Field: verr.Field, Err: err}
+	}
+	return &Error{Code: CodeInternal, Message: "internal error", Err: err}
+}
+
+func badInput(field, msg string) *Error {
+	return &Error{Code: CodeBadUserInput, Field: field, Message: msg}
+}
+
+// authorize checks that id holds perm and may access projectID. A project
+// outside the token answers ErrProjectNotFound, exactly as a missing one.
+func authorize(id Identity, perm Permission, projectID string) error {
+	if id.TenantID == "" {
+		return newError(CodeUnauthenticated, "authentication required")
+	}
+	if !id.HasPermission(perm) {
+		return &Error{Code: CodeForbidden, Message: "missing permission " + string(perm)}
+	}
+	if projectID != "" && !id.CanAccessProject(projectID) {
+		return ErrProjectNotFound
+	}
+	return nil
+}

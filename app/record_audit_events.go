@@ -1,0 +1,287 @@
+package app
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/google/uuid"
+
+	"github.com/aetheriot/aether-audit/domain"
+)
+
+// MaxRecordBatch is the most events one RecordAuditEvents call appends.
+const MaxRecordBatch = 1000
+
+// maxTxAttempts bounds the retries of a transaction that lost a race (a
+// concurrent insert of the same event id or idempotency key).
+const maxTxAttempts = 4
+
+// MaxIdempotencyKeyLength bounds idempotency keys, in bytes.
+const MaxIdempotencyKeyLength = 255
+
+const operationRecordAuditEvents = "recordAuditEvents"
+
+// RecordAuditEventsInput is a batch of events to append, all or nothing.
+type RecordAuditEventsInput struct {
+	Events []domain.AuditEventDraft
+	// IdempotencyKey, when set, makes the whole call idempotent: a repeat
+	// with the same events returns the first call's events; with other
+	// events it fails with IDEMPOTENCY_CONFLICT.
+	IdempotencyKey string
+	// TraceID is the W3C trace id of the request (from its traceparent
+	// header), filled into correlation.traceId of events that carry none.
+	TraceID string
+}
+
+// RecordAuditEvent appends one event; see RecordAuditEvents.
+func (a *App) RecordAuditEvent(ctx context.Context, id Identity, draft domain.AuditEventDraft, traceID string) (domain.AuditEvent, error) {
+	events, err := a.recordAuditEvents(ctx, id, RecordAuditEventsInput{Events: []domain.AuditEventDraft{draft}, TraceID: traceID}, "")
+	if err != nil {
+		return domain.AuditEvent{}, err
+	}
+	return events[0], nil
+}
+
+// RecordAuditEvents appends up to MaxRecordBatch events in one transaction,
+// all or nothing, for an identity with audit:write and access to each
+// event's project. Within each project, events get the next dense sequences
+// in input order and are chained (see domain.ChainHead.Append).
+//
+// An event with a client-supplied id is idempotent: re-sending it returns the
+// stored event unchanged (same sequence), while the same id with different
+// content fails closed with IDEMPOTENCY_CONFLICT. Events are returned in
+// input order.
+//
+// This transaction is where recorded evidence gets its follow-up work: the
+// outbox jobs and the live-feed notification are added to it, so they exist
+// exactly when the events do.
+func (a *App) RecordAuditEvents(ctx context.Context, id Identity, in RecordAuditEventsInput) ([]domain.AuditEvent, error) {
+	return a.recordAuditEvents(ctx, id, in, "events")
+}
+
+func (a *App) recordAuditEvents(ctx context.Context, id Identity, in RecordAuditEventsInput, path string) ([]domain.AuditEvent, error) {
+	if err := authorize(id, PermissionAuditWrite, ""); err != nil {
+		return nil, err
+	}
+	if len(in.Events) == 0 {
+		return nil, badInput(path, "must contain at least one event")
+	}
+	if len(in.Events) > MaxRecordBatch {
+		return nil, badInput(path, fmt.Sprintf("must contain at most %d events", MaxRecordBatch))
+	}
+	if len(in.IdempotencyKey) > MaxIdempotencyKeyLength {
+		return nil, badInput("idempotencyKey", fmt.Sprintf("must be at most %d bytes", MaxIdempotencyKeyLength))
+	}
+	now := a.now()
+	drafts := slices.Clone(in.Events)
+	for i := range drafts {
+		p := ""
+		if path != "" {
+			p = path + "[" + strconv.Itoa(i) + "]"
+		}
+		if err := drafts[i].Normalize(p, now); err != nil {
+			return nil, err
+		}
+		if !id.CanAccessProject(drafts[i].ProjectID) {
+			return nil, ErrProjectNotFound
+		}
+	}
+
+	// Fingerprints cover what the client sent; a generated id or the
+	// request's trace id are filled in afterwards.
+	fingerprints := make([]domain.Hash, len(drafts))
+	for i := range drafts {
+		if drafts[i].ID == uuid.Nil {
+			drafts[i].ID = uuid.Must(uuid.NewV7())
+		}
+		fingerprints[i] = drafts[i].Fingerprint()
+		if in.TraceID != "" && (drafts[i].Correlation == nil || drafts[i].Correlation.TraceID == "") {
+			c := domain.Correlation{}
+			if drafts[i].Correlation != nil {
+				c = *drafts[i].Correlation
+			}
+			c.TraceID = in.TraceID
+			drafts[i].Correlation = &c
+		}
+	}
+	// Within one batch an id may repeat only with identical content.
+	firstByID := make(map[uuid.UUID]int, len(drafts))
+	for i := range drafts {
+		if j, ok := firstByID[drafts[i].ID]; ok {
+			if fingerprints[j] != fingerprints[i] {
+				return nil, idempotencyConflict(drafts[i].ID)
+			}
+			continue
+		}
+		firstByID[drafts[i].ID] = i
+	}
+
+	var out []domain.AuditEvent
+	err := a.retryTx(ctx, func(ctx context.Context) error {
+		var err error
+		out, err = a.appendInTx(ctx, id.TenantID, drafts, fingerprints, in.IdempotencyKey)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// retryTx runs fn in a transaction, again when it lost a race that a fresh
+// attempt resolves.
+func (a *App) retryTx(ctx context.Context, fn func(ctx context.Context) error) error {
+	var err error
+	for attempt := 1; attempt <= maxTxAttempts; attempt++ {
+		err = a.store.InTx(ctx, fn)
+		if err == nil || !a.store.IsRetryable(err) || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
+}
+
+func (a *App) appendInTx(ctx context.Context, tenantID string, drafts []domain.AuditEventDraft, fingerprints []domain.Hash, idempotencyKey string) ([]domain.AuditEvent, error) {
+	if idempotencyKey != "" {
+		requestFP := batchFingerprint(fingerprints)
+		prior, result, found, err := a.store.ClaimIdempotencyKey(ctx, tenantID, operationRecordAuditEvents, idempotencyKey, requestFP, a.idempotencyTTL)
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			if prior != requestFP {
+				return nil, &Error{Code: CodeIdempotencyConflict, Field: "idempotencyKey",
+					Message: "idempotency key was already used with a different request"}
+			}
+			return a.replayBatch(ctx, tenantID, result)
+		}
+	}
+
+	// Lock each project's head in a fixed order so concurrent batches that
+	// span projects cannot deadlock.
+	byProject := map[string][]int{}
+	for i := range drafts {
+		byProject[drafts[i].ProjectID] = append(byProject[drafts[i].ProjectID], i)
+	}
+	projects := make([]string, 0, len(byProject))
+	for p := range byProject {
+		projects = append(projects, p)
+	}
+	slices.Sort(projects)
+	heads := make(map[string]domain.ChainHead, len(projects))
+	for _, p := range projects {
+		head, err := a.store.LockAuditHead(ctx, tenantID, p)
+		if err != nil {
+			return nil, err
+		}
+		heads[p] = head
+	}
+
+	// With the heads locked, no concurrent append to these projects can
+	// race us; an id used concurrently in another project surfaces as a
+	// unique violation and a retry.
+	ids := make([]uuid.UUID, 0, len(drafts))
+	for i := range drafts {
+		ids = append(ids, drafts[i].ID)
+	}
+	existing, err := a.store.FindAuditEventsByID(ctx, tenantID, ids)
+	if err != nil {
+		return nil, err
+	}
+
+	out := make([]domain.AuditEvent, len(drafts))
+	done := make(map[uuid.UUID]int, len(drafts))
+	recordedAt := a.now()
+	for _, p := range projects {
+		var (
+			fresh    []domain.AuditEventDraft
+			freshIdx []int
+		)
+		for _, i := range byProject[p] {
+			d := &drafts[i]
+			if e, ok := existing[d.ID]; ok {
+				if e.InputFingerprint != fingerprints[i] {
+					return nil, idempotencyConflict(d.ID)
+				}
+				out[i] = e
+				continue
+			}
+			if _, ok := done[d.ID]; ok {
+				continue // a repeat within the batch, filled in below
+			}
+			done[d.ID] = i
+			fresh = append(fresh, *d)
+			freshIdx = append(freshIdx, i)
+		}
+		if len(fresh) == 0 {
+			continue
+		}
+		events, head := heads[p].Append(tenantID, fresh, recordedAt)
+		for k := range events {
+			events[k].InputFingerprint = fingerprints[freshIdx[k]]
+			out[freshIdx[k]] = events[k]
+		}
+		if err := a.store.InsertAuditEvents(ctx, events); err != nil {
+			return nil, err
+		}
+		if err := a.store.SetAuditHead(ctx, tenantID, p, head); err != nil {
+			return nil, err
+		}
+	}
+	for i := range drafts {
+		if j, ok := done[drafts[i].ID]; ok && j != i {
+			out[i] = out[j]
+		}
+	}
+
+	if idempotencyKey != "" {
+		result, err := json.Marshal(ids)
+		if err != nil {
+			return nil, fmt.Errorf("encoding idempotency result: %w", err)
+		}
+		if err := a.store.CompleteIdempotencyKey(ctx, tenantID, operationRecordAuditEvents, idempotencyKey, result); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// replayBatch returns the events a completed idempotent call recorded.
+func (a *App) replayBatch(ctx context.Context, tenantID string, result []byte) ([]domain.AuditEvent, error) {
+	var ids []uuid.UUID
+	if err := json.Unmarshal(result, &ids); err != nil {
+		return nil, fmt.Errorf("decoding idempotency result: %w", err)
+	}
+	found, err := a.store.FindAuditEventsByID(ctx, tenantID, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]domain.AuditEvent, len(ids))
+	for i, id := range ids {
+		e, ok := found[id]
+		if !ok {
+			return nil, fmt.Errorf("idempotent replay: event %s missing", id)
+		}
+		out[i] = e
+	}
+	return out, nil
+}
+
+func batchFingerprint(fps []domain.Hash) domain.Hash {
+	h := sha256.New()
+	for _, fp := range fps {
+		h.Write(fp[:])
+	}
+	var out domain.Hash
+	h.Sum(out[:0])
+	return out
+}
+
+func idempotencyConflict(id uuid.UUID) error {
+	return &Error{Code: CodeIdempotencyConflict, Field: "id",
+		Message: "event " + id.String() + " was already recorded with different content"}
+}

@@ -1,0 +1,190 @@
+package app
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aetheriot/aether-audit/domain"
+)
+
+// Page sizes of SearchAuditEvents.
+const (
+	DefaultPageSize = 50
+	MaxPageSize     = 500
+)
+
+// AuditEventFilterInput is a search filter as interfaces receive it, before
+// validation. Empty fields do not filter.
+type AuditEventFilterInput struct {
+	// Action is an exact action or a prefix written "prefix.*".
+	Action       string
+	SubjectID    string
+	ResourceType string
+	ResourceID   string
+	Outcomes     []domain.Outcome
+	// OccurredFrom is inclusive, OccurredTo exclusive.
+	OccurredFrom *time.Time
+	OccurredTo   *time.Time
+	// SequenceFrom and SequenceTo are inclusive.
+	SequenceFrom *uint64
+	SequenceTo   *uint64
+}
+
+// SearchAuditEventsInput is one page request of SearchAuditEvents.
+type SearchAuditEventsInput struct {
+	ProjectID string
+	Filter    AuditEventFilterInput
+	// First is the page size: DefaultPageSize when nil, at most MaxPageSize.
+	First *int
+	// After is the opaque cursor of the last event of the previous page.
+	After string
+	// AfterSequence starts the page after this sequence (in Order) when no
+	// cursor is given: how REST and SSE resume.
+	AfterSequence *uint64
+	Order         domain.SortOrder
+}
+
+// AuditEventEdge is one event of a page with its cursor.
+type AuditEventEdge struct {
+	Cursor string
+	Event  domain.AuditEvent
+}
+
+// AuditEventPage is one page of a search.
+type AuditEventPage struct {
+	Edges       []AuditEventEdge
+	HasNextPage bool
+	// EndCursor is the cursor of the last edge, "" for an empty page.
+	EndCursor string
+}
+
+// SearchAuditEvents is the one authorized audit query behind GraphQL
+// auditEvents, REST /api/v1/audit/events and the SSE stream. It needs
+// audit:read and the project in the identity, validates the filter and
+// returns one keyset page in the requested order.
+func (a *App) SearchAuditEvents(ctx context.Context, id Identity, in SearchAuditEventsInput) (AuditEventPage, error) {
+	if err := authorize(id, PermissionAuditRead, in.ProjectID); err != nil {
+		return AuditEventPage{}, err
+	}
+	filter, err := ParseAuditEventFilter(in.Filter)
+	if err != nil {
+		return AuditEventPage{}, err
+	}
+	limit := DefaultPageSize
+	if in.First != nil {
+		if *in.First < 1 || *in.First > MaxPageSize {
+			return AuditEventPage{}, badInput("first", fmt.Sprintf("must be between 1 and %d", MaxPageSize))
+		}
+		limit = *in.First
+	}
+	page := domain.AuditEventPage{Order: in.Order, Limit: limit + 1, After: in.AfterSequence}
+	if in.After != "" {
+		order, seq, err := DecodeCursor(in.After)
+		if err != nil {
+			return AuditEventPage{}, badInput("after", "is not a valid cursor")
+		}
+		if order != in.Order {
+			return AuditEventPage{}, badInput("after", "cursor belongs to the other sort order")
+		}
+		page.After = &seq
+	}
+	events, err := a.store.SearchAuditEvents(ctx, id.TenantID, in.ProjectID, filter, page)
+	if err != nil {
+		return AuditEventPage{}, err
+	}
+	out := AuditEventPage{}
+	if len(events) > limit {
+		out.HasNextPage = true
+		events = events[:limit]
+	}
+	out.Edges = make([]AuditEventEdge, len(events))
+	for i, e := range events {
+		out.Edges[i] = AuditEventEdge{Cursor: EncodeCursor(in.Order, e.Sequence), Event: e}
+	}
+	if len(events) > 0 {
+		out.EndCursor = out.Edges[len(events)-1].Cursor
+	}
+	return out, nil
+}
+
+// ParseAuditEventFilter validates a filter input into a domain filter.
+func ParseAuditEventFilter(in AuditEventFilterInput) (domain.AuditEventFilter, error) {
+	f := domain.AuditEventFilter{
+		SubjectID:    in.SubjectID,
+		ResourceType: in.ResourceType,
+		ResourceID:   in.ResourceID,
+		OccurredFrom: in.OccurredFrom,
+		OccurredTo:   in.OccurredTo,
+		SequenceFrom: in.SequenceFrom,
+		SequenceTo:   in.SequenceTo,
+	}
+	if in.Action != "" {
+		p, err := domain.ParseActionPattern("filter.action", in.Action)
+		if err != nil {
+			return f, err
+		}
+		f.Action = &p
+	}
+	for _, s := range []struct{ field, v string }{
+		{"filter.subjectId", in.SubjectID}, {"filter.resourceType", in.ResourceType}, {"filter.resourceId", in.ResourceID},
+	} {
+		if len(s.v) > domain.MaxIDLength {
+			return f, badInput(s.field, fmt.Sprintf("must be at most %d bytes", domain.MaxIDLength))
+		}
+	}
+	for _, o := range in.Outcomes {
+		if !o.Valid() {
+			return f, badInput("filter.outcome", "must be SUCCESS, FAILURE, DENIED or ERROR")
+		}
+	}
+	f.Outcomes = in.Outcomes
+	if f.OccurredFrom != nil && f.OccurredTo != nil && !f.OccurredFrom.Before(*f.OccurredTo) {
+		return f, badInput("filter.occurredTo", "must be after occurredFrom")
+	}
+	if f.SequenceFrom != nil && f.SequenceTo != nil && *f.SequenceFrom > *f.SequenceTo {
+		return f, badInput("filter.sequenceTo", "must not be below sequenceFrom")
+	}
+	return f, nil
+}
+
+const cursorPrefix = "ae1:"
+
+// EncodeCursor returns the opaque cursor of the event at seq in a search
+// ordered by order.
+func EncodeCursor(order domain.SortOrder, seq uint64) string {
+	dir := "a"
+	if order == domain.NewestFirst {
+		dir = "d"
+	}
+	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + dir + ":" + strconv.FormatUint(seq, 10)))
+}
+
+// DecodeCursor parses a cursor made by EncodeCursor.
+func DecodeCursor(cursor string) (domain.SortOrder, uint64, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil || len(cursor) > 64 {
+		return 0, 0, fmt.Errorf("malformed cursor")
+	}
+	rest, ok := strings.CutPrefix(string(raw), cursorPrefix)
+	if !ok || len(rest) < 3 || rest[1] != ':' {
+		return 0, 0, fmt.Errorf("malformed cursor")
+	}
+	var order domain.SortOrder
+	switch rest[0] {
+	case 'a':
+		order = domain.OldestFirst
+	case 'd':
+		order = domain.NewestFirst
+	default:
+		return 0, 0, fmt.Errorf("malformed cursor")
+	}
+	seq, err := strconv.ParseUint(rest[2:], 10, 64)
+	if err != nil {
+		return 0, 0, fmt.Errorf("malformed cursor")
+	}
+	return order, seq, nil
+}

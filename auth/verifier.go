@@ -1,0 +1,366 @@
+package auth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/MicahParks/keyfunc/v3"
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/aetheriot/aether-audit/app"
+)
+
+// DefaultLeeway is the clock skew tolerated when checking "exp", "nbf" and
+// "iat" if [VerifierConfig.Leeway] is zero.
+const DefaultLeeway = 30 * time.Second
+
+// MinSecretLen is the minimum length in bytes of an HS256 secret, as
+// required by RFC 7518 section 3.2 (a key at least as long as the hash).
+const MinSecretLen = 32
+
+// jwksHTTPTimeout bounds every request for the key set, including the first
+// one made by [NewVerifier].
+const jwksHTTPTimeout = 10 * time.Second
+
+// jwksUnknownKIDWait bounds how long one verification waits for the
+// rate-limited refresh of the key set that a token with an unknown "kid"
+// triggers, so that tokens with made-up key ids cannot hold requests for
+// long.
+const jwksUnknownKIDWait = 5 * time.Second
+
+// hmacMethods and jwksMethods are the signing algorithms accepted for each
+// key source.
+var (
+	hmacMethods = []string{jwt.SigningMethodHS256.Alg()}
+	jwksMethods = []string{
+		jwt.SigningMethodRS256.Alg(),
+		jwt.SigningMethodRS384.Alg(),
+		jwt.SigningMethodRS512.Alg(),
+		jwt.SigningMethodES256.Alg(),
+		jwt.SigningMethodES384.Alg(),
+	}
+)
+
+// ErrInvalidToken is wrapped by every error [Verifier.Verify] returns: the
+// token is missing, malformed, badly signed, not (or no longer) valid, or
+// lacks a required claim. Interfaces map it to "unauthenticated".
+var ErrInvalidToken = errors.New("invalid token")
+
+// ErrTokenExpired is returned by [Verifier.Verify] for a token whose "exp"
+// lies in the past (beyond the leeway). It wraps [ErrInvalidToken], so
+// errors.Is(err, ErrInvalidToken) holds for it too; clients may react to it
+// by refreshing their token.
+var ErrTokenExpired error = &tokenError{msg: "token expired", kind: ErrInvalidToken}
+
+// tokenError is a verification failure: a fixed, safe message and the
+// sentinel it wraps.
+type tokenError struct {
+	msg  string
+	kind error
+}
+
+func (e *tokenError) Error() string { return e.msg }
+func (e *tokenError) Unwrap() error { return e.kind }
+
+// invalid returns a verification failure with the safe message msg.
+func invalid(msg string) error {
+	return &tokenError{msg: msg, kind: ErrInvalidToken}
+}
+
+// VerifierConfig configures [NewVerifier]. Exactly one of HMACSecret and
+// JWKSURL must be set.
+type VerifierConfig struct {
+	// HMACSecret, when set, makes the verifier accept HS256 tokens signed
+	// with this secret and no other algorithm. It is meant for local
+	// development and must be at least MinSecretLen bytes long. The
+	// verifier keeps its own copy.
+	HMACSecret []byte
+
+	// JWKSURL, when set, makes the verifier accept RS256, RS384, RS512,
+	// ES256 and ES384 tokens signed with a key of the JSON Web Key Set
+	// served at this URL. The set is fetched by NewVerifier, refreshed
+	// hourly in the background, and refetched (at most every five
+	// minutes) when a token names an unknown "kid". The URL must use
+	// https, or http to a loopback host (localhost, 127.0.0.0/8, ::1).
+	JWKSURL string
+
+	// Issuer, when non-empty, is the required value of the "iss" claim.
+	Issuer string
+
+	// Audience, when non-empty, must be one of the values of the "aud"
+	// claim.
+	Audience string
+
+	// Leeway is the clock skew tolerated when checking "exp", "nbf" and
+	// "iat". Zero means DefaultLeeway; negative is an error.
+	Leeway time.Duration
+}
+
+// Verifier verifies bearer tokens and turns them into identities. It is
+// safe for concurrent use.
+type Verifier struct {
+	parser  *jwt.Parser
+	keyFunc jwt.Keyfunc
+	methods []string
+	issuer  string
+	aud     string
+	cancel  context.CancelFunc
+}
+
+// NewVerifier returns a verifier for cfg.
+//
+// With cfg.JWKSURL set, NewVerifier fetches the key set before returning and
+// fails if it cannot be fetched or parsed, so a wrong URL is noticed at
+// startup; ctx bounds that first fetch and the lifetime of the background
+// refresh, which stops when ctx is cancelled or Close is called. Refresh
+// failures are reported through log/slog's default logger with the URL and
+// the error; they contain no token or key material.
+func NewVerifier(ctx context.Context, cfg VerifierConfig) (*Verifier, error) {
+	hasSecret := len(cfg.HMACSecret) > 0
+	hasJWKS := cfg.JWKSURL != ""
+	switch {
+	case hasSecret && hasJWKS:
+		return nil, errors.New("auth: verifier config sets both HMACSecret and JWKSURL; set exactly one")
+	case !hasSecret && !hasJWKS:
+		return nil, errors.New("auth: verifier config sets neither HMACSecret nor JWKSURL; set exactly one")
+	case hasSecret && len(cfg.HMACSecret) < MinSecretLen:
+		return nil, fmt.Errorf("auth: HMAC secret is %d bytes, want at least %d", len(cfg.HMACSecret), MinSecretLen)
+	case cfg.Leeway < 0:
+		return nil, fmt.Errorf("auth: negative leeway %s", cfg.Leeway)
+	}
+	leeway := cfg.Leeway
+	if leeway == 0 {
+		leeway = DefaultLeeway
+	}
+
+	v := &Verifier{issuer: cfg.Issuer, aud: cfg.Audience, cancel: func() {}}
+	if hasSecret {
+		secret := slices.Clone(cfg.HMACSecret)
+		v.methods = hmacMethods
+		v.keyFunc = func(*jwt.Token) (any, error) { return secret, nil }
+	} else {
+		if err := checkJWKSURL(cfg.JWKSURL); err != nil {
+			return nil, err
+		}
+		refreshCtx, cancel := context.WithCancel(ctx)
+		noErrorOnFirstFetch := false
+		kf, err := keyfunc.NewDefaultOverrideCtx(refreshCtx, []string{cfg.JWKSURL}, keyfunc.Override{
+			HTTPTimeout:               jwksHTTPTimeout,
+			NoErrorReturnFirstHTTPReq: &noErrorOnFirstFetch,
+			RateLimitWaitMax:          jwksUnknownKIDWait,
+		})
+		if err != nil {
+			cancel() // The refresh goroutine may already be running.
+			return nil, fmt.Errorf("auth: load JWKS from %s: %w", cfg.JWKSURL, err)
+		}
+		v.methods = jwksMethods
+		v.keyFunc = kf.Keyfunc
+		v.cancel = cancel
+	}
+
+	opts := []jwt.ParserOption{
+		jwt.WithValidMethods(v.methods),
+		jwt.WithExpirationRequired(),
+		jwt.WithIssuedAt(),
+		jwt.WithLeeway(leeway),
+	}
+	if cfg.Issuer != "" {
+		opts = append(opts, jwt.WithIssuer(cfg.Issuer))
+	}
+	if cfg.Audience != "" {
+		opts = append(opts, jwt.WithAudience(cfg.Audience))
+	}
+	v.parser = jwt.NewParser(opts...)
+	return v, nil
+}
+
+// checkJWKSURL reports whether raw is an absolute https URL, or an http URL
+// to a loopback host.
+func checkJWKSURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("auth: parse JWKS URL: %w", err)
+	}
+	if u.Host == "" {
+		return fmt.Errorf("auth: JWKS URL %q has no host", raw)
+	}
+	switch u.Scheme {
+	case "https":
+		return nil
+	case "http":
+		host := u.Hostname()
+		if host == "localhost" {
+			return nil
+		}
+		if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+			return nil
+		}
+		return fmt.Errorf("auth: JWKS URL %q must use https (plain http is allowed only for loopback hosts)", raw)
+	default:
+		return fmt.Errorf("auth: JWKS URL %q must use https", raw)
+	}
+}
+
+// Close stops the background refresh of the key set. It is safe to call
+// more than once and on an HMAC verifier, where it does nothing. A closed
+// verifier keeps verifying tokens against the keys it already holds.
+func (v *Verifier) Close() {
+	v.cancel()
+}
+
+// claims is the decoding target for a token's payload. The custom claims
+// are kept raw so that their types are checked only once the signature has
+// been verified, and reported precisely.
+type claims struct {
+	jwt.RegisteredClaims
+	TenantID    json.RawMessage `json:"tenant_id"`
+	ProjectIDs  json.RawMessage `json:"project_ids"`
+	Permissions json.RawMessage `json:"permissions"`
+}
+
+// Verify checks token (without the "Bearer " prefix) and returns the
+// identity it carries.
+//
+// The token must be signed with an algorithm and key of the configured key
+// source, must not be expired or not yet valid, must match the configured
+// issuer and audience, and must carry the claims described in the package
+// documentation. Every failure wraps ErrInvalidToken, an expired token also
+// ErrTokenExpired; the error's message is a short fixed text that never
+// contains the token.
+func (v *Verifier) Verify(token string) (app.Identity, error) {
+	if strings.TrimSpace(token) == "" {
+		return app.Identity{}, invalid("token missing")
+	}
+	var c claims
+	parsed, err := v.parser.ParseWithClaims(token, &c, v.keyFunc)
+	if err != nil {
+		return app.Identity{}, v.classify(parsed, &c, err)
+	}
+	return identityFrom(&c)
+}
+
+// classify maps an error of the JWT parser to a verification failure with a
+// safe message. parsed and c hold what could be decoded before the failure.
+func (v *Verifier) classify(parsed *jwt.Token, c *claims, err error) error {
+	switch {
+	case errors.Is(err, jwt.ErrTokenMalformed):
+		return invalid("token malformed")
+	case errors.Is(err, jwt.ErrTokenSignatureInvalid), errors.Is(err, jwt.ErrTokenUnverifiable):
+		if parsed != nil {
+			alg, _ := parsed.Header["alg"].(string)
+			if !slices.Contains(v.methods, alg) {
+				return invalid("token algorithm not allowed")
+			}
+		}
+		if errors.Is(err, jwt.ErrTokenUnverifiable) {
+			// The key lookup failed: unknown "kid", or the key set
+			// could not be fetched.
+			return invalid("token signing key unknown")
+		}
+		return invalid("token signature invalid")
+	case errors.Is(err, jwt.ErrTokenInvalidClaims):
+		// Checked from the most to the least fundamental: a token for
+		// someone else is reported as such even if it also expired.
+		switch {
+		case errors.Is(err, jwt.ErrTokenInvalidIssuer), v.issuer != "" && c.Issuer == "":
+			return invalid("token issuer invalid")
+		case errors.Is(err, jwt.ErrTokenInvalidAudience), v.aud != "" && !slices.ContainsFunc(c.Audience, isNotBlank):
+			return invalid("token audience invalid")
+		case c.ExpiresAt == nil:
+			return invalid("token missing exp")
+		case errors.Is(err, jwt.ErrTokenExpired):
+			return ErrTokenExpired
+		case errors.Is(err, jwt.ErrTokenNotValidYet):
+			return invalid("token not valid yet")
+		case errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
+			return invalid("token issued in the future")
+		}
+		return invalid("token claims invalid")
+	}
+	return invalid("token invalid")
+}
+
+// identityFrom checks the claims that are not registered JWT claims and
+// builds the identity from c, whose registered claims are already verified.
+func identityFrom(c *claims) (app.Identity, error) {
+	if !isNotBlank(c.Subject) {
+		return app.Identity{}, invalid("token missing sub")
+	}
+
+	var tenant string
+	if isAbsent(c.TenantID) {
+		return app.Identity{}, invalid("token missing tenant_id")
+	}
+	if err := json.Unmarshal(c.TenantID, &tenant); err != nil {
+		return app.Identity{}, invalid("token tenant_id is not a string")
+	}
+	if !isNotBlank(tenant) {
+		return app.Identity{}, invalid("token missing tenant_id")
+	}
+
+	if isAbsent(c.ProjectIDs) {
+		return app.Identity{}, invalid("token missing project_ids")
+	}
+	projects, ok := stringArray(c.ProjectIDs)
+	if !ok {
+		return app.Identity{}, invalid("token project_ids is not an array of non-blank strings")
+	}
+	if len(projects) == 0 {
+		return app.Identity{}, invalid("token missing project_ids")
+	}
+
+	var perms []app.Permission
+	if !isAbsent(c.Permissions) {
+		names, ok := stringArray(c.Permissions)
+		if !ok {
+			return app.Identity{}, invalid("token permissions is not an array of non-blank strings")
+		}
+		for _, n := range names {
+			perms = append(perms, app.Permission(n))
+		}
+	}
+
+	return app.Identity{
+		Subject:     c.Subject,
+		TenantID:    tenant,
+		ProjectIDs:  projects,
+		Permissions: perms,
+		ExpiresAt:   c.ExpiresAt.UTC(),
+	}, nil
+}
+
+// isAbsent reports whether a raw claim is missing or JSON null.
+func isAbsent(raw json.RawMessage) bool {
+	return len(raw) == 0 || string(raw) == "null"
+}
+
+// stringArray decodes raw as a JSON array whose elements are all non-blank
+// strings. ok is false for anything else, including an array with a
+// number, null or blank element.
+func stringArray(raw json.RawMessage) (values []string, ok bool) {
+	var elems []any
+	if err := json.Unmarshal(raw, &elems); err != nil {
+		return nil, false
+	}
+	values = make([]string, 0, len(elems))
+	for _, e := range elems {
+		s, isString := e.(string)
+		if !isString || !isNotBlank(s) {
+			return nil, false
+		}
+		values = append(values, s)
+	}
+	return values, true
+}
+
+// isNotBlank reports whether s contains something other than white space.
+func isNotBlank(s string) bool {
+	return strings.TrimSpace(s) != ""
+}

@@ -1,0 +1,38 @@
+// Command aether is the Aether Audit service: it serves the GraphQL, REST
+// and SSE audit API, applies migrations, mints development tokens and seeds
+// demo data. Every setting is a flag with an AETHER_* (or DATABASE_URL)
+// environment variable; `aether --help` and `aether <command> --help` list
+// them all.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/alecthomas/kong"
+)
+
+// cli is the command line: one sub-command per task.
+type cli struct {
+	Serve   serveCmd   `cmd:"" help:"Serve the API (applies migrations first)."`
+	Migrate migrateCmd `cmd:"" help:"Apply database migrations and exit."`
+	Token   tokenCmd   `cmd:"" help:"Print a signed development token (HS256) on stdout."`
+	Seed    seedCmd    `cmd:"" help:"Append demo audit events through the application command path."`
+}
+
+func main() {
+	var c cli
+	kctx := kong.Parse(&c,
+		kong.Name("aether"),
+		kong.Description("Aether Audit: queryable, live audit history and governed outbound work."),
+		kong.UsageOnError(),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+	)
+	ctx := context.Background()
+	kctx.BindTo(ctx, (*context.Context)(nil))
+	if err := kctx.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "aether:", err)
+		os.Exit(1)
+	}
+}

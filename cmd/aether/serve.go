@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/aetheriot/aether-audit/app"
+	"github.com/aetheriot/aether-audit/auth"
+	"github.com/aetheriot/aether-audit/jobs"
+	"github.com/aetheriot/aether-audit/server"
+	"github.com/aetheriot/aether-audit/store"
+)
+
+// serveCmd runs the service until SIGINT or SIGTERM.
+type serveCmd struct {
+	databaseFlags
+	secretFlags
+	Addr                   string        `name:"addr" env:"AETHER_ADDR" default:"127.0.0.1:8080" help:"Address to listen on."`
+	JWKSURL                string        `name:"jwks-url" env:"AETHER_JWKS_URL" help:"Production token verification: JWKS URL of the identity provider (RS256/ES256). Replaces the HS256 secret."`
+	JWTIssuer              string        `name:"jwt-issuer" env:"AETHER_JWT_ISSUER" help:"Required iss claim, when set."`
+	JWTAudience            string        `name:"jwt-audience" env:"AETHER_JWT_AUDIENCE" help:"Required aud claim, when set."`
+	MaxBodyBytes           int64         `name:"max-body-bytes" env:"AETHER_MAX_BODY_BYTES" default:"8388608" help:"Largest accepted request body, in bytes."`
+	GraphQLComplexityLimit int           `name:"graphql-complexity-limit" env:"AETHER_GRAPHQL_COMPLEXITY_LIMIT" default:"5000" help:"Largest accepted GraphQL operation complexity."`
+	GraphQLMaxDepth        int           `name:"graphql-max-depth" env:"AETHER_GRAPHQL_MAX_DEPTH" default:"12" help:"Deepest accepted GraphQL selection nesting."`
+	GraphQLIntrospection   bool          `name:"graphql-introspection" env:"AETHER_GRAPHQL_INTROSPECTION" default:"true" negatable:"" help:"Allow GraphQL introspection."`
+	ShutdownTimeout        time.Duration `name:"shutdown-timeout" env:"AETHER_SHUTDOWN_TIMEOUT" default:"20s" help:"How long in-flight requests may take to finish on shutdown."`
+}
+
+// Run implements the serve command.
+func (c *serveCmd) Run() error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	logger := c.logger()
+
+	verifierCfg := auth.VerifierConfig{JWKSURL: c.JWKSURL, Issuer: c.JWTIssuer, Audience: c.JWTAudience}
+	if c.JWKSURL == "" {
+		secret, err := hmacSecret(c.secretFlags, c.dataDirFlags)
+		if err != nil {
+			return err
+		}
+		verifierCfg.HMACSecret = secret
+	}
+	verifier, err := auth.NewVerifier(ctx, verifierCfg)
+	if err != nil {
+		return fmt.Errorf("configuring token verification: %w", err)
+	}
+	defer verifier.Close()
+
+	db, err := c.openDatabase(ctx, logger)
+	if err != nil {
+		return err
+	}
+	defer db.close(ctx)
+	if err := db.migrate(ctx, logger); err != nil {
+		return err
+	}
+
+	st := store.New(db.Pool)
+	river, err := jobs.NewClient(db.Pool, st, jobs.ClientConfig{Logger: logger})
+	if err != nil {
+		return err
+	}
+	if err := river.Start(ctx); err != nil {
+		return fmt.Errorf("starting river: %w", err)
+	}
+
+	handler := server.New(server.Config{
+		App:                  app.New(st, app.Config{Logger: logger}),
+		Verifier:             verifier,
+		Logger:               logger,
+		Ready:                readiness(db),
+		MaxBodyBytes:         c.MaxBodyBytes,
+		ComplexityLimit:      c.GraphQLComplexityLimit,
+		MaxDepth:             c.GraphQLMaxDepth,
+		DisableIntrospection: !c.GraphQLIntrospection,
+	})
+	ln, err := net.Listen("tcp", c.Addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", c.Addr, err)
+	}
+	httpServer := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- httpServer.Serve(ln) }()
+	logger.Info("aether serving", "url", "http://"+ln.Addr().String(), "graphql", "http://"+ln.Addr().String()+"/graphql")
+
+	select {
+	case err := <-serveErr:
+		return fmt.Errorf("serving: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
+	defer cancel()
+	if err := httpServer.Shutdown(shutdownCtx); err != nil {
+		logger.Warn("http shutdown incomplete", "err", err)
+	}
+	if err := river.Stop(shutdownCtx); err != nil {
+		logger.Warn("river shutdown incomplete", "err", err)
+	}
+	if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+// readiness reports ready when the database answers and every migration of
+// ours is applied.
+func readiness(db *database) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if err := db.Pool.Ping(ctx); err != nil {
+			return fmt.Errorf("database unreachable: %w", err)
+		}
+		current, err := store.MigrationsCurrent(ctx, db.Pool)
+		if err != nil {
+			return err
+		}
+		if !current {
+			return errors.New("migrations pending")
+		}
+		return nil
+	}
+}

@@ -1,0 +1,136 @@
+package domain
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"strconv"
+	"time"
+)
+
+// ChainVersion identifies the canonical encoding below. It is part of every
+// encoded event so that a future encoding can never collide with this one.
+const ChainVersion = 1
+
+// canonicalEvent fixes the canonical encoding of an audit event: a JSON object
+// whose keys appear in this (lexicographic) order, with no white space and no
+// HTML escaping. Absent optional objects are null; text fields absent are "".
+// Times are RFC 3339 in UTC with exactly six fractional digits; the sequence
+// is a decimal string; details are already canonical (CanonicalJSON).
+type canonicalEvent struct {
+	Action          string           `json:"action"`
+	Correlation     *Correlation     `json:"correlation"`
+	Details         json.RawMessage  `json:"details"`
+	EvidenceDigests []EvidenceDigest `json:"evidenceDigests"`
+	Governance      *Governance      `json:"governance"`
+	ID              string           `json:"id"`
+	OccurredAt      string           `json:"occurredAt"`
+	Outcome         Outcome          `json:"outcome"`
+	ProjectID       string           `json:"projectId"`
+	RecordedAt      string           `json:"recordedAt,omitempty"`
+	Resource        Resource         `json:"resource"`
+	Sequence        string           `json:"sequence,omitempty"`
+	Subject         Subject          `json:"subject"`
+	TenantID        string           `json:"tenantId,omitempty"`
+	Version         int              `json:"v"`
+}
+
+func (c canonicalEvent) encode() []byte {
+	c.Version = ChainVersion
+	if c.EvidenceDigests == nil {
+		c.EvidenceDigests = []EvidenceDigest{}
+	}
+	if len(c.Details) == 0 {
+		c.Details = json.RawMessage("{}")
+	}
+	b, err := marshalCanonical(c)
+	if err != nil {
+		// Every field is a plain string, number or canonical JSON: failure
+		// here is a programming error.
+		panic("domain: encoding canonical event: " + err.Error())
+	}
+	return b
+}
+
+func formatTime(t time.Time) string {
+	return t.UTC().Format("2006-01-02T15:04:05.000000Z")
+}
+
+// CanonicalBytes returns the event's canonical encoding: the JSON object
+// {"action","correlation","details","evidenceDigests","governance","id",
+// "occurredAt","outcome","projectId","recordedAt","resource","sequence",
+// "subject","tenantId","v"} in that key order, with no white space and no
+// HTML escaping. Times are RFC 3339 UTC with six fractional digits, the
+// sequence a decimal string, details canonical JSON, absent optional objects
+// null, "v" the ChainVersion. This is what ChainHash covers.
+func (e *AuditEvent) CanonicalBytes() []byte {
+	return canonicalEvent{
+		Action:          e.Action,
+		Correlation:     e.Correlation,
+		Details:         e.Details,
+		EvidenceDigests: e.EvidenceDigests,
+		Governance:      e.Governance,
+		ID:              e.ID.String(),
+		OccurredAt:      formatTime(e.OccurredAt),
+		Outcome:         e.Outcome,
+		ProjectID:       e.ProjectID,
+		RecordedAt:      formatTime(e.RecordedAt),
+		Resource:        e.Resource,
+		Sequence:        strconv.FormatUint(e.Sequence, 10),
+		Subject:         e.Subject,
+		TenantID:        e.TenantID,
+	}.encode()
+}
+
+// ComputeChainHash returns SHA-256(prev || e.CanonicalBytes()), where prev is
+// the chain hash of the previous event of the same tenant and project, or 32
+// zero bytes for its first event.
+func (e *AuditEvent) ComputeChainHash(prev Hash) Hash {
+	h := sha256.New()
+	h.Write(prev[:])
+	h.Write(e.CanonicalBytes())
+	var out Hash
+	h.Sum(out[:0])
+	return out
+}
+
+// ChainHead is the newest event of a tenant/project: its sequence and chain
+// hash. The zero value is the head of an empty project.
+type ChainHead struct {
+	Sequence uint64
+	Hash     Hash
+}
+
+// Append seals drafts as the next events after the head, in order: each gets
+// the next dense sequence, recordedAt and its chain hash. It returns the
+// events and the new head. Drafts must be normalized and of this project.
+func (h ChainHead) Append(tenantID string, drafts []AuditEventDraft, recordedAt time.Time) ([]AuditEvent, ChainHead) {
+	recordedAt = recordedAt.UTC().Truncate(time.Microsecond)
+	out := make([]AuditEvent, len(drafts))
+	for i := range drafts {
+		d := &drafts[i]
+		h.Sequence++
+		ev := AuditEvent{
+			ID:              d.ID,
+			TenantID:        tenantID,
+			ProjectID:       d.ProjectID,
+			Sequence:        h.Sequence,
+			Action:          d.Action,
+			OccurredAt:      d.OccurredAt,
+			RecordedAt:      recordedAt,
+			Subject:         d.Subject,
+			Resource:        d.Resource,
+			Outcome:         d.Outcome,
+			Governance:      d.Governance,
+			Correlation:     d.Correlation,
+			EvidenceDigests: d.EvidenceDigests,
+			Details:         d.Details,
+		}
+		if ev.EvidenceDigests == nil {
+			ev.EvidenceDigests = []EvidenceDigest{}
+		}
+		ev.ChainHash = ev.ComputeChainHash(h.Hash)
+		h.Hash = ev.ChainHash
+		out[i] = ev
+	}
+	return out, h
+}

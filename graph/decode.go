@@ -1,0 +1,58 @@
+package graph
+
+import (
+	"strconv"
+
+	"github.com/google/uuid"
+
+	"github.com/aetheriot/aether-audit/domain"
+	"github.com/aetheriot/aether-audit/graph/model"
+)
+
+// draftFromInput turns a RecordAuditEventInput into a domain draft; the use
+// case validates it.
+func draftFromInput(path string, in model.RecordAuditEventInput) (domain.AuditEventDraft, error) {
+	d := domain.AuditEventDraft{
+		ProjectID:  in.ProjectID,
+		Action:     in.Action,
+		OccurredAt: in.OccurredAt,
+		Outcome:    in.Outcome,
+		Details:    in.Details,
+	}
+	if in.ID != nil {
+		id, err := uuid.Parse(*in.ID)
+		if err != nil || id == uuid.Nil {
+			return d, &domain.ValidationError{Field: path + ".id", Message: "must be a UUID"}
+		}
+		d.ID = id
+	}
+	if s := in.Subject; s != nil {
+		d.Subject = domain.Subject{Type: s.Type, ID: s.ID, DisplayName: deref(s.DisplayName)}
+	}
+	if r := in.Resource; r != nil {
+		d.Resource = domain.Resource{Type: r.Type, ID: r.ID}
+	}
+	if g := in.Governance; g != nil {
+		d.Governance = &domain.Governance{Reason: deref(g.Reason), Ticket: deref(g.Ticket), ConfirmedBy: deref(g.ConfirmedBy)}
+		if g.Risk != nil {
+			d.Governance.Risk = *g.Risk
+		}
+	}
+	if c := in.Correlation; c != nil {
+		d.Correlation = &domain.Correlation{TraceID: deref(c.TraceID), RequestID: deref(c.RequestID), CausationID: deref(c.CausationID)}
+	}
+	for _, e := range in.EvidenceDigests {
+		d.EvidenceDigests = append(d.EvidenceDigests, domain.EvidenceDigest{Algorithm: e.Algorithm, Value: e.Value, Label: deref(e.Label)})
+	}
+	return d, nil
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+func fieldIndex(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }

@@ -1,0 +1,236 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aetheriot/aether-audit/app"
+	"github.com/aetheriot/aether-audit/domain"
+)
+
+// ssePageSize is how many events the SSE snapshot reads per page.
+const ssePageSize = app.MaxPageSize
+
+// auditEventList is the REST list response.
+type auditEventList struct {
+	Events     []domain.AuditEvent `json:"events"`
+	NextCursor *string             `json:"nextCursor"`
+}
+
+// The query parameters of the REST and SSE audit endpoints.
+var (
+	listParams = map[string]bool{
+		"projectId": true, "afterSequence": true, "cursor": true, "limit": true, "order": true,
+		"action": true, "subjectId": true, "resourceType": true, "resourceId": true, "outcome": true,
+		"occurredFrom": true, "occurredTo": true, "sequenceFrom": true, "sequenceTo": true,
+	}
+	streamParams = map[string]bool{
+		"projectId": true, "afterSequence": true,
+		"action": true, "subjectId": true, "resourceType": true, "resourceId": true, "outcome": true,
+		"occurredFrom": true, "occurredTo": true, "sequenceFrom": true, "sequenceTo": true,
+	}
+)
+
+// listAuditEvents serves GET /api/v1/audit/events: one page of the same
+// search as GraphQL auditEvents, as {"events": [...], "nextCursor": ...}.
+func (s *Server) listAuditEvents(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	in, err := parseSearch(q, listParams)
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	if v := q.Get("limit"); v != "" {
+		n, perr := strconv.Atoi(v)
+		if perr != nil {
+			writeProblem(w, r, badParam("limit", "must be an integer between 1 and 500"))
+			return
+		}
+		in.First = &n
+	}
+	in.After = q.Get("cursor")
+	page, serr := s.cfg.App.SearchAuditEvents(r.Context(), app.IdentityFromContext(r.Context()), in)
+	if serr != nil {
+		s.writeAppError(w, r, serr)
+		return
+	}
+	out := auditEventList{Events: make([]domain.AuditEvent, len(page.Edges))}
+	for i := range page.Edges {
+		out.Events[i] = page.Edges[i].Event
+	}
+	if page.HasNextPage {
+		out.NextCursor = &page.EndCursor
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+// streamAuditEvents serves GET /api/v1/audit/events/stream: a finite
+// Server-Sent Events snapshot of the committed events after Last-Event-ID
+// (or afterSequence), oldest first, each as
+// "id: <sequence>", "event: audit", "data: <event JSON>". The stream ends
+// once everything committed has been sent.
+func (s *Server) streamAuditEvents(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	in, perr := parseSearch(q, streamParams)
+	if perr != nil {
+		writeProblem(w, r, perr)
+		return
+	}
+	if v := r.Header.Get("Last-Event-ID"); v != "" {
+		seq, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			writeProblem(w, r, badParam("Last-Event-ID", "must be the decimal sequence of the last event received"))
+			return
+		}
+		in.AfterSequence = &seq
+	}
+	in.Order = domain.OldestFirst
+	size := ssePageSize
+	in.First = &size
+	id := app.IdentityFromContext(r.Context())
+	// The first page is read before answering, so that refusals (no
+	// permission, unknown project, bad filter) are plain HTTP errors.
+	page, err := s.cfg.App.SearchAuditEvents(r.Context(), id, in)
+	if err != nil {
+		s.writeAppError(w, r, err)
+		return
+	}
+	flusher, _ := w.(http.Flusher)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	var buf []byte
+	for {
+		for i := range page.Edges {
+			e := &page.Edges[i].Event
+			data, err := json.Marshal(e)
+			if err != nil {
+				s.cfg.Logger.ErrorContext(r.Context(), "encoding audit event", "err", err)
+				return
+			}
+			buf = buf[:0]
+			buf = append(buf, "id: "...)
+			buf = strconv.AppendUint(buf, e.Sequence, 10)
+			buf = append(buf, "\nevent: audit\ndata: "...)
+			buf = append(buf, data...)
+			buf = append(buf, "\n\n"...)
+			if _, err := w.Write(buf); err != nil {
+				return // the client went away
+			}
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		if !page.HasNextPage || r.Context().Err() != nil {
+			return
+		}
+		in.After = page.EndCursor
+		in.AfterSequence = nil
+		page, err = s.cfg.App.SearchAuditEvents(r.Context(), id, in)
+		if err != nil {
+			if r.Context().Err() == nil {
+				s.cfg.Logger.ErrorContext(r.Context(), "streaming audit events", "err", err)
+				_, _ = w.Write([]byte("event: error\ndata: {\"code\":\"INTERNAL\"}\n\n"))
+			}
+			return
+		}
+	}
+}
+
+// parseSearch reads the shared query parameters of the audit endpoints,
+// refusing unknown ones.
+func parseSearch(q url.Values, allowed map[string]bool) (app.SearchAuditEventsInput, *app.Error) {
+	var in app.SearchAuditEventsInput
+	for k, v := range q {
+		if !allowed[k] {
+			return in, badParam(k, "is not a known parameter")
+		}
+		if len(v) > 1 && k != "outcome" {
+			return in, badParam(k, "must be given once")
+		}
+	}
+	in.ProjectID = q.Get("projectId")
+	if in.ProjectID == "" {
+		return in, badParam("projectId", "is required")
+	}
+	var err *app.Error
+	if in.AfterSequence, err = uintParam(q, "afterSequence"); err != nil {
+		return in, err
+	}
+	switch q.Get("order") {
+	case "", "oldest", "OLDEST_FIRST":
+	case "newest", "NEWEST_FIRST":
+		in.Order = domain.NewestFirst
+	default:
+		return in, badParam("order", "must be oldest or newest")
+	}
+	f := &in.Filter
+	f.Action = q.Get("action")
+	f.SubjectID = q.Get("subjectId")
+	f.ResourceType = q.Get("resourceType")
+	f.ResourceID = q.Get("resourceId")
+	for _, v := range q["outcome"] {
+		for _, o := range strings.Split(v, ",") {
+			f.Outcomes = append(f.Outcomes, domain.Outcome(strings.ToUpper(strings.TrimSpace(o))))
+		}
+	}
+	if f.OccurredFrom, err = timeParam(q, "occurredFrom"); err != nil {
+		return in, err
+	}
+	if f.OccurredTo, err = timeParam(q, "occurredTo"); err != nil {
+		return in, err
+	}
+	if f.SequenceFrom, err = uintParam(q, "sequenceFrom"); err != nil {
+		return in, err
+	}
+	if f.SequenceTo, err = uintParam(q, "sequenceTo"); err != nil {
+		return in, err
+	}
+	return in, nil
+}
+
+func uintParam(q url.Values, name string) (*uint64, *app.Error) {
+	v := q.Get(name)
+	if v == "" {
+		return nil, nil
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return nil, badParam(name, "must be an unsigned decimal integer")
+	}
+	return &n, nil
+}
+
+func timeParam(q url.Values, name string) (*time.Time, *app.Error) {
+	v := q.Get(name)
+	if v == "" {
+		return nil, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return nil, badParam(name, "must be an RFC 3339 date-time")
+	}
+	return &t, nil
+}
+
+func badParam(name, msg string) *app.Error {
+	return &app.Error{Code: app.CodeBadUserInput, Field: name, Message: msg}
+}
+
+// writeAppError answers a use-case error as problem+json, logging internal
+// causes (never shown to the client).
+func (s *Server) writeAppError(w http.ResponseWriter, r *http.Request, err error) {
+	appErr := app.ErrorOf(err)
+	if appErr.Code == app.CodeInternal {
+		s.cfg.Logger.ErrorContext(r.Context(), "request failed", "path", r.URL.Path, "err", err)
+	}
+	writeProblem(w, r, appErr)
+}

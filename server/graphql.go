@@ -1,0 +1,145 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/handler"
+	"github.com/99designs/gqlgen/graphql/handler/extension"
+	"github.com/99designs/gqlgen/graphql/handler/lru"
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/aetheriot/aether-audit/app"
+	"github.com/aetheriot/aether-audit/graph"
+	"github.com/aetheriot/aether-audit/graph/generated"
+)
+
+// graphQLHandler builds the GraphQL server with explicitly chosen transports
+// and extensions: a query cache, automatic persisted queries, a complexity
+// and a depth limit, and introspection unless disabled.
+func (s *Server) graphQLHandler() *handler.Server {
+	srv := handler.New(generated.NewExecutableSchema(generated.Config{
+		Resolvers: &graph.Resolver{App: s.cfg.App},
+	}))
+	srv.AddTransport(transport.Options{})
+	srv.AddTransport(transport.GET{})
+	srv.AddTransport(transport.POST{})
+
+	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
+	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
+	srv.Use(extension.FixedComplexityLimit(s.cfg.ComplexityLimit))
+	srv.Use(depthLimit{max: s.cfg.MaxDepth})
+	if !s.cfg.DisableIntrospection {
+		srv.Use(extension.Introspection{})
+	}
+
+	logger := s.cfg.Logger
+	// Resolver errors become *app.Error here, so the presenter can tell them
+	// from errors of input coercion (which are the client's).
+	srv.AroundFields(func(ctx context.Context, next graphql.Resolver) (any, error) {
+		res, err := next(ctx)
+		if err != nil {
+			appErr := app.ErrorOf(err)
+			if appErr.Code == app.CodeInternal {
+				logger.ErrorContext(ctx, "graphql resolver failed", "field", graphql.GetFieldContext(ctx).Field.Name, "err", err)
+			}
+			return res, appErr
+		}
+		return res, nil
+	})
+	srv.SetRecoverFunc(func(ctx context.Context, v any) error {
+		logger.ErrorContext(ctx, "graphql panic", "panic", v)
+		return &app.Error{Code: app.CodeInternal, Message: "internal error"}
+	})
+	srv.SetErrorPresenter(presentError(logger))
+	return srv
+}
+
+// presentError gives every GraphQL error one code of the documented set in
+// extensions.code: use-case errors keep theirs; parse, validation and input
+// coercion errors are BAD_USER_INPUT.
+func presentError(logger *slog.Logger) graphql.ErrorPresenterFunc {
+	return func(ctx context.Context, err error) *gqlerror.Error {
+		var gqlErr *gqlerror.Error
+		if !errors.As(err, &gqlErr) {
+			gqlErr = gqlerror.WrapPath(graphql.GetPath(ctx), err)
+		}
+		out := *gqlErr
+		var appErr *app.Error
+		switch {
+		case errors.As(err, &appErr):
+			out.Message = appErr.Error()
+			out.Extensions = map[string]any{"code": appErr.Code}
+			if appErr.Field != "" {
+				out.Extensions["field"] = appErr.Field
+			}
+		default:
+			msg := out.Message
+			if strings.HasPrefix(msg, "json request body could not be decoded") {
+				msg = "request body is not valid GraphQL-over-HTTP JSON"
+			}
+			out.Message = msg
+			out.Extensions = map[string]any{"code": app.CodeBadUserInput}
+		}
+		out.Err = nil
+		return &out
+	}
+}
+
+// depthLimit refuses operations nested deeper than max selection levels.
+// Introspection fields are not counted: the complexity limit bounds them.
+type depthLimit struct{ max int }
+
+var _ interface {
+	graphql.HandlerExtension
+	graphql.OperationContextMutator
+} = depthLimit{}
+
+// ExtensionName implements graphql.HandlerExtension.
+func (depthLimit) ExtensionName() string { return "DepthLimit" }
+
+// Validate implements graphql.HandlerExtension.
+func (depthLimit) Validate(graphql.ExecutableSchema) error { return nil }
+
+// MutateOperationContext implements graphql.OperationContextMutator.
+func (d depthLimit) MutateOperationContext(_ context.Context, oc *graphql.OperationContext) *gqlerror.Error {
+	if oc.Operation == nil {
+		return nil
+	}
+	if depth(oc.Operation.SelectionSet, 0) > d.max {
+		err := gqlerror.Errorf("operation is nested deeper than %d levels", d.max)
+		err.Extensions = map[string]any{"code": app.CodeBadUserInput}
+		return err
+	}
+	return nil
+}
+
+func depth(set ast.SelectionSet, visited int) int {
+	if visited > 64 { // fragment cycles are refused by validation; stay safe
+		return visited
+	}
+	deepest := 0
+	for _, sel := range set {
+		var d int
+		switch s := sel.(type) {
+		case *ast.Field:
+			if strings.HasPrefix(s.Name, "__") {
+				continue
+			}
+			d = 1 + depth(s.SelectionSet, visited+1)
+		case *ast.InlineFragment:
+			d = depth(s.SelectionSet, visited+1)
+		case *ast.FragmentSpread:
+			if s.Definition != nil {
+				d = depth(s.Definition.SelectionSet, visited+1)
+			}
+		}
+		deepest = max(deepest, d)
+	}
+	return deepest
+}

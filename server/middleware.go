@@ -1,0 +1,84 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"regexp"
+
+	"github.com/aetheriot/aether-audit/app"
+	"github.com/aetheriot/aether-audit/auth"
+)
+
+// unauthenticatedWriter answers a request without a valid token in the
+// dialect of its endpoint.
+type unauthenticatedWriter func(w http.ResponseWriter, r *http.Request, msg string)
+
+// authenticated verifies the request's bearer token and puts the identity
+// in the request context. Without a valid token the request never reaches
+// next.
+func (s *Server) authenticated(next http.Handler, deny unauthenticatedWriter) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodOptions {
+			next.ServeHTTP(w, r)
+			return
+		}
+		token, ok := auth.BearerToken(r.Header.Get("Authorization"))
+		if !ok {
+			deny(w, r, "a bearer token is required")
+			return
+		}
+		id, err := s.cfg.Verifier.Verify(token)
+		if err != nil {
+			msg := "invalid token"
+			if errors.Is(err, auth.ErrTokenExpired) {
+				msg = "token expired"
+			}
+			deny(w, r, msg)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(app.ContextWithIdentity(r.Context(), id)))
+	})
+}
+
+// traceparentPattern is a W3C traceparent: version-traceid-parentid-flags.
+var traceparentPattern = regexp.MustCompile(`^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$`)
+
+// traced takes the W3C trace id from the traceparent header, when valid, into
+// the request context; audit events the request records carry it.
+func (s *Server) traced(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if m := traceparentPattern.FindStringSubmatch(r.Header.Get("Traceparent")); m != nil && m[1] != "00000000000000000000000000000000" {
+			r = r.WithContext(app.ContextWithTraceID(r.Context(), m[1]))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// limitBody reads the whole body up front, refusing one over the limit with
+// 413, so that no handler ever sees a truncated request.
+func (s *Server) limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Method == http.MethodGet || r.Method == http.MethodOptions {
+			next.ServeHTTP(w, r)
+			return
+		}
+		limit := s.cfg.MaxBodyBytes
+		if r.ContentLength > limit {
+			graphQLError(w, http.StatusRequestEntityTooLarge, app.CodeBadUserInput, "request body exceeds the limit of "+formatBytes(limit))
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+		if err != nil {
+			graphQLError(w, http.StatusBadRequest, app.CodeBadUserInput, "could not read request body")
+			return
+		}
+		if int64(len(body)) > limit {
+			graphQLError(w, http.StatusRequestEntityTooLarge, app.CodeBadUserInput, "request body exceeds the limit of "+formatBytes(limit))
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		next.ServeHTTP(w, r)
+	})
+}

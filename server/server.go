@@ -1,0 +1,102 @@
+// Package server composes Aether Audit's HTTP surface: identity middleware,
+// the GraphQL endpoint, the REST and SSE audit endpoints, and health checks.
+// Handlers only translate between HTTP and the use cases of package app.
+package server
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+
+	"github.com/aetheriot/aether-audit/app"
+)
+
+// TokenVerifier turns a bearer token into a verified identity; *auth.Verifier
+// implements it.
+type TokenVerifier interface {
+	Verify(token string) (app.Identity, error)
+}
+
+// Config configures the HTTP surface. Zero limits take the defaults below.
+type Config struct {
+	App      *app.App
+	Verifier TokenVerifier
+	Logger   *slog.Logger
+	// Ready reports whether the service can serve (database reachable,
+	// migrations current); /readyz answers 503 while it returns an error.
+	Ready func(ctx context.Context) error
+	// MaxBodyBytes bounds request bodies; default DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// ComplexityLimit bounds a GraphQL operation's complexity; default
+	// DefaultComplexityLimit.
+	ComplexityLimit int
+	// MaxDepth bounds a GraphQL operation's selection depth; default
+	// DefaultMaxDepth.
+	MaxDepth int
+	// DisableIntrospection turns GraphQL introspection off.
+	DisableIntrospection bool
+}
+
+// Defaults of Config's limits.
+const (
+	DefaultMaxBodyBytes    = 8 << 20
+	DefaultComplexityLimit = 5000
+	DefaultMaxDepth        = 12
+)
+
+// Server is the HTTP handler of the service.
+type Server struct {
+	cfg Config
+	mux *http.ServeMux
+}
+
+// New returns the service's HTTP handler.
+func New(cfg Config) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.ComplexityLimit <= 0 {
+		cfg.ComplexityLimit = DefaultComplexityLimit
+	}
+	if cfg.MaxDepth <= 0 {
+		cfg.MaxDepth = DefaultMaxDepth
+	}
+	s := &Server{cfg: cfg, mux: http.NewServeMux()}
+	s.mux.HandleFunc("GET /healthz", s.healthz)
+	s.mux.HandleFunc("GET /readyz", s.readyz)
+
+	gql := s.graphQLHandler()
+	s.mux.Handle("/graphql", s.traced(s.limitBody(s.authenticated(gql, graphQLUnauthenticated))))
+	s.mux.Handle("GET /api/v1/audit/events", s.traced(s.authenticated(http.HandlerFunc(s.listAuditEvents), problemUnauthenticated)))
+	s.mux.Handle("GET /api/v1/audit/events/stream", s.traced(s.authenticated(http.HandlerFunc(s.streamAuditEvents), problemUnauthenticated)))
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, r, &app.Error{Code: app.CodeNotFound, Message: "no such endpoint"})
+	})
+	return s
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mux.ServeHTTP(w, r)
+}
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte(`{"status":"ok"}`))
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	if s.cfg.Ready != nil {
+		if err := s.cfg.Ready(r.Context()); err != nil {
+			s.cfg.Logger.Warn("not ready", "err", err)
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"status":"unavailable"}`))
+			return
+		}
+	}
+	_, _ = w.Write([]byte(`{"status":"ready"}`))
+}

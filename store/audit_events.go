@@ -1,0 +1,345 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/aetheriot/aether-audit/domain"
+)
+
+const auditEventColumns = `tenant_id, project_id, sequence, id, action, occurred_at, recorded_at,
+	subject_type, subject_id, subject_display_name, resource_type, resource_id, outcome,
+	governance, correlation, evidence_digests, details, input_fingerprint, chain_hash`
+
+var auditEventColumnNames = []string{
+	"tenant_id", "project_id", "sequence", "id", "action", "occurred_at", "recorded_at",
+	"subject_type", "subject_id", "subject_display_name", "resource_type", "resource_id", "outcome",
+	"governance", "correlation", "evidence_digests", "details", "input_fingerprint", "chain_hash",
+}
+
+// copyThreshold is the batch size from which CopyFrom beats a multi-row
+// INSERT for appending events.
+const copyThreshold = 16
+
+// LockAuditHead locks the chain head of tenant/project for the rest of the
+// transaction (creating it for a new project) and returns it. Every append
+// to the project goes through this lock, which is what makes sequences dense
+// and ordered by commit.
+func (s *Store) LockAuditHead(ctx context.Context, tenantID, projectID string) (domain.ChainHead, error) {
+	tx, err := s.tx(ctx)
+	if err != nil {
+		return domain.ChainHead{}, err
+	}
+	var (
+		seq  int64
+		hash []byte
+	)
+	// The no-op DO UPDATE both creates and row-locks the head in one round trip.
+	err = tx.QueryRow(ctx, `
+		INSERT INTO audit_project_heads (tenant_id, project_id) VALUES ($1, $2)
+		ON CONFLICT (tenant_id, project_id) DO UPDATE SET last_sequence = audit_project_heads.last_sequence
+		RETURNING last_sequence, last_hash`, tenantID, projectID).Scan(&seq, &hash)
+	if err != nil {
+		return domain.ChainHead{}, fmt.Errorf("locking audit head: %w", err)
+	}
+	head := domain.ChainHead{Sequence: uint64(seq)}
+	copy(head.Hash[:], hash)
+	return head, nil
+}
+
+// SetAuditHead records the new head of tenant/project after an append. The
+// head must have been locked by LockAuditHead in the same transaction.
+func (s *Store) SetAuditHead(ctx context.Context, tenantID, projectID string, head domain.ChainHead) error {
+	tx, err := s.tx(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `UPDATE audit_project_heads SET last_sequence = $3, last_hash = $4
+		WHERE tenant_id = $1 AND project_id = $2`, tenantID, projectID, int64(head.Sequence), head.Hash[:])
+	if err != nil {
+		return fmt.Errorf("updating audit head: %w", err)
+	}
+	return nil
+}
+
+// AuditHead returns the committed head of tenant/project without locking it;
+// the zero head for a project with no events.
+func (s *Store) AuditHead(ctx context.Context, tenantID, projectID string) (domain.ChainHead, error) {
+	var (
+		seq  int64
+		hash []byte
+	)
+	err := s.q(ctx).QueryRow(ctx, `SELECT last_sequence, last_hash FROM audit_project_heads
+		WHERE tenant_id = $1 AND project_id = $2`, tenantID, projectID).Scan(&seq, &hash)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return domain.ChainHead{}, nil
+	}
+	if err != nil {
+		return domain.ChainHead{}, fmt.Errorf("reading audit head: %w", err)
+	}
+	head := domain.ChainHead{Sequence: uint64(seq)}
+	copy(head.Hash[:], hash)
+	return head, nil
+}
+
+// InsertAuditEvents appends sealed events (see domain.ChainHead.Append). It
+// uses COPY for large batches and a multi-row INSERT for small ones.
+func (s *Store) InsertAuditEvents(ctx context.Context, events []domain.AuditEvent) error {
+	tx, err := s.tx(ctx)
+	if err != nil {
+		return err
+	}
+	if len(events) == 0 {
+		return nil
+	}
+	rows := make([][]any, len(events))
+	for i := range events {
+		rows[i] = auditEventValues(&events[i])
+	}
+	if len(events) >= copyThreshold {
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"audit_events"}, auditEventColumnNames, pgx.CopyFromRows(rows)); err != nil {
+			return fmt.Errorf("copying audit events: %w", err)
+		}
+		return nil
+	}
+	var sb strings.Builder
+	sb.WriteString("INSERT INTO audit_events (" + auditEventColumns + ") VALUES ")
+	args := make([]any, 0, len(events)*len(auditEventColumnNames))
+	for i, row := range rows {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteByte('(')
+		for j := range row {
+			if j > 0 {
+				sb.WriteString(", ")
+			}
+			sb.WriteByte('$')
+			sb.WriteString(strconv.Itoa(len(args) + j + 1))
+		}
+		sb.WriteByte(')')
+		args = append(args, row...)
+	}
+	if _, err := tx.Exec(ctx, sb.String(), args...); err != nil {
+		return fmt.Errorf("inserting audit events: %w", err)
+	}
+	return nil
+}
+
+func auditEventValues(e *domain.AuditEvent) []any {
+	digests := e.EvidenceDigests
+	if digests == nil {
+		digests = []domain.EvidenceDigest{}
+	}
+	return []any{
+		e.TenantID, e.ProjectID, int64(e.Sequence), e.ID, e.Action, e.OccurredAt, e.RecordedAt,
+		string(e.Subject.Type), e.Subject.ID, e.Subject.DisplayName, e.Resource.Type, e.Resource.ID, string(e.Outcome),
+		e.Governance, e.Correlation, digests, string(e.Details), e.InputFingerprint[:], e.ChainHash[:],
+	}
+}
+
+// FindAuditEventsByID returns the tenant's stored events among ids, keyed by
+// id, in any project. Missing ids are simply absent.
+func (s *Store) FindAuditEventsByID(ctx context.Context, tenantID string, ids []uuid.UUID) (map[uuid.UUID]domain.AuditEvent, error) {
+	rows, err := s.q(ctx).Query(ctx, `SELECT `+auditEventColumns+` FROM audit_events
+		WHERE tenant_id = $1 AND id = ANY($2)`, tenantID, ids)
+	if err != nil {
+		return nil, fmt.Errorf("finding audit events: %w", err)
+	}
+	events, err := pgx.CollectRows(rows, scanAuditEvent)
+	if err != nil {
+		return nil, fmt.Errorf("finding audit events: %w", err)
+	}
+	out := make(map[uuid.UUID]domain.AuditEvent, len(events))
+	for _, e := range events {
+		out[e.ID] = e
+	}
+	return out, nil
+}
+
+// GetAuditEvent returns one event of tenant/project by id, or ErrNotFound.
+func (s *Store) GetAuditEvent(ctx context.Context, tenantID, projectID string, id uuid.UUID) (domain.AuditEvent, error) {
+	rows, err := s.q(ctx).Query(ctx, `SELECT `+auditEventColumns+` FROM audit_events
+		WHERE tenant_id = $1 AND project_id = $2 AND id = $3`, tenantID, projectID, id)
+	if err != nil {
+		return domain.AuditEvent{}, fmt.Errorf("getting audit event: %w", err)
+	}
+	e, err := pgx.CollectExactlyOneRow(rows, scanAuditEvent)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return domain.AuditEvent{}, ErrNotFound
+	}
+	if err != nil {
+		return domain.AuditEvent{}, fmt.Errorf("getting audit event: %w", err)
+	}
+	return e, nil
+}
+
+// SearchAuditEvents returns one keyset page of tenant/project's events that
+// pass the filter, in page.Order. Every condition is keyed by tenant and
+// project first so the indexes serve it.
+func (s *Store) SearchAuditEvents(ctx context.Context, tenantID, projectID string, f domain.AuditEventFilter, page domain.AuditEventPage) ([]domain.AuditEvent, error) {
+	sql, args := searchSQL(tenantID, projectID, f, page)
+	rows, err := s.q(ctx).Query(ctx, sql, args...)
+	if err != nil {
+		return nil, fmt.Errorf("searching audit events: %w", err)
+	}
+	events, err := pgx.CollectRows(rows, scanAuditEvent)
+	if err != nil {
+		return nil, fmt.Errorf("searching audit events: %w", err)
+	}
+	return events, nil
+}
+
+func searchSQL(tenantID, projectID string, f domain.AuditEventFilter, page domain.AuditEventPage) (string, []any) {
+	args := []any{tenantID, projectID}
+	var sb strings.Builder
+	sb.WriteString(`SELECT ` + auditEventColumns + ` FROM audit_events WHERE tenant_id = $1 AND project_id = $2`)
+	cond := func(format string, v any) {
+		args = append(args, v)
+		fmt.Fprintf(&sb, " AND "+format, len(args))
+	}
+	if a := f.Action; a != nil {
+		if a.Prefix() != "" {
+			// action is COLLATE "C": the prefix range is a plain byte range
+			// ('/' follows '.'), served by the action index.
+			cond("action >= $%d", a.Prefix())
+			cond("action < $%d", strings.TrimSuffix(a.Prefix(), ".")+"/")
+		} else {
+			cond("action = $%d", a.Exact())
+		}
+	}
+	if f.SubjectID != "" {
+		cond("subject_id = $%d", f.SubjectID)
+	}
+	if f.ResourceType != "" {
+		cond("resource_type = $%d", f.ResourceType)
+	}
+	if f.ResourceID != "" {
+		cond("resource_id = $%d", f.ResourceID)
+	}
+	if len(f.Outcomes) > 0 {
+		outcomes := make([]string, len(f.Outcomes))
+		for i, o := range f.Outcomes {
+			outcomes[i] = string(o)
+		}
+		cond("outcome = ANY($%d)", outcomes)
+	}
+	if f.OccurredFrom != nil {
+		cond("occurred_at >= $%d", *f.OccurredFrom)
+	}
+	if f.OccurredTo != nil {
+		cond("occurred_at < $%d", *f.OccurredTo)
+	}
+	if f.SequenceFrom != nil {
+		cond("sequence >= $%d", clampInt64(*f.SequenceFrom))
+	}
+	if f.SequenceTo != nil {
+		cond("sequence <= $%d", clampInt64(*f.SequenceTo))
+	}
+	dir := "ASC"
+	if page.Order == domain.NewestFirst {
+		dir = "DESC"
+		if page.After != nil {
+			cond("sequence < $%d", clampInt64(*page.After))
+		}
+	} else if page.After != nil {
+		cond("sequence > $%d", clampInt64(*page.After))
+	}
+	args = append(args, page.Limit)
+	fmt.Fprintf(&sb, " ORDER BY sequence %s LIMIT $%d", dir, len(args))
+	return sb.String(), args
+}
+
+// clampInt64 maps a uint64 bound onto the bigint column's range.
+func clampInt64(v uint64) int64 {
+	if v > 1<<63-1 {
+		return 1<<63 - 1
+	}
+	return int64(v)
+}
+
+// ScanAuditEvents calls fn for each event of tenant/project with sequence in
+// [from, to], in sequence order, streaming rows rather than loading them all.
+func (s *Store) ScanAuditEvents(ctx context.Context, tenantID, projectID string, from, to uint64, fn func(*domain.AuditEvent) error) error {
+	rows, err := s.q(ctx).Query(ctx, `SELECT `+auditEventColumns+` FROM audit_events
+		WHERE tenant_id = $1 AND project_id = $2 AND sequence BETWEEN $3 AND $4
+		ORDER BY sequence`, tenantID, projectID, clampInt64(from), clampInt64(to))
+	if err != nil {
+		return fmt.Errorf("scanning audit events: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		e, err := scanAuditEvent(rows)
+		if err != nil {
+			return fmt.Errorf("scanning audit events: %w", err)
+		}
+		if err := fn(&e); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("scanning audit events: %w", err)
+	}
+	return nil
+}
+
+// GetAuditEventBySequence returns the event of tenant/project at seq, or
+// ErrNotFound.
+func (s *Store) GetAuditEventBySequence(ctx context.Context, tenantID, projectID string, seq uint64) (domain.AuditEvent, error) {
+	rows, err := s.q(ctx).Query(ctx, `SELECT `+auditEventColumns+` FROM audit_events
+		WHERE tenant_id = $1 AND project_id = $2 AND sequence = $3`, tenantID, projectID, clampInt64(seq))
+	if err != nil {
+		return domain.AuditEvent{}, fmt.Errorf("getting audit event: %w", err)
+	}
+	e, err := pgx.CollectExactlyOneRow(rows, scanAuditEvent)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return domain.AuditEvent{}, ErrNotFound
+	}
+	if err != nil {
+		return domain.AuditEvent{}, fmt.Errorf("getting audit event: %w", err)
+	}
+	return e, nil
+}
+
+func scanAuditEvent(row pgx.CollectableRow) (domain.AuditEvent, error) {
+	var (
+		e                      domain.AuditEvent
+		seq                    int64
+		subjectType, outcome   string
+		details                string
+		fingerprint, chainHash []byte
+		occurredAt, recordedAt time.Time
+		digests                []domain.EvidenceDigest
+		governance             *domain.Governance
+		correlation            *domain.Correlation
+	)
+	err := row.Scan(&e.TenantID, &e.ProjectID, &seq, &e.ID, &e.Action, &occurredAt, &recordedAt,
+		&subjectType, &e.Subject.ID, &e.Subject.DisplayName, &e.Resource.Type, &e.Resource.ID, &outcome,
+		&governance, &correlation, &digests, &details, &fingerprint, &chainHash)
+	if err != nil {
+		return e, err
+	}
+	e.Sequence = uint64(seq)
+	e.OccurredAt = occurredAt.UTC()
+	e.RecordedAt = recordedAt.UTC()
+	e.Subject.Type = domain.SubjectType(subjectType)
+	e.Outcome = domain.Outcome(outcome)
+	e.Governance = governance
+	e.Correlation = correlation
+	if digests == nil {
+		digests = []domain.EvidenceDigest{}
+	}
+	e.EvidenceDigests = digests
+	e.Details = json.RawMessage(details)
+	copy(e.InputFingerprint[:], fingerprint)
+	copy(e.ChainHash[:], chainHash)
+	return e, nil
+}

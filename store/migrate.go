@@ -1,0 +1,86 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+
+	"github.com/aetheriot/aether-audit/migrations"
+)
+
+// migrationLockKey is the advisory lock that serialises migrations across
+// processes starting at once ("aether-migrate" hashed to a constant).
+const migrationLockKey int64 = 0x61657468_65726d67
+
+// Migrate brings the database to the current schema: our own tables (goose,
+// embedded migrations) and River's (rivermigrate). It holds a session
+// advisory lock throughout, so two processes migrating at once apply each
+// migration exactly once; applying an up-to-date database is a no-op.
+func Migrate(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) error {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("acquiring connection for migrations: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", migrationLockKey); err != nil {
+		return fmt.Errorf("taking migration lock: %w", err)
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", migrationLockKey) //nolint:errcheck // released with the session anyway
+
+	provider, db, err := newGoose(pool)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	results, err := provider.Up(ctx)
+	if err != nil {
+		return fmt.Errorf("applying migrations: %w", err)
+	}
+	for _, r := range results {
+		logger.Info("applied migration", "version", r.Source.Version, "duration", r.Duration)
+	}
+
+	migrator, err := rivermigrate.New(riverpgxv5.New(pool), nil)
+	if err != nil {
+		return fmt.Errorf("creating river migrator: %w", err)
+	}
+	res, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil)
+	if err != nil {
+		return fmt.Errorf("applying river migrations: %w", err)
+	}
+	for _, v := range res.Versions {
+		logger.Info("applied river migration", "version", v.Version)
+	}
+	return nil
+}
+
+// MigrationsCurrent reports whether every embedded migration of ours has been
+// applied. /readyz uses it.
+func MigrationsCurrent(ctx context.Context, pool *pgxpool.Pool) (bool, error) {
+	provider, db, err := newGoose(pool)
+	if err != nil {
+		return false, err
+	}
+	defer db.Close()
+	pending, err := provider.HasPending(ctx)
+	if err != nil {
+		return false, fmt.Errorf("checking migrations: %w", err)
+	}
+	return !pending, nil
+}
+
+func newGoose(pool *pgxpool.Pool) (*goose.Provider, interface{ Close() error }, error) {
+	db := stdlib.OpenDBFromPool(pool)
+	provider, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS)
+	if err != nil {
+		db.Close()
+		return nil, nil, fmt.Errorf("loading migrations: %w", err)
+	}
+	return provider, db, nil
+}

@@ -1,0 +1,31 @@
+//go:build !unix
+
+package pgcluster
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"syscall"
+)
+
+// account is an unprivileged system user the server runs as. Running as
+// another user is only supported on Unix; elsewhere it is always nil.
+type account struct {
+	name string
+}
+
+// sysProcAttr returns nil: commands run as the current user.
+func (a *account) sysProcAttr() *syscall.SysProcAttr { return nil }
+
+// serviceAccount returns nil: the server runs as the current user.
+func serviceAccount(context.Context, *slog.Logger) (*account, error) { return nil, nil }
+
+// chownTree does nothing: a is always nil on this platform.
+func chownTree(string, *account) error { return nil }
+
+// ensurePrivateDir creates path with mode 0700 if it is missing.
+func ensurePrivateDir(path string, _ *account) error { return os.MkdirAll(path, 0o700) }
+
+// lockFile does nothing on this platform.
+func lockFile(context.Context, string) (func(), error) { return func() {}, nil }

@@ -1,0 +1,112 @@
+// Package store keeps Aether Audit's state in PostgreSQL through pgx/v5: the
+// transaction helper, the audit event store with its per-project head row,
+// idempotency records and migrations. Nothing outside this package writes SQL.
+//
+// A transaction opened by InTx travels in the context: every method called
+// with that context runs inside it, so that use cases in package app compose
+// one transaction out of several calls without seeing pgx.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/aetheriot/aether-audit/domain"
+)
+
+// ErrNotFound is returned when a looked-up row does not exist (in the
+// caller's tenant and project). It is domain.ErrNotFound.
+var ErrNotFound = domain.ErrNotFound
+
+// ErrNoTx is returned by methods that must run inside InTx when called
+// without a transaction in the context.
+var ErrNoTx = errors.New("store: method requires a transaction (call it inside InTx)")
+
+// Store is the PostgreSQL-backed store.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+// New returns a Store over pool.
+func New(pool *pgxpool.Pool) *Store {
+	return &Store{pool: pool}
+}
+
+// Pool returns the underlying pool, for River and health checks.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+type txKey struct{}
+
+// querier is what pgx.Tx and *pgxpool.Pool share.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	CopyFrom(ctx context.Context, tableName pgx.Identifier, columnNames []string, rowSrc pgx.CopyFromSource) (int64, error)
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// TxFromContext returns the transaction InTx put in ctx, if any. Package jobs
+// uses it to insert River jobs in the same transaction (InsertTx).
+func TxFromContext(ctx context.Context) (pgx.Tx, bool) {
+	tx, ok := ctx.Value(txKey{}).(pgx.Tx)
+	return tx, ok
+}
+
+func (s *Store) q(ctx context.Context) querier {
+	if tx, ok := TxFromContext(ctx); ok {
+		return tx
+	}
+	return s.pool
+}
+
+func (s *Store) tx(ctx context.Context) (pgx.Tx, error) {
+	if tx, ok := TxFromContext(ctx); ok {
+		return tx, nil
+	}
+	return nil, ErrNoTx
+}
+
+// InTx runs fn in one read-committed transaction carried by the context fn
+// receives. It commits when fn returns nil and rolls back otherwise. Nested
+// calls join the outer transaction.
+func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context) error) error {
+	if _, ok := TxFromContext(ctx); ok {
+		return fn(ctx)
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("beginning transaction: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
+	if err := fn(context.WithValue(ctx, txKey{}, tx)); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("committing transaction: %w", err)
+	}
+	return nil
+}
+
+// IsRetryable reports whether err is a conflict that a fresh attempt of the
+// same transaction resolves: unique_violation from a concurrent insert,
+// serialization_failure or deadlock_detected.
+func (s *Store) IsRetryable(err error) bool {
+	if errors.Is(err, errRetry) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	switch pgErr.Code {
+	case "23505", "40001", "40P01":
+		return true
+	}
+	return false
+}
