@@ -1,0 +1,188 @@
+// Package storetest gives tests a real, freshly migrated PostgreSQL
+// database of their own. It uses the server named by DATABASE_URL when set,
+// else PostgreSQL at 127.0.0.1:5432 (user postgres) when reachable, else a
+// private cluster started from the installed PostgreSQL binaries for the
+// life of the test binary. Each test gets its own database cloned from a
+// migrated template, so tests are isolated and run in any order.
+//
+// A test package that uses it runs its tests through Main:
+//
+//	func TestMain(m *testing.M) { storetest.Main(m) }
+package storetest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/aetheriot/aether-audit/store"
+	"github.com/aetheriot/aether-audit/store/pgcluster"
+)
+
+var (
+	setupOnce sync.Once
+	setupErr  error
+	adminURL  string // a database on the server we may CREATE DATABASE from
+	template  string // name of the migrated template database
+	cluster   *pgcluster.Cluster
+	tempDir   string
+)
+
+// Main runs the package's tests and then drops the template database and
+// stops the private cluster, if one was started.
+func Main(m *testing.M) {
+	code := m.Run()
+	ctx := context.Background()
+	if template != "" && adminURL != "" {
+		if conn, err := pgx.Connect(ctx, adminURL); err == nil {
+			_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{template}.Sanitize()+" WITH (FORCE)")
+			_ = conn.Close(ctx)
+		}
+	}
+	if cluster != nil {
+		_ = cluster.Stop(ctx)
+	}
+	if tempDir != "" {
+		_ = os.RemoveAll(tempDir)
+	}
+	os.Exit(code)
+}
+
+func setup() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	switch {
+	case os.Getenv("DATABASE_URL") != "":
+		adminURL = os.Getenv("DATABASE_URL")
+	case reachable(ctx, "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"):
+		adminURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+	default:
+		dir, err := os.MkdirTemp("", "aether-test-pg-")
+		if err != nil {
+			return err
+		}
+		tempDir = dir
+		if err := os.Chmod(dir, 0o755); err != nil {
+			return err
+		}
+		c, err := pgcluster.Start(ctx, pgcluster.Options{DataDir: filepath.Join(dir, "pg"), Database: "postgres"})
+		if err != nil {
+			return fmt.Errorf("no database reachable and starting a private cluster failed: %w", err)
+		}
+		cluster = c
+		adminURL = c.URLFor("postgres")
+	}
+	template = "aether_tmpl_" + randomSuffix()
+	if err := createDatabase(ctx, template, ""); err != nil {
+		return err
+	}
+	pool, err := pgxpool.New(ctx, urlFor(template))
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := store.Migrate(ctx, pool, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+		return fmt.Errorf("migrating template: %w", err)
+	}
+	return nil
+}
+
+func reachable(ctx context.Context, u string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		return false
+	}
+	_ = conn.Close(ctx)
+	return true
+}
+
+func createDatabase(ctx context.Context, name, fromTemplate string) error {
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		return fmt.Errorf("connecting to test server: %w", err)
+	}
+	defer conn.Close(ctx)
+	sql := "CREATE DATABASE " + pgx.Identifier{name}.Sanitize()
+	if fromTemplate != "" {
+		sql += " TEMPLATE " + pgx.Identifier{fromTemplate}.Sanitize()
+	}
+	if _, err := conn.Exec(ctx, sql); err != nil {
+		return fmt.Errorf("creating test database: %w", err)
+	}
+	return nil
+}
+
+// urlFor returns adminURL with its database replaced by name.
+func urlFor(name string) string {
+	if strings.Contains(adminURL, "://") {
+		u, err := url.Parse(adminURL)
+		if err == nil {
+			u.Path = "/" + name
+			return u.String()
+		}
+	}
+	// key=value DSN
+	return adminURL + " dbname=" + name
+}
+
+func randomSuffix() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// NewDatabase creates a fresh migrated database for t, dropped when t ends,
+// and returns its connection URL.
+func NewDatabase(t testing.TB) string {
+	t.Helper()
+	setupOnce.Do(func() { setupErr = setup() })
+	if setupErr != nil {
+		t.Fatalf("test database: %v", setupErr)
+	}
+	name := "aether_t_" + randomSuffix()
+	ctx := context.Background()
+	if err := createDatabase(ctx, name, template); err != nil {
+		t.Fatalf("test database: %v", err)
+	}
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(ctx, adminURL)
+		if err != nil {
+			return
+		}
+		defer conn.Close(ctx)
+		_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+	})
+	return urlFor(name)
+}
+
+// NewPool creates a fresh migrated database for t and returns a pool on it,
+// closed when t ends.
+func NewPool(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(NewDatabase(t))
+	if err != nil {
+		t.Fatalf("test database: %v", err)
+	}
+	cfg.MaxConns = 20
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("test database: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
