@@ -93,12 +93,18 @@ func (a *App) recordAuditEvents(ctx context.Context, id Identity, in RecordAudit
 
 	// Fingerprints cover what the client sent; a generated id or the
 	// request's trace id are filled in afterwards.
+	// The request fingerprint (for the idempotency key) covers the drafts as
+	// sent, so a retry of events without ids matches.
 	fingerprints := make([]domain.Hash, len(drafts))
+	for i := range drafts {
+		fingerprints[i] = drafts[i].Fingerprint()
+	}
+	requestFP := batchFingerprint(fingerprints)
 	for i := range drafts {
 		if drafts[i].ID == uuid.Nil {
 			drafts[i].ID = uuid.Must(uuid.NewV7())
+			fingerprints[i] = drafts[i].Fingerprint()
 		}
-		fingerprints[i] = drafts[i].Fingerprint()
 		if in.TraceID != "" && (drafts[i].Correlation == nil || drafts[i].Correlation.TraceID == "") {
 			c := domain.Correlation{}
 			if drafts[i].Correlation != nil {
@@ -123,7 +129,7 @@ func (a *App) recordAuditEvents(ctx context.Context, id Identity, in RecordAudit
 	var out []domain.AuditEvent
 	err := a.retryTx(ctx, func(ctx context.Context) error {
 		var err error
-		out, err = a.appendInTx(ctx, id.TenantID, drafts, fingerprints, in.IdempotencyKey)
+		out, err = a.appendInTx(ctx, id.TenantID, drafts, fingerprints, in.IdempotencyKey, requestFP)
 		return err
 	})
 	if err != nil {
@@ -145,9 +151,8 @@ func (a *App) retryTx(ctx context.Context, fn func(ctx context.Context) error) e
 	return err
 }
 
-func (a *App) appendInTx(ctx context.Context, tenantID string, drafts []domain.AuditEventDraft, fingerprints []domain.Hash, idempotencyKey string) ([]domain.AuditEvent, error) {
+func (a *App) appendInTx(ctx context.Context, tenantID string, drafts []domain.AuditEventDraft, fingerprints []domain.Hash, idempotencyKey string, requestFP domain.Hash) ([]domain.AuditEvent, error) {
 	if idempotencyKey != "" {
-		requestFP := batchFingerprint(fingerprints)
 		prior, result, found, err := a.store.ClaimIdempotencyKey(ctx, tenantID, operationRecordAuditEvents, idempotencyKey, requestFP, a.idempotencyTTL)
 		if err != nil {
 			return nil, err

@@ -46,7 +46,7 @@ func (s *Server) listAuditEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	if v := q.Get("limit"); v != "" {
 		n, perr := strconv.Atoi(v)
-		if perr != nil {
+		if perr != nil || n < 1 || n > app.MaxPageSize {
 			writeProblem(w, r, badParam("limit", "must be an integer between 1 and 500"))
 			return
 		}

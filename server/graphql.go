@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"strings"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -13,6 +14,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+	"github.com/vektah/gqlparser/v2/parser"
 
 	"github.com/aetheriot/aether-audit/app"
 	"github.com/aetheriot/aether-audit/graph"
@@ -58,6 +60,29 @@ func (s *Server) graphQLHandler() *handler.Server {
 	})
 	srv.SetErrorPresenter(presentError(logger))
 	return srv
+}
+
+// queriesOnlyOverGET refuses a GET request whose operation is not a query
+// with a coded GraphQL error (gqlgen's own refusal carries no code): GET
+// must be safe, so mutations need POST.
+func queriesOnlyOverGET(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			q := r.URL.Query()
+			if doc, err := parser.ParseQuery(&ast.Source{Input: q.Get("query")}); err == nil {
+				op := doc.Operations.ForName(q.Get("operationName"))
+				if op == nil && q.Get("operationName") == "" && len(doc.Operations) == 1 {
+					op = doc.Operations[0]
+				}
+				if op != nil && op.Operation != ast.Query {
+					w.Header().Set("Allow", "POST")
+					graphQLError(w, http.StatusMethodNotAllowed, app.CodeBadUserInput, "GET requests only allow query operations; use POST")
+					return
+				}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // presentError gives every GraphQL error one code of the documented set in

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -23,11 +24,13 @@ const migrationLockKey int64 = 0x61657468_65726d67
 // advisory lock throughout, so two processes migrating at once apply each
 // migration exactly once; applying an up-to-date database is a no-op.
 func Migrate(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) error {
-	conn, err := pool.Acquire(ctx)
+	// The lock lives on a dedicated connection, outside the pool, so that
+	// waiting migrators never starve the pool that goose and River use.
+	conn, err := pgx.ConnectConfig(ctx, pool.Config().ConnConfig.Copy())
 	if err != nil {
-		return fmt.Errorf("acquiring connection for migrations: %w", err)
+		return fmt.Errorf("connecting for migrations: %w", err)
 	}
-	defer conn.Release()
+	defer conn.Close(context.WithoutCancel(ctx))
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", migrationLockKey); err != nil {
 		return fmt.Errorf("taking migration lock: %w", err)
 	}

@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
@@ -23,14 +24,23 @@ type cli struct {
 
 func main() {
 	var c cli
-	kctx := kong.Parse(&c,
+	parser := kong.Must(&c,
 		kong.Name("aether"),
 		kong.Description("Aether Audit: queryable, live audit history and governed outbound work."),
-		kong.UsageOnError(),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
 	)
-	ctx := context.Background()
-	kctx.BindTo(ctx, (*context.Context)(nil))
+	kctx, err := parser.Parse(os.Args[1:])
+	if err != nil {
+		// Usage after a command-line mistake goes to stderr: stdout is
+		// reserved for results (aether token prints only the token).
+		var parseErr *kong.ParseError
+		if errors.As(err, &parseErr) && parseErr.Context != nil {
+			parser.Stdout = os.Stderr
+			_ = parseErr.Context.PrintUsage(true)
+		}
+		parser.FatalIfErrorf(err)
+	}
+	kctx.BindTo(context.Background(), (*context.Context)(nil))
 	if err := kctx.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "aether:", err)
 		os.Exit(1)

@@ -1,0 +1,237 @@
+// Command bench measures Aether Audit's hot paths against plain-pgx
+// baselines measured in the same run, on the same database:
+//
+//	ingest-batch         recordAuditEvents (500 events/request) vs pgx COPY
+//	ingest-single        recordAuditEvent, 8 clients, one project, vs
+//	                     BEGIN; INSERT; COMMIT on 8 connections
+//	ingest-single-8proj  the same with each client on its own project
+//	query-page           auditEvents 100-event pages of a 1M-event project,
+//	                     8 clients, vs the same SELECT with pgx
+//
+// Our side is the real service: server.New over app.New(store.New(pool)),
+// served by net/http on a 127.0.0.1 socket with a bearer token, driven by
+// an HTTP client in the same process. Ours and the baseline run
+// interleaved in slices of about two seconds, so that noise on the machine
+// hits both. It prints a table (or, with -json, one JSON object per
+// scenario per line) of ours, baseline, their ratio and its target.
+//
+// The bench works in the database aether_bench, which it creates and
+// migrates if needed and keeps between runs, so that the million-event
+// project bench/bench-1m is seeded only once.
+//
+//	go run ./bench [-json] [-scenario a,b] [-duration 10s] [-database-url URL] [-cpuprofile FILE]
+//
+// With -cpuprofile, the CPU profile carries the pprof label "side"
+// (server, ours, baseline): `go tool pprof -tagfocus=side=server FILE`
+// shows only our server's work.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// scenario is one comparison the bench can run.
+type scenario struct {
+	name string
+	run  func(ctx context.Context, e *env, opts options) ([]result, error)
+}
+
+// scenarios are all comparisons, in the order they run.
+var scenarios = []scenario{
+	{"ingest-batch", runIngestBatch},
+	{"ingest-single", runIngestSingle},
+	{"ingest-single-8proj", runIngestSingle8Proj},
+	{"query-page", runQueryPage},
+}
+
+// options are the command-line flags.
+type options struct {
+	json        bool
+	scenarios   []string
+	duration    time.Duration
+	databaseURL string
+	cpuProfile  string
+}
+
+// main runs the bench; see the package comment.
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+// run runs the bench and returns the exit code: 0 when every selected
+// scenario ran (whether or not it met its targets), 1 otherwise, 2 for bad
+// flags.
+func run(args []string) int {
+	opts, err := parseFlags(args)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	e, err := newEnv(ctx, opts.databaseURL)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	defer e.close()
+
+	if opts.cpuProfile != "" {
+		f, err := os.Create(opts.cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
+	}
+
+	code := 0
+	var results []result
+	for _, s := range scenarios {
+		if !slices.Contains(opts.scenarios, s.name) {
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "bench: running %s (%s per side)\n", s.name, opts.duration)
+		rs, err := s.run(ctx, e, opts)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %s: %v\n", s.name, err)
+			code = 1
+			if ctx.Err() != nil {
+				break
+			}
+			continue
+		}
+		if opts.json {
+			for _, r := range rs {
+				if err := json.NewEncoder(os.Stdout).Encode(r); err != nil {
+					fmt.Fprintln(os.Stderr, "bench:", err)
+					return 1
+				}
+			}
+		}
+		results = append(results, rs...)
+	}
+	if !opts.json {
+		printTable(os.Stdout, results)
+	}
+	return code
+}
+
+// parseFlags parses the command line into options.
+func parseFlags(args []string) (options, error) {
+	var (
+		opts      options
+		scenarioF string
+	)
+	names := make([]string, len(scenarios))
+	for i, s := range scenarios {
+		names[i] = s.name
+	}
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.BoolVar(&opts.json, "json", false, "print one JSON object per scenario per line instead of the table")
+	fs.StringVar(&scenarioF, "scenario", strings.Join(names, ","), "comma-separated scenarios to run")
+	fs.DurationVar(&opts.duration, "duration", 10*time.Second, "measured time per side of each scenario")
+	// The default is resolved at run time, so that -h never prints a
+	// password from DATABASE_URL.
+	fs.StringVar(&opts.databaseURL, "database-url", "",
+		"PostgreSQL server to use (default: $DATABASE_URL, else "+redact(localURL)+" if reachable, else a private cluster in a temp dir)")
+	fs.StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile of the run (labelled by side) to this file")
+	if err := fs.Parse(args); err != nil {
+		return opts, err
+	}
+	if fs.NArg() > 0 {
+		return opts, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if opts.duration <= 0 {
+		return opts, fmt.Errorf("-duration must be positive")
+	}
+	for n := range strings.SplitSeq(scenarioF, ",") {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		if !slices.Contains(names, n) {
+			return opts, fmt.Errorf("unknown scenario %q (have %s)", n, strings.Join(names, ", "))
+		}
+		opts.scenarios = append(opts.scenarios, n)
+	}
+	if len(opts.scenarios) == 0 {
+		return opts, fmt.Errorf("-scenario names no scenario")
+	}
+	return opts, nil
+}
+
+// printTable writes the results as a table (text left-aligned, numbers
+// right-aligned), then each scenario's note.
+func printTable(out io.Writer, results []result) {
+	rows := [][]string{{"scenario", "metric", "ours", "baseline", "ratio", "target", "pass"}}
+	for _, r := range results {
+		for _, m := range r.Metrics {
+			pass, target := "-", "-"
+			if m.Pass != nil {
+				pass = map[bool]string{true: "yes", false: "NO"}[*m.Pass]
+			}
+			if m.Target != "" {
+				target = m.Target
+			}
+			rows = append(rows, []string{r.Scenario, m.Name, formatValue(m.Ours), formatValue(m.Baseline),
+				fmt.Sprintf("%.3f", m.Ratio), target, pass})
+		}
+	}
+	widths := make([]int, len(rows[0]))
+	for _, row := range rows {
+		for i, cell := range row {
+			widths[i] = max(widths[i], len(cell))
+		}
+	}
+	numeric := []bool{false, false, true, true, true, false, false}
+	for _, row := range rows {
+		var sb strings.Builder
+		for i, cell := range row {
+			if i > 0 {
+				sb.WriteString("  ")
+			}
+			if numeric[i] {
+				fmt.Fprintf(&sb, "%*s", widths[i], cell)
+			} else {
+				fmt.Fprintf(&sb, "%-*s", widths[i], cell)
+			}
+		}
+		fmt.Fprintln(out, strings.TrimRight(sb.String(), " "))
+	}
+	fmt.Fprintln(out)
+	for _, r := range results {
+		fmt.Fprintf(out, "%s (%d ours / %d baseline operations, %.1fs each): %s\n",
+			r.Scenario, r.OursOps, r.BaselineOps, r.Seconds, r.Note)
+	}
+}
+
+// formatValue prints large values (rates) as integers and smaller ones
+// (milliseconds) with decimals.
+func formatValue(v float64) string {
+	switch {
+	case v >= 1000:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.3f", v)
+	}
+}

@@ -1,0 +1,276 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/aetheriot/aether-audit/app"
+	"github.com/aetheriot/aether-audit/domain"
+	"github.com/aetheriot/aether-audit/store"
+)
+
+const (
+	// queryProject is the project of tenant bench that holds seedTarget
+	// events; it is seeded once and reused by later runs.
+	queryProject = "bench-1m"
+	// seedTarget is the number of events queryProject must hold.
+	seedTarget = 1_000_000
+	// seedBatch is the number of events per seeding transaction.
+	seedBatch = app.MaxRecordBatch
+	// seedWorkers is the number of concurrent seeding goroutines.
+	seedWorkers = 3
+	// queryClients is the number of concurrent readers on each side.
+	queryClients = 8
+	// pageSize is the number of events per page.
+	pageSize = 100
+)
+
+// pageQuery reads one page with every field of the event.
+const pageQuery = `query Page($projectId: ID!, $after: String) {
+  auditEvents(projectId: $projectId, first: 100, after: $after) {
+    edges {
+      cursor
+      node {
+        id tenantId projectId sequence action occurredAt recordedAt
+        subject { type id displayName }
+        resource { type id }
+        outcome
+        governance { reason ticket risk confirmedBy }
+        correlation { traceId requestId causationId }
+        evidenceDigests { algorithm value label }
+        details
+        chainHash
+      }
+    }
+    pageInfo { hasNextPage endCursor }
+  }
+}`
+
+// pageSQL is the baseline's page: the same keyset query our store runs for
+// an unfiltered oldest-first page (one extra row tells whether a next page
+// exists).
+var pageSQL = "SELECT " + eventColumnList + ` FROM audit_events
+	WHERE tenant_id = $1 AND project_id = $2 AND sequence > $3 ORDER BY sequence LIMIT ` + strconv.Itoa(pageSize+1)
+
+// runQueryPage compares pages/s and p99 latency of 100-event pages read at
+// random positions of a million-event project: through GraphQL auditEvents
+// over HTTP, and through pgx with the rows encoded to JSON.
+func runQueryPage(ctx context.Context, e *env, opts options) ([]result, error) {
+	total, err := ensureSeeded(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	// A random start leaves a full page after it.
+	randomAfter := func(w *worker) uint64 { return w.rng.Uint64N(total - pageSize + 1) }
+
+	prefix, err := json.Marshal(pageQuery)
+	if err != nil {
+		return nil, err
+	}
+	ours := newSide("ours", queryClients, func(ctx context.Context, w *worker) (int, error) {
+		cursor := app.EncodeCursor(domain.OldestFirst, randomAfter(w))
+		body := make([]byte, 0, len(prefix)+128)
+		body = append(body, `{"query":`...)
+		body = append(body, prefix...)
+		body = append(body, `,"variables":{"projectId":"`+queryProject+`","after":"`+cursor+`"}}`...)
+		if _, err := e.graphQL(ctx, body, &w.buf); err != nil {
+			return 0, err
+		}
+		return 1, nil
+	})
+	if err := checkOursPage(ctx, e, prefix); err != nil {
+		return nil, err
+	}
+
+	pool, err := e.baselinePool(ctx, queryClients)
+	if err != nil {
+		return nil, err
+	}
+	defer pool.Close()
+	base := newSide("baseline", queryClients, func(ctx context.Context, w *worker) (int, error) {
+		rows, err := pool.Query(ctx, pageSQL, benchTenant, queryProject, int64(randomAfter(w)))
+		if err != nil {
+			return 0, err
+		}
+		defer rows.Close()
+		page := make([]pageRow, 0, pageSize+1)
+		for rows.Next() {
+			var (
+				r                      pageRow
+				fingerprint, chainHash []byte
+			)
+			err := rows.Scan(&r.TenantID, &r.ProjectID, &r.Sequence, &r.ID, &r.Action, &r.OccurredAt, &r.RecordedAt,
+				&r.Subject.Type, &r.Subject.ID, &r.Subject.DisplayName, &r.Resource.Type, &r.Resource.ID, &r.Outcome,
+				&r.Governance, &r.Correlation, &r.EvidenceDigests, &r.Details, &fingerprint, &chainHash)
+			if err != nil {
+				return 0, err
+			}
+			r.ChainHash = hex.EncodeToString(chainHash)
+			page = append(page, r)
+		}
+		if err := rows.Err(); err != nil {
+			return 0, err
+		}
+		if len(page) < pageSize {
+			return 0, fmt.Errorf("baseline page has %d rows, want at least %d", len(page), pageSize)
+		}
+		w.buf.Reset()
+		return 1, json.NewEncoder(&w.buf).Encode(page[:pageSize])
+	})
+
+	o, b, err := compare(ctx, "query-page", opts.duration, ours, base)
+	if err != nil {
+		return nil, err
+	}
+	note := fmt.Sprintf("%d clients, random %d-event pages of %d events; ours: GraphQL auditEvents over HTTP, every event field; "+
+		"baseline: the same keyset SELECT (LIMIT %d) with pgx, all columns scanned into typed Go values "+
+		"(jsonb as raw bytes), the page encoded to JSON with encoding/json, no HTTP",
+		queryClients, pageSize, total, pageSize+1)
+	return []result{newResult("query-page", o, b, note,
+		throughput("pages/s", o, b, 0.5),
+		latency("p50 ms", 0.50, o, b, 0),
+		latency("p99 ms", 0.99, o, b, 2),
+	)}, nil
+}
+
+// pageRow is one event as the baseline scans and encodes it.
+type pageRow struct {
+	ID         uuid.UUID `json:"id"`
+	TenantID   string    `json:"tenantId"`
+	ProjectID  string    `json:"projectId"`
+	Sequence   int64     `json:"sequence,string"`
+	Action     string    `json:"action"`
+	OccurredAt time.Time `json:"occurredAt"`
+	RecordedAt time.Time `json:"recordedAt"`
+	Subject    struct {
+		Type        string `json:"type"`
+		ID          string `json:"id"`
+		DisplayName string `json:"displayName"`
+	} `json:"subject"`
+	Resource struct {
+		Type string `json:"type"`
+		ID   string `json:"id"`
+	} `json:"resource"`
+	Outcome         string          `json:"outcome"`
+	Governance      json.RawMessage `json:"governance"`
+	Correlation     json.RawMessage `json:"correlation"`
+	EvidenceDigests json.RawMessage `json:"evidenceDigests"`
+	Details         json.RawMessage `json:"details"`
+	ChainHash       string          `json:"chainHash"`
+}
+
+// checkOursPage reads one page through our server and checks it holds
+// pageSize consecutive events after the cursor, so that the measured
+// requests do real work.
+func checkOursPage(ctx context.Context, e *env, query []byte) error {
+	const after = 12345
+	body := fmt.Sprintf(`{"query":%s,"variables":{"projectId":%q,"after":%q}}`,
+		query, queryProject, app.EncodeCursor(domain.OldestFirst, after))
+	var buf bytes.Buffer
+	out, err := e.graphQL(ctx, []byte(body), &buf)
+	if err != nil {
+		return err
+	}
+	var resp struct {
+		Data struct {
+			AuditEvents struct {
+				Edges []struct {
+					Node struct {
+						Sequence string `json:"sequence"`
+					} `json:"node"`
+				} `json:"edges"`
+			} `json:"auditEvents"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(out, &resp); err != nil {
+		return fmt.Errorf("decoding a page: %w", err)
+	}
+	edges := resp.Data.AuditEvents.Edges
+	if len(edges) != pageSize || edges[0].Node.Sequence != strconv.Itoa(after+1) {
+		return fmt.Errorf("page after %d: got %d events, want %d from sequence %d", after, len(edges), pageSize, after+1)
+	}
+	return nil
+}
+
+// ensureSeeded fills bench/bench-1m up to seedTarget events through the
+// RecordAuditEvents use case (seedBatch events per call, seedWorkers at
+// once), printing progress to stderr, and returns its event count. A
+// project seeded by an earlier run is reused as is.
+func ensureSeeded(ctx context.Context, e *env) (uint64, error) {
+	st := store.New(e.pool)
+	head, err := st.AuditHead(ctx, benchTenant, queryProject)
+	if err != nil {
+		return 0, err
+	}
+	if head.Sequence >= seedTarget {
+		return head.Sequence, nil
+	}
+	fmt.Fprintf(os.Stderr, "bench: seeding %s/%s from %d to %d events (once; kept in %s for later runs)\n",
+		benchTenant, queryProject, head.Sequence, seedTarget, benchDatabase)
+
+	id := app.Identity{Subject: "bench-seed", TenantID: benchTenant, ProjectIDs: []string{queryProject},
+		Permissions: []app.Permission{app.PermissionAuditWrite}}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var claimed, done atomic.Int64
+	claimed.Store(int64(head.Sequence))
+	done.Store(int64(head.Sequence))
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range seedWorkers {
+		wg.Go(func() {
+			gen := uint64(time.Now().UnixNano()) + uint64(i)
+			for ctx.Err() == nil {
+				from := claimed.Add(seedBatch) - seedBatch
+				if from >= seedTarget {
+					return
+				}
+				n := int(min(seedBatch, seedTarget-from))
+				drafts := demoDrafts(gen+uint64(from), queryProject, n)
+				if _, err := e.app.RecordAuditEvents(ctx, id, app.RecordAuditEventsInput{Events: drafts}); err != nil {
+					cancel(fmt.Errorf("seeding: %w", err))
+					return
+				}
+				done.Add(int64(n))
+			}
+		})
+	}
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
+	for waiting := true; waiting; {
+		select {
+		case <-finished:
+			waiting = false
+		case <-tick.C:
+			n := done.Load()
+			fmt.Fprintf(os.Stderr, "bench: seeded %d/%d events (%.0f events/s)\n",
+				n, seedTarget, float64(n-int64(head.Sequence))/time.Since(start).Seconds())
+		}
+	}
+	if err := context.Cause(ctx); err != nil {
+		return 0, err
+	}
+	fmt.Fprintf(os.Stderr, "bench: seeded %d events in %s; vacuuming\n", done.Load()-int64(head.Sequence), time.Since(start).Round(time.Second))
+	// Settle the table (visibility map, statistics) so the first
+	// measured run does not pay for it.
+	if _, err := e.pool.Exec(ctx, "VACUUM (ANALYZE) audit_events"); err != nil {
+		return 0, err
+	}
+	head, err = st.AuditHead(ctx, benchTenant, queryProject)
+	if err != nil {
+		return 0, err
+	}
+	return head.Sequence, nil
+}
