@@ -24,6 +24,8 @@ vet:
 
 test: vet
 	$(GO) test -race -count=1 -timeout 20m ./...
+	@echo "--- again on a private cluster started from the installed PostgreSQL binaries (the fallback where no server runs)"
+	AETHER_TEST_DATABASE=private $(GO) test -count=1 -timeout 10m ./app/ ./store/...
 
 # Regenerates gqlgen code from schema/*.graphqls.
 generate:

@@ -26,7 +26,8 @@ import (
 // and a depth limit, and introspection unless disabled.
 func (s *Server) graphQLHandler() *handler.Server {
 	srv := handler.New(generated.NewExecutableSchema(generated.Config{
-		Resolvers: &graph.Resolver{App: s.cfg.App},
+		Resolvers:  &graph.Resolver{App: s.cfg.App},
+		Complexity: graph.Complexity(),
 	}))
 	srv.AddTransport(transport.Options{})
 	srv.AddTransport(transport.GET{})

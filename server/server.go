@@ -40,7 +40,7 @@ type Config struct {
 // Defaults of Config's limits.
 const (
 	DefaultMaxBodyBytes    = 8 << 20
-	DefaultComplexityLimit = 5000
+	DefaultComplexityLimit = 25000
 	DefaultMaxDepth        = 12
 )
 

@@ -1303,3 +1303,22 @@ func TestHealth(t *testing.T) {
 	resp = do(t, req, b.token(t, tokenOpts{}))
 	require.NotEqual(t, http.StatusOK, resp.StatusCode)
 }
+
+// TestGraphQLComplexityScalesWithPageSize: a connection costs its selection
+// times its page size, so the default limit admits the largest page with
+// every field while a lower limit refuses large pages but not small ones.
+func TestGraphQLComplexityScalesWithPageSize(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	tok := b.token(t, tokenOpts{})
+	res := b.graphql(t, tok, listEventsQuery, map[string]any{"p": projectA, "first": 500})
+	require.Empty(t, res.Errors, "%s", res.Raw)
+
+	small := setup(t, func(c *server.Config) { c.ComplexityLimit = 2000 })
+	tok = small.token(t, tokenOpts{})
+	res = small.graphql(t, tok, listEventsQuery, map[string]any{"p": projectA, "first": 500})
+	require.Equal(t, "BAD_USER_INPUT", res.code(t), "%s", res.Raw)
+	require.Contains(t, res.Errors[0].Message, "complexity")
+	res = small.graphql(t, tok, listEventsQuery, map[string]any{"p": projectA, "first": 10})
+	require.Empty(t, res.Errors, "%s", res.Raw)
+}

@@ -65,25 +65,18 @@ func setup() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	switch {
+	case os.Getenv("AETHER_TEST_DATABASE") == "private":
+		if err := startPrivateCluster(ctx); err != nil {
+			return err
+		}
 	case os.Getenv("DATABASE_URL") != "":
 		adminURL = os.Getenv("DATABASE_URL")
-	case reachable(ctx, "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"):
-		adminURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+	case reachable(ctx, localURL):
+		adminURL = localURL
 	default:
-		dir, err := os.MkdirTemp("", "aether-test-pg-")
-		if err != nil {
-			return err
-		}
-		tempDir = dir
-		if err := os.Chmod(dir, 0o755); err != nil {
-			return err
-		}
-		c, err := pgcluster.Start(ctx, pgcluster.Options{DataDir: filepath.Join(dir, "pg"), Database: "postgres"})
-		if err != nil {
+		if err := startPrivateCluster(ctx); err != nil {
 			return fmt.Errorf("no database reachable and starting a private cluster failed: %w", err)
 		}
-		cluster = c
-		adminURL = c.URLFor("postgres")
 	}
 	template = "aether_tmpl_" + randomSuffix()
 	if err := createDatabase(ctx, template, ""); err != nil {
@@ -97,6 +90,30 @@ func setup() error {
 	if err := store.Migrate(ctx, pool, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
 		return fmt.Errorf("migrating template: %w", err)
 	}
+	return nil
+}
+
+// localURL is the PostgreSQL this kind of machine runs.
+const localURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+
+// startPrivateCluster starts a cluster for this test binary in a temporary
+// folder, removed by Main.
+func startPrivateCluster(ctx context.Context) error {
+	dir, err := os.MkdirTemp("", "aether-test-pg-")
+	if err != nil {
+		return err
+	}
+	tempDir = dir
+	// The server may run as another (unprivileged) user: it must reach the folder.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return err
+	}
+	c, err := pgcluster.Start(ctx, pgcluster.Options{DataDir: filepath.Join(dir, "pg"), Database: "postgres"})
+	if err != nil {
+		return err
+	}
+	cluster = c
+	adminURL = c.URLFor("postgres")
 	return nil
 }
 
