@@ -24,11 +24,13 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aetheriot/aether-audit/app"
 	"github.com/aetheriot/aether-audit/auth"
 	"github.com/aetheriot/aether-audit/migrations"
+	"github.com/aetheriot/aether-audit/store"
 	"github.com/aetheriot/aether-audit/store/storetest"
 )
 
@@ -522,4 +524,45 @@ func TestUnknownCommand(t *testing.T) {
 	stdout, stderr, code := run(t, nil, "no-such-command")
 	require.NotEqual(t, 0, code)
 	require.Contains(t, stdout+stderr, "no-such-command")
+}
+
+// TestSeed appends demo events through the application path: they are
+// dense, chained and visible to a reader; a non-terminal gets no progress bar.
+func TestSeed(t *testing.T) {
+	t.Parallel()
+	dbURL := storetest.NewDatabase(t)
+	env := []string{"DATABASE_URL=" + dbURL}
+	stdout, stderr, code := run(t, env, "seed", "--tenant", "acme", "--project", "plant-1", "--events", "1234", "--batch", "500")
+	require.Equal(t, 0, code, "stderr: %s", stderr)
+	require.Empty(t, stdout)
+	require.Contains(t, stderr, "seeded 1234 events into acme/plant-1")
+
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	var n, maxSeq int
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*), max(sequence) FROM audit_events
+		WHERE tenant_id = 'acme' AND project_id = 'plant-1'`).Scan(&n, &maxSeq))
+	require.Equal(t, 1234, n)
+	require.Equal(t, 1234, maxSeq)
+
+	a := app.New(store.New(mustPool(t, dbURL)), app.Config{})
+	v, err := a.VerifyAuditChain(ctx, app.Identity{TenantID: "acme", ProjectIDs: []string{"plant-1"},
+		Permissions: []app.Permission{app.PermissionAuditRead}}, "plant-1", nil, nil)
+	require.NoError(t, err)
+	require.True(t, v.Valid)
+	require.Equal(t, uint64(1234), v.CheckedCount)
+
+	_, stderr, code = run(t, env, "seed", "--tenant", "acme", "--project", "plant-1", "--events", "0")
+	require.NotEqual(t, 0, code)
+	require.Contains(t, stderr, "--events")
+}
+
+func mustPool(t *testing.T, url string) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), url)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool
 }
