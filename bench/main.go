@@ -29,6 +29,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -74,6 +75,9 @@ func main() {
 // flags.
 func run(args []string) int {
 	opts, err := parseFlags(args)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 2
@@ -119,8 +123,10 @@ func run(args []string) int {
 			continue
 		}
 		if opts.json {
+			enc := json.NewEncoder(os.Stdout)
+			enc.SetEscapeHTML(false) // keep targets such as ">= 0.50" readable
 			for _, r := range rs {
-				if err := json.NewEncoder(os.Stdout).Encode(r); err != nil {
+				if err := enc.Encode(r); err != nil {
 					fmt.Fprintln(os.Stderr, "bench:", err)
 					return 1
 				}

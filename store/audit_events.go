@@ -167,8 +167,19 @@ func (s *Store) FindAuditEventsByID(ctx context.Context, tenantID string, ids []
 
 // GetAuditEvent returns one event of tenant/project by id, or ErrNotFound.
 func (s *Store) GetAuditEvent(ctx context.Context, tenantID, projectID string, id uuid.UUID) (domain.AuditEvent, error) {
+	return s.getAuditEvent(ctx, "id = $3", tenantID, projectID, id)
+}
+
+// GetAuditEventBySequence returns the event of tenant/project at seq, or
+// ErrNotFound.
+func (s *Store) GetAuditEventBySequence(ctx context.Context, tenantID, projectID string, seq uint64) (domain.AuditEvent, error) {
+	return s.getAuditEvent(ctx, "sequence = $3", tenantID, projectID, clampInt64(seq))
+}
+
+// getAuditEvent returns the one event of tenant/project matching cond (on $3).
+func (s *Store) getAuditEvent(ctx context.Context, cond, tenantID, projectID string, key any) (domain.AuditEvent, error) {
 	rows, err := s.q(ctx).Query(ctx, `SELECT `+auditEventColumns+` FROM audit_events
-		WHERE tenant_id = $1 AND project_id = $2 AND id = $3`, tenantID, projectID, id)
+		WHERE tenant_id = $1 AND project_id = $2 AND `+cond, tenantID, projectID, key)
 	if err != nil {
 		return domain.AuditEvent{}, fmt.Errorf("getting audit event: %w", err)
 	}
@@ -289,24 +300,6 @@ func (s *Store) ScanAuditEvents(ctx context.Context, tenantID, projectID string,
 		return fmt.Errorf("scanning audit events: %w", err)
 	}
 	return nil
-}
-
-// GetAuditEventBySequence returns the event of tenant/project at seq, or
-// ErrNotFound.
-func (s *Store) GetAuditEventBySequence(ctx context.Context, tenantID, projectID string, seq uint64) (domain.AuditEvent, error) {
-	rows, err := s.q(ctx).Query(ctx, `SELECT `+auditEventColumns+` FROM audit_events
-		WHERE tenant_id = $1 AND project_id = $2 AND sequence = $3`, tenantID, projectID, clampInt64(seq))
-	if err != nil {
-		return domain.AuditEvent{}, fmt.Errorf("getting audit event: %w", err)
-	}
-	e, err := pgx.CollectExactlyOneRow(rows, scanAuditEvent)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return domain.AuditEvent{}, ErrNotFound
-	}
-	if err != nil {
-		return domain.AuditEvent{}, fmt.Errorf("getting audit event: %w", err)
-	}
-	return e, nil
 }
 
 func scanAuditEvent(row pgx.CollectableRow) (domain.AuditEvent, error) {

@@ -2,15 +2,11 @@ package store_test
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
-	"net/url"
 	"sync"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -20,30 +16,10 @@ import (
 
 func TestMain(m *testing.M) { storetest.Main(m) }
 
-// emptyDatabase returns a pool on a new, unmigrated database on the test
-// server.
+// emptyDatabase returns a pool on a new, unmigrated database.
 func emptyDatabase(t *testing.T) *pgxpool.Pool {
 	t.Helper()
-	ctx := context.Background()
-	base := storetest.NewDatabase(t)
-	conn, err := pgx.Connect(ctx, base)
-	require.NoError(t, err)
-	defer conn.Close(ctx)
-	name := fmt.Sprintf("aether_empty_%d", rand.Uint64())
-	_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-	_, err = conn.Exec(ctx, "CREATE DATABASE "+name)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		c, err := pgx.Connect(context.Background(), base)
-		if err == nil {
-			_, _ = c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-			_ = c.Close(context.Background())
-		}
-	})
-	u, err := url.Parse(base)
-	require.NoError(t, err)
-	u.Path = "/" + name
-	pool, err := pgxpool.New(ctx, u.String())
+	pool, err := pgxpool.New(context.Background(), storetest.NewEmptyDatabase(t))
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	return pool

@@ -98,9 +98,20 @@ func (db *database) close(ctx context.Context) {
 	}
 }
 
-// migrate applies our and River's migrations.
-func (db *database) migrate(ctx context.Context, logger *slog.Logger) error {
-	return store.Migrate(ctx, db.Pool, logger)
+// openMigrated opens the database and applies our and River's migrations.
+// A short-lived command passes keepCluster so that it leaves running an
+// embedded cluster it merely joined.
+func (f *databaseFlags) openMigrated(ctx context.Context, logger *slog.Logger, keepCluster bool) (*database, error) {
+	db, err := f.openDatabase(ctx, logger)
+	if err != nil {
+		return nil, err
+	}
+	db.keepCluster = keepCluster
+	if err := store.Migrate(ctx, db.Pool, logger); err != nil {
+		db.close(ctx)
+		return nil, err
+	}
+	return db, nil
 }
 
 // hmacSecret returns the HS256 secret: --jwt-secret, or the one generated

@@ -3,16 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -407,36 +404,6 @@ func TestServe(t *testing.T) {
 	require.Error(t, err, "still serving after exit")
 }
 
-// newEmptyDatabase creates an empty database (not migrated) on the test
-// server and returns its URL; it is dropped when the test ends.
-func newEmptyDatabase(t *testing.T) string {
-	t.Helper()
-	ctx := context.Background()
-	base := storetest.NewDatabase(t)
-	conn, err := pgx.Connect(ctx, base)
-	require.NoError(t, err)
-	defer conn.Close(ctx)
-
-	suffix := make([]byte, 6)
-	_, _ = rand.Read(suffix)
-	name := "aether_migrate_" + hex.EncodeToString(suffix)
-	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Logf("dropping %s: %v", name, err)
-			return
-		}
-		defer conn.Close(ctx)
-		_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
-	})
-
-	u, err := url.Parse(base)
-	require.NoError(t, err)
-	u.Path = "/" + name
-	return u.String()
-}
 
 // migrationVersions lists the versions of the embedded migrations.
 func migrationVersions(t *testing.T) []int64 {
@@ -460,7 +427,7 @@ func migrationVersions(t *testing.T) []int64 {
 
 func TestMigrateConcurrently(t *testing.T) {
 	t.Parallel()
-	dbURL := newEmptyDatabase(t)
+	dbURL := storetest.NewEmptyDatabase(t)
 	env := []string{"DATABASE_URL=" + dbURL, "AETHER_DATA_DIR=" + dataDir(t)}
 
 	procs := []*process{start(t, env, "migrate"), start(t, env, "migrate")}

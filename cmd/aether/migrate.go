@@ -10,15 +10,11 @@ type migrateCmd struct {
 // Run implements the migrate command.
 func (c *migrateCmd) Run(ctx context.Context) error {
 	logger := c.logger()
-	db, err := c.openDatabase(ctx, logger)
+	db, err := c.openMigrated(ctx, logger, true)
 	if err != nil {
 		return err
 	}
-	db.keepCluster = true
 	defer db.close(ctx)
-	if err := db.migrate(ctx, logger); err != nil {
-		return err
-	}
 	logger.Info("database is up to date")
 	return nil
 }

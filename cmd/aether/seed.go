@@ -32,15 +32,11 @@ func (c *seedCmd) Run(ctx context.Context) error {
 		return fmt.Errorf("--batch must be between 1 and %d", app.MaxRecordBatch)
 	}
 	logger := c.logger()
-	db, err := c.openDatabase(ctx, logger)
+	db, err := c.openMigrated(ctx, logger, true)
 	if err != nil {
 		return err
 	}
-	db.keepCluster = true
 	defer db.close(ctx)
-	if err := db.migrate(ctx, logger); err != nil {
-		return err
-	}
 	a := app.New(store.New(db.Pool), app.Config{Logger: logger})
 	id := app.Identity{Subject: "seed", TenantID: c.Tenant, ProjectIDs: []string{c.Project},
 		Permissions: []app.Permission{app.PermissionAuditWrite}}

@@ -52,14 +52,11 @@ func (c *serveCmd) Run() error {
 	}
 	defer verifier.Close()
 
-	db, err := c.openDatabase(ctx, logger)
+	db, err := c.openMigrated(ctx, logger, false)
 	if err != nil {
 		return err
 	}
 	defer db.close(ctx)
-	if err := db.migrate(ctx, logger); err != nil {
-		return err
-	}
 
 	st := store.New(db.Pool)
 	river, err := jobs.NewClient(db.Pool, st, jobs.ClientConfig{Logger: logger})

@@ -167,13 +167,30 @@ func randomSuffix() string {
 // and returns its connection URL.
 func NewDatabase(t testing.TB) string {
 	t.Helper()
+	return newDatabase(t, "aether_t_", true)
+}
+
+// NewEmptyDatabase creates a database for t without any migration applied,
+// dropped when t ends, and returns its connection URL: for tests of
+// migrating itself.
+func NewEmptyDatabase(t testing.TB) string {
+	t.Helper()
+	return newDatabase(t, "aether_empty_", false)
+}
+
+func newDatabase(t testing.TB, prefix string, migrated bool) string {
+	t.Helper()
 	setupOnce.Do(func() { setupErr = setup() })
 	if setupErr != nil {
 		t.Fatalf("test database: %v", setupErr)
 	}
-	name := "aether_t_" + randomSuffix()
+	name := prefix + randomSuffix()
+	from := ""
+	if migrated {
+		from = template
+	}
 	ctx := context.Background()
-	if err := createDatabase(ctx, name, template); err != nil {
+	if err := createDatabase(ctx, name, from); err != nil {
 		t.Fatalf("test database: %v", err)
 	}
 	t.Cleanup(func() {
