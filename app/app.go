@@ -25,9 +25,8 @@ type Store interface {
 	IsRetryable(err error) bool
 
 	LockAuditHead(ctx context.Context, tenantID, projectID string) (domain.ChainHead, error)
-	SetAuditHead(ctx context.Context, tenantID, projectID string, head domain.ChainHead) error
 	AuditHead(ctx context.Context, tenantID, projectID string) (domain.ChainHead, error)
-	InsertAuditEvents(ctx context.Context, events []domain.AuditEvent) error
+	AppendAuditEvents(ctx context.Context, tenantID, projectID string, events []domain.AuditEvent, head domain.ChainHead) error
 	FindAuditEventsByID(ctx context.Context, tenantID string, ids []uuid.UUID) (map[uuid.UUID]domain.AuditEvent, error)
 	GetAuditEvent(ctx context.Context, tenantID, projectID string, id uuid.UUID) (domain.AuditEvent, error)
 	GetAuditEventBySequence(ctx context.Context, tenantID, projectID string, seq uint64) (domain.AuditEvent, error)
@@ -45,6 +44,8 @@ type App struct {
 	now    func() time.Time
 	// idempotencyTTL is how long idempotency keys are remembered.
 	idempotencyTTL time.Duration
+	// coalescer shares transactions among concurrent appends to a project.
+	coalescer appendCoalescer
 }
 
 // Config configures an App. Zero fields take defaults.

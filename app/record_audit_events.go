@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -95,16 +96,23 @@ func (a *App) recordAuditEvents(ctx context.Context, id Identity, in RecordAudit
 	// request's trace id are filled in afterwards.
 	// The request fingerprint (for the idempotency key) covers the drafts as
 	// sent, so a retry of events without ids matches.
-	fingerprints := make([]domain.Hash, len(drafts))
-	for i := range drafts {
-		fingerprints[i] = drafts[i].Fingerprint()
+	var requestFP domain.Hash
+	if in.IdempotencyKey != "" {
+		fps := make([]domain.Hash, len(drafts))
+		for i := range drafts {
+			fps[i] = drafts[i].Fingerprint()
+		}
+		requestFP = batchFingerprint(fps)
 	}
-	requestFP := batchFingerprint(fingerprints)
+	fingerprints := make([]domain.Hash, len(drafts))
+	clientIDs := false
 	for i := range drafts {
 		if drafts[i].ID == uuid.Nil {
 			drafts[i].ID = uuid.Must(uuid.NewV7())
-			fingerprints[i] = drafts[i].Fingerprint()
+		} else {
+			clientIDs = true
 		}
+		fingerprints[i] = drafts[i].Fingerprint()
 		if in.TraceID != "" && (drafts[i].Correlation == nil || drafts[i].Correlation.TraceID == "") {
 			c := domain.Correlation{}
 			if drafts[i].Correlation != nil {
@@ -126,16 +134,29 @@ func (a *App) recordAuditEvents(ctx context.Context, id Identity, in RecordAudit
 		firstByID[drafts[i].ID] = i
 	}
 
+	req := &appendRequest{drafts: drafts, fingerprints: fingerprints, clientIDs: clientIDs}
+	if in.IdempotencyKey == "" && singleProject(drafts) {
+		return a.appendCoalesced(ctx, id.TenantID, drafts[0].ProjectID, req)
+	}
 	var out []domain.AuditEvent
 	err := a.retryTx(ctx, func(ctx context.Context) error {
 		var err error
-		out, err = a.appendInTx(ctx, id.TenantID, drafts, fingerprints, in.IdempotencyKey, requestFP)
+		out, err = a.appendInTx(ctx, id.TenantID, req, in.IdempotencyKey, requestFP)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+func singleProject(drafts []domain.AuditEventDraft) bool {
+	for i := range drafts {
+		if drafts[i].ProjectID != drafts[0].ProjectID {
+			return false
+		}
+	}
+	return true
 }
 
 // retryTx runs fn in a transaction, again when it lost a race that a fresh
@@ -151,7 +172,10 @@ func (a *App) retryTx(ctx context.Context, fn func(ctx context.Context) error) e
 	return err
 }
 
-func (a *App) appendInTx(ctx context.Context, tenantID string, drafts []domain.AuditEventDraft, fingerprints []domain.Hash, idempotencyKey string, requestFP domain.Hash) ([]domain.AuditEvent, error) {
+// appendInTx appends one request, possibly spanning projects, in the
+// caller's transaction: the idempotency claim, each project's head locked in
+// a fixed order (so concurrent batches cannot deadlock), then the events.
+func (a *App) appendInTx(ctx context.Context, tenantID string, req *appendRequest, idempotencyKey string, requestFP domain.Hash) ([]domain.AuditEvent, error) {
 	if idempotencyKey != "" {
 		prior, result, found, err := a.store.ClaimIdempotencyKey(ctx, tenantID, operationRecordAuditEvents, idempotencyKey, requestFP, a.idempotencyTTL)
 		if err != nil {
@@ -166,11 +190,9 @@ func (a *App) appendInTx(ctx context.Context, tenantID string, drafts []domain.A
 		}
 	}
 
-	// Lock each project's head in a fixed order so concurrent batches that
-	// span projects cannot deadlock.
 	byProject := map[string][]int{}
-	for i := range drafts {
-		byProject[drafts[i].ProjectID] = append(byProject[drafts[i].ProjectID], i)
+	for i := range req.drafts {
+		byProject[req.drafts[i].ProjectID] = append(byProject[req.drafts[i].ProjectID], i)
 	}
 	projects := make([]string, 0, len(byProject))
 	for p := range byProject {
@@ -185,65 +207,37 @@ func (a *App) appendInTx(ctx context.Context, tenantID string, drafts []domain.A
 		}
 		heads[p] = head
 	}
-
-	// With the heads locked, no concurrent append to these projects can
-	// race us; an id used concurrently in another project surfaces as a
-	// unique violation and a retry.
-	ids := make([]uuid.UUID, 0, len(drafts))
-	for i := range drafts {
-		ids = append(ids, drafts[i].ID)
-	}
-	existing, err := a.store.FindAuditEventsByID(ctx, tenantID, ids)
+	existing, err := a.findExisting(ctx, tenantID, []*appendRequest{req})
 	if err != nil {
 		return nil, err
 	}
 
-	out := make([]domain.AuditEvent, len(drafts))
-	done := make(map[uuid.UUID]int, len(drafts))
+	req.reset()
+	batch := newSealBatch(existing)
 	recordedAt := a.now()
 	for _, p := range projects {
-		var (
-			fresh    []domain.AuditEventDraft
-			freshIdx []int
-		)
+		part := &appendRequest{}
 		for _, i := range byProject[p] {
-			d := &drafts[i]
-			if e, ok := existing[d.ID]; ok {
-				if e.InputFingerprint != fingerprints[i] {
-					return nil, idempotencyConflict(d.ID)
-				}
-				out[i] = e
-				continue
-			}
-			if _, ok := done[d.ID]; ok {
-				continue // a repeat within the batch, filled in below
-			}
-			done[d.ID] = i
-			fresh = append(fresh, *d)
-			freshIdx = append(freshIdx, i)
+			part.drafts = append(part.drafts, req.drafts[i])
+			part.fingerprints = append(part.fingerprints, req.fingerprints[i])
 		}
-		if len(fresh) == 0 {
-			continue
-		}
-		events, head := heads[p].Append(tenantID, fresh, recordedAt)
-		for k := range events {
-			events[k].InputFingerprint = fingerprints[freshIdx[k]]
-			out[freshIdx[k]] = events[k]
-		}
-		if err := a.store.InsertAuditEvents(ctx, events); err != nil {
+		part.reset()
+		if err := a.sealAndInsert(ctx, tenantID, p, heads[p], batch, []*appendRequest{part}, recordedAt); err != nil {
 			return nil, err
 		}
-		if err := a.store.SetAuditHead(ctx, tenantID, p, head); err != nil {
-			return nil, err
+		if part.err != nil {
+			return nil, part.err
 		}
-	}
-	for i := range drafts {
-		if j, ok := done[drafts[i].ID]; ok && j != i {
-			out[i] = out[j]
+		for k, i := range byProject[p] {
+			req.events[i] = part.events[k]
 		}
 	}
 
 	if idempotencyKey != "" {
+		ids := make([]uuid.UUID, len(req.drafts))
+		for i := range req.drafts {
+			ids[i] = req.drafts[i].ID
+		}
 		result, err := json.Marshal(ids)
 		if err != nil {
 			return nil, fmt.Errorf("encoding idempotency result: %w", err)
@@ -252,7 +246,34 @@ func (a *App) appendInTx(ctx context.Context, tenantID string, drafts []domain.A
 			return nil, err
 		}
 	}
-	return out, nil
+	return req.events, nil
+}
+
+// findExisting looks up, among the client-supplied ids of reqs, the events
+// already stored. Server-generated ids are fresh UUIDv7s and need no lookup.
+func (a *App) findExisting(ctx context.Context, tenantID string, reqs []*appendRequest) (map[uuid.UUID]domain.AuditEvent, error) {
+	var ids []uuid.UUID
+	for _, r := range reqs {
+		if r.clientIDs {
+			for i := range r.drafts {
+				ids = append(ids, r.drafts[i].ID)
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return a.store.FindAuditEventsByID(ctx, tenantID, ids)
+}
+
+// sealAndInsert seals reqs (all of one project, whose head is locked) into
+// events after head, then inserts them and moves the head; see sealBatch.
+func (a *App) sealAndInsert(ctx context.Context, tenantID, projectID string, head domain.ChainHead, batch *sealBatch, reqs []*appendRequest, recordedAt time.Time) error {
+	events, newHead := batch.seal(tenantID, head, reqs, recordedAt)
+	if len(events) == 0 {
+		return nil
+	}
+	return a.store.AppendAuditEvents(ctx, tenantID, projectID, events, newHead)
 }
 
 // replayBatch returns the events a completed idempotent call recorded.

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/MicahParks/keyfunc/v3"
 	"github.com/golang-jwt/jwt/v5"
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/aetheriot/aether-audit/app"
 )
@@ -112,7 +114,24 @@ type Verifier struct {
 	issuer  string
 	aud     string
 	cancel  context.CancelFunc
+	// verified remembers recently verified tokens (by SHA-256) so that a
+	// client sending the same token on every request is verified once.
+	verified *lru.Cache[[sha256.Size]byte, verifiedToken]
 }
+
+// verifiedToken is a cached verification: the identity and until when the
+// cache may answer for it (its expiry, and at most verifiedCacheTTL after
+// verification, so that a key removed from a JWKS stops working soon).
+type verifiedToken struct {
+	id    app.Identity
+	until time.Time
+}
+
+// Bounds of the verified-token cache.
+const (
+	verifiedCacheSize = 10_000
+	verifiedCacheTTL  = 5 * time.Minute
+)
 
 // NewVerifier returns a verifier for cfg.
 //
@@ -140,7 +159,11 @@ func NewVerifier(ctx context.Context, cfg VerifierConfig) (*Verifier, error) {
 		leeway = DefaultLeeway
 	}
 
-	v := &Verifier{issuer: cfg.Issuer, aud: cfg.Audience, cancel: func() {}}
+	verified, err := lru.New[[sha256.Size]byte, verifiedToken](verifiedCacheSize)
+	if err != nil {
+		return nil, fmt.Errorf("creating token cache: %w", err)
+	}
+	v := &Verifier{issuer: cfg.Issuer, aud: cfg.Audience, cancel: func() {}, verified: verified}
 	if hasSecret {
 		secret := slices.Clone(cfg.HMACSecret)
 		v.methods = hmacMethods
@@ -238,12 +261,26 @@ func (v *Verifier) Verify(token string) (app.Identity, error) {
 	if strings.TrimSpace(token) == "" {
 		return app.Identity{}, invalid("token missing")
 	}
+	key := sha256.Sum256([]byte(token))
+	now := time.Now()
+	if hit, ok := v.verified.Get(key); ok && now.Before(hit.until) {
+		return hit.id, nil
+	}
 	var c claims
 	parsed, err := v.parser.ParseWithClaims(token, &c, v.keyFunc)
 	if err != nil {
 		return app.Identity{}, v.classify(parsed, &c, err)
 	}
-	return identityFrom(&c)
+	id, err := identityFrom(&c)
+	if err != nil {
+		return app.Identity{}, err
+	}
+	until := now.Add(verifiedCacheTTL)
+	if id.ExpiresAt.Before(until) {
+		until = id.ExpiresAt
+	}
+	v.verified.Add(key, verifiedToken{id: id, until: until})
+	return id, nil
 }
 
 // classify maps an error of the JWT parser to a verification failure with a

@@ -390,3 +390,29 @@ func BenchmarkVerifyHS256(b *testing.B) {
 		}
 	}
 }
+
+// TestVerifyCacheHonoursExpiry: a verified token is answered from the cache,
+// yet stops being accepted once it expires.
+func TestVerifyCacheHonoursExpiry(t *testing.T) {
+	v := newHMACVerifier(t, auth.VerifierConfig{Leeway: time.Nanosecond})
+	req := validRequest()
+	req.TTL = 2 * time.Second
+	// exp has whole-second precision: it falls 1-2 s from now.
+	tok, err := auth.MintHS256(testSecret, req, time.Now().Truncate(time.Second))
+	require.NoError(t, err)
+	first, err := v.Verify(tok)
+	require.NoError(t, err)
+	again, err := v.Verify(tok)
+	require.NoError(t, err)
+	require.Equal(t, first, again)
+
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, err = v.Verify(tok)
+		if err != nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.ErrorIs(t, err, auth.ErrTokenExpired)
+}

@@ -38,34 +38,79 @@ func (s *Store) LockAuditHead(ctx context.Context, tenantID, projectID string) (
 	if err != nil {
 		return domain.ChainHead{}, err
 	}
-	var (
-		seq  int64
-		hash []byte
-	)
-	// The no-op DO UPDATE both creates and row-locks the head in one round trip.
-	err = tx.QueryRow(ctx, `
-		INSERT INTO audit_project_heads (tenant_id, project_id) VALUES ($1, $2)
-		ON CONFLICT (tenant_id, project_id) DO UPDATE SET last_sequence = audit_project_heads.last_sequence
-		RETURNING last_sequence, last_hash`, tenantID, projectID).Scan(&seq, &hash)
-	if err != nil {
-		return domain.ChainHead{}, fmt.Errorf("locking audit head: %w", err)
+	for attempt := 0; ; attempt++ {
+		var (
+			seq  int64
+			hash []byte
+		)
+		err = tx.QueryRow(ctx, `SELECT last_sequence, last_hash FROM audit_project_heads
+			WHERE tenant_id = $1 AND project_id = $2 FOR UPDATE`, tenantID, projectID).Scan(&seq, &hash)
+		if err == nil {
+			head := domain.ChainHead{Sequence: uint64(seq)}
+			copy(head.Hash[:], hash)
+			return head, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) || attempt > 0 {
+			return domain.ChainHead{}, fmt.Errorf("locking audit head: %w", err)
+		}
+		// A new project: create its head (a concurrent creator wins the
+		// race harmlessly) and lock it.
+		if _, err := tx.Exec(ctx, `INSERT INTO audit_project_heads (tenant_id, project_id) VALUES ($1, $2)
+			ON CONFLICT (tenant_id, project_id) DO NOTHING`, tenantID, projectID); err != nil {
+			return domain.ChainHead{}, fmt.Errorf("creating audit head: %w", err)
+		}
 	}
-	head := domain.ChainHead{Sequence: uint64(seq)}
-	copy(head.Hash[:], hash)
-	return head, nil
 }
 
-// SetAuditHead records the new head of tenant/project after an append. The
-// head must have been locked by LockAuditHead in the same transaction.
-func (s *Store) SetAuditHead(ctx context.Context, tenantID, projectID string, head domain.ChainHead) error {
+// AppendAuditEvents inserts sealed events of tenant/project (see
+// domain.ChainHead.Append) and moves the project's head, locked by
+// LockAuditHead in the same transaction, to head. Small appends go in one
+// round trip (a multi-row INSERT and the head UPDATE in one batch); large
+// ones use COPY.
+func (s *Store) AppendAuditEvents(ctx context.Context, tenantID, projectID string, events []domain.AuditEvent, head domain.ChainHead) error {
 	tx, err := s.tx(ctx)
 	if err != nil {
 		return err
 	}
-	_, err = tx.Exec(ctx, `UPDATE audit_project_heads SET last_sequence = $3, last_hash = $4
-		WHERE tenant_id = $1 AND project_id = $2`, tenantID, projectID, int64(head.Sequence), head.Hash[:])
-	if err != nil {
-		return fmt.Errorf("updating audit head: %w", err)
+	const setHead = `UPDATE audit_project_heads SET last_sequence = $3, last_hash = $4
+		WHERE tenant_id = $1 AND project_id = $2`
+	headArgs := []any{tenantID, projectID, int64(head.Sequence), head.Hash[:]}
+	rows := make([][]any, len(events))
+	for i := range events {
+		rows[i] = auditEventValues(&events[i])
+	}
+	if len(events) >= copyThreshold {
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"audit_events"}, auditEventColumnNames, pgx.CopyFromRows(rows)); err != nil {
+			return fmt.Errorf("copying audit events: %w", err)
+		}
+		if _, err := tx.Exec(ctx, setHead, headArgs...); err != nil {
+			return fmt.Errorf("updating audit head: %w", err)
+		}
+		return nil
+	}
+	var sb strings.Builder
+	sb.WriteString("INSERT INTO audit_events (" + auditEventColumns + ") VALUES ")
+	args := make([]any, 0, len(events)*len(auditEventColumnNames))
+	for i, row := range rows {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteByte('(')
+		for j := range row {
+			if j > 0 {
+				sb.WriteString(", ")
+			}
+			sb.WriteByte('$')
+			sb.WriteString(strconv.Itoa(len(args) + j + 1))
+		}
+		sb.WriteByte(')')
+		args = append(args, row...)
+	}
+	batch := &pgx.Batch{}
+	batch.Queue(sb.String(), args...)
+	batch.Queue(setHead, headArgs...)
+	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+		return fmt.Errorf("inserting audit events: %w", err)
 	}
 	return nil
 }
@@ -88,50 +133,6 @@ func (s *Store) AuditHead(ctx context.Context, tenantID, projectID string) (doma
 	head := domain.ChainHead{Sequence: uint64(seq)}
 	copy(head.Hash[:], hash)
 	return head, nil
-}
-
-// InsertAuditEvents appends sealed events (see domain.ChainHead.Append). It
-// uses COPY for large batches and a multi-row INSERT for small ones.
-func (s *Store) InsertAuditEvents(ctx context.Context, events []domain.AuditEvent) error {
-	tx, err := s.tx(ctx)
-	if err != nil {
-		return err
-	}
-	if len(events) == 0 {
-		return nil
-	}
-	rows := make([][]any, len(events))
-	for i := range events {
-		rows[i] = auditEventValues(&events[i])
-	}
-	if len(events) >= copyThreshold {
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"audit_events"}, auditEventColumnNames, pgx.CopyFromRows(rows)); err != nil {
-			return fmt.Errorf("copying audit events: %w", err)
-		}
-		return nil
-	}
-	var sb strings.Builder
-	sb.WriteString("INSERT INTO audit_events (" + auditEventColumns + ") VALUES ")
-	args := make([]any, 0, len(events)*len(auditEventColumnNames))
-	for i, row := range rows {
-		if i > 0 {
-			sb.WriteString(", ")
-		}
-		sb.WriteByte('(')
-		for j := range row {
-			if j > 0 {
-				sb.WriteString(", ")
-			}
-			sb.WriteByte('$')
-			sb.WriteString(strconv.Itoa(len(args) + j + 1))
-		}
-		sb.WriteByte(')')
-		args = append(args, row...)
-	}
-	if _, err := tx.Exec(ctx, sb.String(), args...); err != nil {
-		return fmt.Errorf("inserting audit events: %w", err)
-	}
-	return nil
 }
 
 func auditEventValues(e *domain.AuditEvent) []any {

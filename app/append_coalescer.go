@@ -1,0 +1,120 @@
+package app
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/aetheriot/aether-audit/domain"
+)
+
+// maxCoalescedEvents bounds the events one coalesced transaction appends.
+const maxCoalescedEvents = 5000
+
+// coalesceTimeout bounds one coalesced transaction, which runs detached from
+// the requests that wait for it.
+const coalesceTimeout = time.Minute
+
+// projectKey names one tenant's project.
+type projectKey struct{ tenantID, projectID string }
+
+// appendCoalescer turns concurrent appends to one project into shared
+// transactions. Appends to a project are serialised by its head lock anyway;
+// rather than queueing at the database, one commit at a time, requests that
+// arrive while a transaction runs wait in memory and go together into the
+// next one: one lock, one insert, one commit for all of them. A request
+// arriving at an idle project starts a transaction at once, so coalescing
+// adds no latency.
+type appendCoalescer struct {
+	mu     sync.Mutex
+	queues map[projectKey]*projectQueue
+}
+
+type projectQueue struct {
+	waiting []*coalescedAppend
+}
+
+type coalescedAppend struct {
+	*appendRequest
+	done chan struct{}
+}
+
+// appendCoalesced appends req, all of one project, in a transaction shared
+// with concurrent appends to that project. Each request succeeds or fails on
+// its own: an IDEMPOTENCY_CONFLICT of one does not affect the others. When
+// ctx ends first the caller gets ctx's error, but the append may still
+// commit: a dropped client does not change the outcome.
+func (a *App) appendCoalesced(ctx context.Context, tenantID, projectID string, req *appendRequest) ([]domain.AuditEvent, error) {
+	call := &coalescedAppend{appendRequest: req, done: make(chan struct{})}
+	key := projectKey{tenantID, projectID}
+	c := &a.coalescer
+	c.mu.Lock()
+	if c.queues == nil {
+		c.queues = map[projectKey]*projectQueue{}
+	}
+	q, running := c.queues[key]
+	if !running {
+		q = &projectQueue{}
+		c.queues[key] = q
+	}
+	q.waiting = append(q.waiting, call)
+	c.mu.Unlock()
+	if !running {
+		go a.drainAppends(key, q)
+	}
+	select {
+	case <-call.done:
+		return call.events, call.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// drainAppends runs transactions for the project's waiting appends until
+// none are left.
+func (a *App) drainAppends(key projectKey, q *projectQueue) {
+	c := &a.coalescer
+	for {
+		c.mu.Lock()
+		n, events := 0, 0
+		for n < len(q.waiting) && (n == 0 || events+len(q.waiting[n].drafts) <= maxCoalescedEvents) {
+			events += len(q.waiting[n].drafts)
+			n++
+		}
+		if n == 0 {
+			delete(c.queues, key)
+			c.mu.Unlock()
+			return
+		}
+		calls := q.waiting[:n:n]
+		q.waiting = q.waiting[n:]
+		c.mu.Unlock()
+
+		reqs := make([]*appendRequest, len(calls))
+		for i, call := range calls {
+			reqs[i] = call.appendRequest
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), coalesceTimeout)
+		err := a.retryTx(ctx, func(ctx context.Context) error {
+			head, err := a.store.LockAuditHead(ctx, key.tenantID, key.projectID)
+			if err != nil {
+				return err
+			}
+			existing, err := a.findExisting(ctx, key.tenantID, reqs)
+			if err != nil {
+				return err
+			}
+			for _, r := range reqs {
+				r.reset()
+			}
+			return a.sealAndInsert(ctx, key.tenantID, key.projectID, head, newSealBatch(existing), reqs, a.now())
+		})
+		cancel()
+		for _, call := range calls {
+			if err != nil {
+				call.err = err
+			}
+			close(call.done)
+		}
+	}
+}
