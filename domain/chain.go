@@ -34,21 +34,111 @@ type canonicalEvent struct {
 	Version         int              `json:"v"`
 }
 
+// encode returns the canonical encoding of c: exactly what encoding/json
+// produces for the struct above with HTML escaping off and no trailing
+// newline (the tests hold the two equal), written without reflection.
 func (c canonicalEvent) encode() []byte {
-	c.Version = ChainVersion
-	if c.EvidenceDigests == nil {
-		c.EvidenceDigests = []EvidenceDigest{}
+	b := make([]byte, 0, 640+len(c.Details))
+	b = append(b, `{"action":`...)
+	b = appendJSONString(b, c.Action)
+	b = append(b, `,"correlation":`...)
+	if c.Correlation == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, `{"traceId":`...)
+		b = appendJSONString(b, c.Correlation.TraceID)
+		b = append(b, `,"requestId":`...)
+		b = appendJSONString(b, c.Correlation.RequestID)
+		b = append(b, `,"causationId":`...)
+		b = appendJSONString(b, c.Correlation.CausationID)
+		b = append(b, '}')
 	}
+	b = append(b, `,"details":`...)
 	if len(c.Details) == 0 {
-		c.Details = json.RawMessage("{}")
+		b = append(b, "{}"...)
+	} else {
+		b = append(b, c.Details...)
 	}
-	b, err := marshalCanonical(c)
-	if err != nil {
-		// Every field is a plain string, number or canonical JSON: failure
-		// here is a programming error.
-		panic("domain: encoding canonical event: " + err.Error())
+	b = append(b, `,"evidenceDigests":[`...)
+	for i, d := range c.EvidenceDigests {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"algorithm":`...)
+		b = appendJSONString(b, d.Algorithm)
+		b = append(b, `,"value":`...)
+		b = appendJSONString(b, d.Value)
+		b = append(b, `,"label":`...)
+		b = appendJSONString(b, d.Label)
+		b = append(b, '}')
 	}
-	return b
+	b = append(b, `],"governance":`...)
+	if c.Governance == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, `{"reason":`...)
+		b = appendJSONString(b, c.Governance.Reason)
+		b = append(b, `,"ticket":`...)
+		b = appendJSONString(b, c.Governance.Ticket)
+		b = append(b, `,"risk":`...)
+		b = appendJSONString(b, string(c.Governance.Risk))
+		b = append(b, `,"confirmedBy":`...)
+		b = appendJSONString(b, c.Governance.ConfirmedBy)
+		b = append(b, '}')
+	}
+	b = append(b, `,"id":`...)
+	b = appendJSONString(b, c.ID)
+	b = append(b, `,"occurredAt":`...)
+	b = appendJSONString(b, c.OccurredAt)
+	b = append(b, `,"outcome":`...)
+	b = appendJSONString(b, string(c.Outcome))
+	b = append(b, `,"projectId":`...)
+	b = appendJSONString(b, c.ProjectID)
+	if c.RecordedAt != "" {
+		b = append(b, `,"recordedAt":`...)
+		b = appendJSONString(b, c.RecordedAt)
+	}
+	b = append(b, `,"resource":{"type":`...)
+	b = appendJSONString(b, c.Resource.Type)
+	b = append(b, `,"id":`...)
+	b = appendJSONString(b, c.Resource.ID)
+	b = append(b, '}')
+	if c.Sequence != "" {
+		b = append(b, `,"sequence":`...)
+		b = appendJSONString(b, c.Sequence)
+	}
+	b = append(b, `,"subject":{"type":`...)
+	b = appendJSONString(b, string(c.Subject.Type))
+	b = append(b, `,"id":`...)
+	b = appendJSONString(b, c.Subject.ID)
+	b = append(b, `,"displayName":`...)
+	b = appendJSONString(b, c.Subject.DisplayName)
+	b = append(b, '}')
+	if c.TenantID != "" {
+		b = append(b, `,"tenantId":`...)
+		b = appendJSONString(b, c.TenantID)
+	}
+	b = append(b, `,"v":`...)
+	b = strconv.AppendInt(b, ChainVersion, 10)
+	return append(b, '}')
+}
+
+// appendJSONString appends s as a JSON string exactly as encoding/json
+// writes it with HTML escaping off. Plain printable ASCII, the common case,
+// is copied as is; anything else goes through encoding/json itself.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			enc, err := marshalCanonical(s)
+			if err != nil {
+				panic("domain: encoding string: " + err.Error()) // strings always encode
+			}
+			return append(b, enc...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 func formatTime(t time.Time) string {
