@@ -316,30 +316,15 @@ func sealedEvents(seedValue uint64, project string, n int) ([]domain.AuditEvent,
 	return events, nil
 }
 
-// eventColumns are the audit_events columns in the order of store's
-// auditEventColumnNames (store/audit_events.go).
-var eventColumns = []string{
-	"tenant_id", "project_id", "sequence", "id", "action", "occurred_at", "recorded_at",
-	"subject_type", "subject_id", "subject_display_name", "resource_type", "resource_id", "outcome",
-	"governance", "correlation", "evidence_digests", "details", "input_fingerprint", "chain_hash",
-}
+// eventColumns are the audit_events columns in the order of
+// store.AuditEventRow.
+var eventColumns = store.AuditEventColumns()
 
 // eventColumnList is eventColumns as an SQL list.
 var eventColumnList = strings.Join(eventColumns, ", ")
 
-// rowValues returns e's column values as store's auditEventValues passes
-// them to pgx (jsonb columns as Go values pgx encodes with encoding/json).
-func rowValues(e *domain.AuditEvent) []any {
-	digests := e.EvidenceDigests
-	if digests == nil {
-		digests = []domain.EvidenceDigest{}
-	}
-	return []any{
-		e.TenantID, e.ProjectID, int64(e.Sequence), e.ID, e.Action, e.OccurredAt, e.RecordedAt,
-		string(e.Subject.Type), e.Subject.ID, e.Subject.DisplayName, e.Resource.Type, e.Resource.ID, string(e.Outcome),
-		e.Governance, e.Correlation, digests, string(e.Details), e.InputFingerprint[:], e.ChainHash[:],
-	}
-}
+// rowValues returns e's column values as the store writes them.
+func rowValues(e *domain.AuditEvent) []any { return store.AuditEventRow(e) }
 
 // restamp returns a copy of template as a new event of project at seq with
 // a fresh id, so that a baseline writes unique rows shaped like ours.

@@ -107,13 +107,24 @@ func runQueryPage(ctx context.Context, e *env, opts options) ([]result, error) {
 		for rows.Next() {
 			var (
 				r                      pageRow
+				risk                   *string
+				g                      governanceRow
+				c                      correlationRow
 				fingerprint, chainHash []byte
 			)
 			err := rows.Scan(&r.TenantID, &r.ProjectID, &r.Sequence, &r.ID, &r.Action, &r.OccurredAt, &r.RecordedAt,
 				&r.Subject.Type, &r.Subject.ID, &r.Subject.DisplayName, &r.Resource.Type, &r.Resource.ID, &r.Outcome,
-				&r.Governance, &r.Correlation, &r.EvidenceDigests, &r.Details, &fingerprint, &chainHash)
+				&risk, &g.Reason, &g.Ticket, &g.ConfirmedBy, &c.TraceID, &c.RequestID, &c.CausationID,
+				&r.EvidenceDigests, &r.Details, &fingerprint, &chainHash)
 			if err != nil {
 				return 0, err
+			}
+			if risk != nil {
+				g.Risk = *risk
+				r.Governance = &g
+			}
+			if c != (correlationRow{}) {
+				r.Correlation = &c
 			}
 			r.ChainHash = hex.EncodeToString(chainHash)
 			page = append(page, r)
@@ -162,11 +173,25 @@ type pageRow struct {
 		ID   string `json:"id"`
 	} `json:"resource"`
 	Outcome         string          `json:"outcome"`
-	Governance      json.RawMessage `json:"governance"`
-	Correlation     json.RawMessage `json:"correlation"`
+	Governance      *governanceRow  `json:"governance"`
+	Correlation     *correlationRow `json:"correlation"`
 	EvidenceDigests json.RawMessage `json:"evidenceDigests"`
 	Details         json.RawMessage `json:"details"`
 	ChainHash       string          `json:"chainHash"`
+}
+
+// governanceRow and correlationRow are the baseline's typed nested objects.
+type governanceRow struct {
+	Reason      string `json:"reason"`
+	Ticket      string `json:"ticket"`
+	Risk        string `json:"risk"`
+	ConfirmedBy string `json:"confirmedBy"`
+}
+
+type correlationRow struct {
+	TraceID     string `json:"traceId"`
+	RequestID   string `json:"requestId"`
+	CausationID string `json:"causationId"`
 }
 
 // checkOursPage reads one page through our server and checks it holds

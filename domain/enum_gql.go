@@ -1,12 +1,13 @@
 package domain
 
 import (
+	"encoding/hex"
 	"fmt"
 	"io"
 	"strconv"
 )
 
-// The enums implement gqlgen's Marshaler and Unmarshaler (plain io, no
+// The enums and Hash implement gqlgen's Marshaler and Unmarshaler (plain io, no
 // import of gqlgen) so GraphQL binds them directly.
 
 // MarshalGQL writes the enum value.
@@ -45,5 +46,19 @@ func (r *Risk) UnmarshalGQL(v any) error {
 		return fmt.Errorf("%q is not a valid AuditRisk", s)
 	}
 	*r = Risk(s)
+	return nil
+}
+
+// MarshalGQL writes the hash as a lower-case hex string.
+func (h Hash) MarshalGQL(w io.Writer) { _, _ = io.WriteString(w, `"`+h.String()+`"`) }
+
+// UnmarshalGQL reads a hash from its hex string.
+func (h *Hash) UnmarshalGQL(v any) error {
+	s, _ := v.(string)
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != len(h) {
+		return fmt.Errorf("a hash must be %d hex digits", 2*len(h))
+	}
+	copy(h[:], b)
 	return nil
 }

@@ -27,8 +27,15 @@ CREATE TABLE audit_events (
     resource_type        text COLLATE "C" NOT NULL,
     resource_id          text COLLATE "C" NOT NULL,
     outcome              text NOT NULL,
-    governance           jsonb,
-    correlation          jsonb,
+    -- governance: absent when governance_risk IS NULL
+    governance_risk      text,
+    governance_reason    text NOT NULL DEFAULT '',
+    governance_ticket    text NOT NULL DEFAULT '',
+    governance_confirmed_by text NOT NULL DEFAULT '',
+    -- correlation: absent when all three are empty
+    trace_id             text COLLATE "C" NOT NULL DEFAULT '',
+    request_id           text COLLATE "C" NOT NULL DEFAULT '',
+    causation_id         text COLLATE "C" NOT NULL DEFAULT '',
     evidence_digests     jsonb NOT NULL DEFAULT '[]',
     -- json, not jsonb: the canonical text covered by chain_hash is kept byte for byte.
     details              json  NOT NULL,

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -17,12 +17,14 @@ import (
 
 const auditEventColumns = `tenant_id, project_id, sequence, id, action, occurred_at, recorded_at,
 	subject_type, subject_id, subject_display_name, resource_type, resource_id, outcome,
-	governance, correlation, evidence_digests, details, input_fingerprint, chain_hash`
+	governance_risk, governance_reason, governance_ticket, governance_confirmed_by,
+	trace_id, request_id, causation_id, evidence_digests, details, input_fingerprint, chain_hash`
 
 var auditEventColumnNames = []string{
 	"tenant_id", "project_id", "sequence", "id", "action", "occurred_at", "recorded_at",
 	"subject_type", "subject_id", "subject_display_name", "resource_type", "resource_id", "outcome",
-	"governance", "correlation", "evidence_digests", "details", "input_fingerprint", "chain_hash",
+	"governance_risk", "governance_reason", "governance_ticket", "governance_confirmed_by",
+	"trace_id", "request_id", "causation_id", "evidence_digests", "details", "input_fingerprint", "chain_hash",
 }
 
 // copyThreshold is the batch size from which CopyFrom beats a multi-row
@@ -135,15 +137,37 @@ func (s *Store) AuditHead(ctx context.Context, tenantID, projectID string) (doma
 	return head, nil
 }
 
+// AuditEventColumns returns the audit_events columns in the order of
+// AuditEventRow: for tools and benchmarks that write rows the store's way.
+func AuditEventColumns() []string { return slices.Clone(auditEventColumnNames) }
+
+// AuditEventRow returns e's values for AuditEventColumns, as the store
+// writes them.
+func AuditEventRow(e *domain.AuditEvent) []any { return auditEventValues(e) }
+
 func auditEventValues(e *domain.AuditEvent) []any {
-	digests := e.EvidenceDigests
-	if digests == nil {
-		digests = []domain.EvidenceDigest{}
+	var (
+		risk                          *string
+		reason, ticket, confirmedBy   string
+		traceID, requestID, causation string
+	)
+	if g := e.Governance; g != nil {
+		r := string(g.Risk)
+		risk, reason, ticket, confirmedBy = &r, g.Reason, g.Ticket, g.ConfirmedBy
+	}
+	if c := e.Correlation; c != nil {
+		traceID, requestID, causation = c.TraceID, c.RequestID, c.CausationID
+	}
+	digests := []byte("[]")
+	if len(e.EvidenceDigests) > 0 {
+		// Plain strings in a fixed struct: encoding cannot fail.
+		digests, _ = json.Marshal(e.EvidenceDigests)
 	}
 	return []any{
 		e.TenantID, e.ProjectID, int64(e.Sequence), e.ID, e.Action, e.OccurredAt, e.RecordedAt,
 		string(e.Subject.Type), e.Subject.ID, e.Subject.DisplayName, e.Resource.Type, e.Resource.ID, string(e.Outcome),
-		e.Governance, e.Correlation, digests, string(e.Details), e.InputFingerprint[:], e.ChainHash[:],
+		risk, reason, ticket, confirmedBy, traceID, requestID, causation,
+		digests, string(e.Details), e.InputFingerprint[:], e.ChainHash[:],
 	}
 }
 
@@ -305,33 +329,40 @@ func (s *Store) ScanAuditEvents(ctx context.Context, tenantID, projectID string,
 
 func scanAuditEvent(row pgx.CollectableRow) (domain.AuditEvent, error) {
 	var (
-		e                      domain.AuditEvent
-		seq                    int64
-		subjectType, outcome   string
-		details                string
-		fingerprint, chainHash []byte
-		occurredAt, recordedAt time.Time
-		digests                []domain.EvidenceDigest
-		governance             *domain.Governance
-		correlation            *domain.Correlation
+		e                             domain.AuditEvent
+		seq                           int64
+		subjectType, outcome          string
+		risk                          *string
+		reason, ticket, confirmedBy   string
+		traceID, requestID, causation string
+		digests                       []byte
+		details                       string
+		fingerprint, chainHash        []byte
 	)
-	err := row.Scan(&e.TenantID, &e.ProjectID, &seq, &e.ID, &e.Action, &occurredAt, &recordedAt,
+	err := row.Scan(&e.TenantID, &e.ProjectID, &seq, &e.ID, &e.Action, &e.OccurredAt, &e.RecordedAt,
 		&subjectType, &e.Subject.ID, &e.Subject.DisplayName, &e.Resource.Type, &e.Resource.ID, &outcome,
-		&governance, &correlation, &digests, &details, &fingerprint, &chainHash)
+		&risk, &reason, &ticket, &confirmedBy, &traceID, &requestID, &causation,
+		&digests, &details, &fingerprint, &chainHash)
 	if err != nil {
 		return e, err
 	}
 	e.Sequence = uint64(seq)
-	e.OccurredAt = occurredAt.UTC()
-	e.RecordedAt = recordedAt.UTC()
+	e.OccurredAt = e.OccurredAt.UTC()
+	e.RecordedAt = e.RecordedAt.UTC()
 	e.Subject.Type = domain.SubjectType(subjectType)
 	e.Outcome = domain.Outcome(outcome)
-	e.Governance = governance
-	e.Correlation = correlation
-	if digests == nil {
-		digests = []domain.EvidenceDigest{}
+	if risk != nil {
+		e.Governance = &domain.Governance{Reason: reason, Ticket: ticket, Risk: domain.Risk(*risk), ConfirmedBy: confirmedBy}
 	}
-	e.EvidenceDigests = digests
+	if traceID != "" || requestID != "" || causation != "" {
+		e.Correlation = &domain.Correlation{TraceID: traceID, RequestID: requestID, CausationID: causation}
+	}
+	e.EvidenceDigests = []domain.EvidenceDigest{}
+	if len(digests) > 2 {
+		if err := json.Unmarshal(digests, &e.EvidenceDigests); err != nil {
+			return e, fmt.Errorf("decoding evidence digests: %w", err)
+		}
+	}
 	e.Details = json.RawMessage(details)
 	copy(e.InputFingerprint[:], fingerprint)
 	copy(e.ChainHash[:], chainHash)

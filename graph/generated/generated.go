@@ -33,8 +33,6 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
-	AuditChainVerification() AuditChainVerificationResolver
-	AuditEvent() AuditEventResolver
 	Mutation() MutationResolver
 	Query() QueryResolver
 }
@@ -138,12 +136,6 @@ type ComplexityRoot struct {
 
 // region    ************************** generated!.gotpl **************************
 
-type AuditChainVerificationResolver interface {
-	HeadHash(ctx context.Context, obj *app.ChainVerification) (string, error)
-}
-type AuditEventResolver interface {
-	ChainHash(ctx context.Context, obj *domain.AuditEvent) (string, error)
-}
 type MutationResolver interface {
 	RecordAuditEvent(ctx context.Context, input model.RecordAuditEventInput) (*model.RecordAuditEventPayload, error)
 	RecordAuditEvents(ctx context.Context, input model.RecordAuditEventsInput) (*model.RecordAuditEventsPayload, error)
@@ -1411,18 +1403,18 @@ func (ec *executionContext) _AuditChainVerification_headHash(ctx context.Context
 			return ec.fieldContext_AuditChainVerification_headHash(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.AuditChainVerification().HeadHash(ctx, obj)
+			return obj.HeadHash, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v domain.Hash) graphql.Marshaler {
+			return ec.marshalNString2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐHash(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
 func (ec *executionContext) fieldContext_AuditChainVerification_headHash(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("AuditChainVerification", field, true, true, "String")
+	return graphql.NewScalarFieldContext("AuditChainVerification", field, false, false, "String")
 }
 
 func (ec *executionContext) _AuditCorrelation_traceId(ctx context.Context, field graphql.CollectedField, obj *domain.Correlation) (ret graphql.Marshaler) {
@@ -1870,18 +1862,18 @@ func (ec *executionContext) _AuditEvent_chainHash(ctx context.Context, field gra
 			return ec.fieldContext_AuditEvent_chainHash(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.AuditEvent().ChainHash(ctx, obj)
+			return obj.ChainHash, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v domain.Hash) graphql.Marshaler {
+			return ec.marshalNString2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐHash(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
 func (ec *executionContext) fieldContext_AuditEvent_chainHash(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("AuditEvent", field, true, true, "String")
+	return graphql.NewScalarFieldContext("AuditEvent", field, false, false, "String")
 }
 
 func (ec *executionContext) _AuditEventConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.AuditEventConnection) (ret graphql.Marshaler) {
@@ -4319,29 +4311,28 @@ func (ec *executionContext) _AuditChainVerification(ctx context.Context, sel ast
 		case "valid":
 			out.Values[i] = ec._AuditChainVerification_valid(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
+				out.Invalids++
 			}
 		case "checkedCount":
 			out.Values[i] = ec._AuditChainVerification_checkedCount(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
+				out.Invalids++
 			}
 		case "firstInvalidSequence":
 			out.Values[i] = ec._AuditChainVerification_firstInvalidSequence(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				atomic.AddUint32(&out.Invalids, 1)
+				out.Invalids++
 			}
 		case "headSequence":
 			out.Values[i] = ec._AuditChainVerification_headSequence(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
+				out.Invalids++
 			}
 		case "headHash":
-			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
-				true, true,
-				func(ctx context.Context) graphql.Marshaler {
-					return ec._AuditChainVerification_headHash(ctx, field, obj)
-				})
+			out.Values[i] = ec._AuditChainVerification_headHash(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -4416,79 +4407,78 @@ func (ec *executionContext) _AuditEvent(ctx context.Context, sel ast.SelectionSe
 		case "id":
 			out.Values[i] = ec._AuditEvent_id(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
+				out.Invalids++
 			}
 		case "tenantId":
 			out.Values[i] = ec._AuditEvent_tenantId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
+				out.Invalids++
 			}
 		case "projectId":
 			out.Values[i] = ec._AuditEvent_projectId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
+				out.Invalids++
 			}
 		case "sequence":
 			out.Values[i] = ec._AuditEvent_sequence(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
+				out.Invalids++
 			}
 		case "action":
 			out.Values[i] = ec._AuditEvent_action(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
+				out.Invalids++
 			}
 		case "occurredAt":
 			out.Values[i] = ec._AuditEvent_occurredAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
+				out.Invalids++
 			}
 		case "recordedAt":
 			out.Values[i] = ec._AuditEvent_recordedAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
+				out.Invalids++
 			}
 		case "subject":
 			out.Values[i] = ec._AuditEvent_subject(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
+				out.Invalids++
 			}
 		case "resource":
 			out.Values[i] = ec._AuditEvent_resource(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
+				out.Invalids++
 			}
 		case "outcome":
 			out.Values[i] = ec._AuditEvent_outcome(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
+				out.Invalids++
 			}
 		case "governance":
 			out.Values[i] = ec._AuditEvent_governance(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				atomic.AddUint32(&out.Invalids, 1)
+				out.Invalids++
 			}
 		case "correlation":
 			out.Values[i] = ec._AuditEvent_correlation(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				atomic.AddUint32(&out.Invalids, 1)
+				out.Invalids++
 			}
 		case "evidenceDigests":
 			out.Values[i] = ec._AuditEvent_evidenceDigests(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
+				out.Invalids++
 			}
 		case "details":
 			out.Values[i] = ec._AuditEvent_details(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
+				out.Invalids++
 			}
 		case "chainHash":
-			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
-				true, true,
-				func(ctx context.Context) graphql.Marshaler {
-					return ec._AuditEvent_chainHash(ctx, field, obj)
-				})
+			out.Values[i] = ec._AuditEvent_chainHash(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -5581,6 +5571,16 @@ func (ec *executionContext) marshalNRecordAuditEventsPayload2ᚖgithubᚗcomᚋa
 		return graphql.Null
 	}
 	return ec._RecordAuditEventsPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNString2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐHash(ctx context.Context, v any) (domain.Hash, error) {
+	var res domain.Hash
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNString2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐHash(ctx context.Context, sel ast.SelectionSet, v domain.Hash) graphql.Marshaler {
+	return v
 }
 
 func (ec *executionContext) unmarshalNString2string(ctx context.Context, v any) (string, error) {
