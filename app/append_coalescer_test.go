@@ -16,7 +16,6 @@ import (
 	"github.com/aetheriot/aether-audit/store/storetest"
 )
 
-
 func coalesceDraft(action string) domain.AuditEventDraft {
 	return domain.AuditEventDraft{
 		ProjectID:  "p1",

@@ -404,7 +404,6 @@ func TestServe(t *testing.T) {
 	require.Error(t, err, "still serving after exit")
 }
 
-
 // migrationVersions lists the versions of the embedded migrations.
 func migrationVersions(t *testing.T) []int64 {
 	t.Helper()
