@@ -5,9 +5,40 @@ package graph
 
 //go:generate go run github.com/99designs/gqlgen generate
 
-import "github.com/aetheriot/aether-audit/app"
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+
+	"github.com/99designs/gqlgen/graphql"
+
+	"github.com/aetheriot/aether-audit/app"
+)
 
 // Resolver is the root resolver; it holds the use cases.
 type Resolver struct {
-	App *app.App
+	App    *app.App
+	Logger *slog.Logger
+
+	// fastPages counts the auditEvents pages AuditEventsFastPath served.
+	fastPages atomic.Uint64
+}
+
+// FastPathPages returns how many auditEvents pages the fast path served
+// (rather than the generic executor).
+func (r *Resolver) FastPathPages() uint64 { return r.fastPages.Load() }
+
+// fail turns a resolver's error into an *app.Error, so that the error
+// presenter can tell the use cases' answers from errors of input coercion.
+// Internal causes are logged here and never shown.
+func (r *Resolver) fail(ctx context.Context, err error) error {
+	appErr := app.ErrorOf(err)
+	if appErr.Code == app.CodeInternal && r.Logger != nil {
+		field := ""
+		if fc := graphql.GetFieldContext(ctx); fc != nil {
+			field = fc.Field.Name
+		}
+		r.Logger.ErrorContext(ctx, "graphql resolver failed", "field", field, "err", err)
+	}
+	return appErr
 }

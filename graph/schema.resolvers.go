@@ -19,11 +19,11 @@ import (
 func (r *mutationResolver) RecordAuditEvent(ctx context.Context, input model.RecordAuditEventInput) (*model.RecordAuditEventPayload, error) {
 	draft, err := draftFromInput("input", input)
 	if err != nil {
-		return nil, err
+		return nil, r.fail(ctx, err)
 	}
 	e, err := r.App.RecordAuditEvent(ctx, app.IdentityFromContext(ctx), draft, app.TraceIDFromContext(ctx))
 	if err != nil {
-		return nil, err
+		return nil, r.fail(ctx, err)
 	}
 	return &model.RecordAuditEventPayload{Event: &e}, nil
 }
@@ -38,13 +38,13 @@ func (r *mutationResolver) RecordAuditEvents(ctx context.Context, input model.Re
 	for i, ev := range input.Events {
 		d, err := draftFromInput(fieldIndex("input.events", i), ev)
 		if err != nil {
-			return nil, err
+			return nil, r.fail(ctx, err)
 		}
 		in.Events[i] = d
 	}
 	events, err := r.App.RecordAuditEvents(ctx, app.IdentityFromContext(ctx), in)
 	if err != nil {
-		return nil, err
+		return nil, r.fail(ctx, err)
 	}
 	return &model.RecordAuditEventsPayload{Events: events}, nil
 }
@@ -70,7 +70,7 @@ func (r *queryResolver) AuditEvents(ctx context.Context, projectID string, filte
 	}
 	page, err := r.App.SearchAuditEvents(ctx, app.IdentityFromContext(ctx), in)
 	if err != nil {
-		return nil, err
+		return nil, r.fail(ctx, err)
 	}
 	conn := &model.AuditEventConnection{
 		Edges:    make([]model.AuditEventEdge, len(page.Edges)),
@@ -92,7 +92,7 @@ func (r *queryResolver) AuditEvent(ctx context.Context, projectID string, id str
 		return nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, r.fail(ctx, err)
 	}
 	return &e, nil
 }
@@ -101,7 +101,7 @@ func (r *queryResolver) AuditEvent(ctx context.Context, projectID string, id str
 func (r *queryResolver) VerifyAuditChain(ctx context.Context, projectID string, fromSequence *uint64, toSequence *uint64) (*app.ChainVerification, error) {
 	v, err := r.App.VerifyAuditChain(ctx, app.IdentityFromContext(ctx), projectID, fromSequence, toSequence)
 	if err != nil {
-		return nil, err
+		return nil, r.fail(ctx, err)
 	}
 	return &v, nil
 }

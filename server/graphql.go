@@ -25,13 +25,15 @@ import (
 // and extensions: a query cache, automatic persisted queries, a complexity
 // and a depth limit, and introspection unless disabled.
 func (s *Server) graphQLHandler() *handler.Server {
+	resolver := &graph.Resolver{App: s.cfg.App, Logger: s.cfg.Logger}
 	srv := handler.New(generated.NewExecutableSchema(generated.Config{
-		Resolvers:  &graph.Resolver{App: s.cfg.App},
+		Resolvers:  resolver,
 		Complexity: graph.Complexity(),
 	}))
+	srv.AroundRootFields(resolver.AuditEventsFastPath)
 	srv.AddTransport(transport.Options{})
 	srv.AddTransport(transport.GET{})
-	srv.AddTransport(transport.POST{})
+	srv.AddTransport(jsonPOST{})
 
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
@@ -42,19 +44,6 @@ func (s *Server) graphQLHandler() *handler.Server {
 	}
 
 	logger := s.cfg.Logger
-	// Resolver errors become *app.Error here, so the presenter can tell them
-	// from errors of input coercion (which are the client's).
-	srv.AroundFields(func(ctx context.Context, next graphql.Resolver) (any, error) {
-		res, err := next(ctx)
-		if err != nil {
-			appErr := app.ErrorOf(err)
-			if appErr.Code == app.CodeInternal {
-				logger.ErrorContext(ctx, "graphql resolver failed", "field", graphql.GetFieldContext(ctx).Field.Name, "err", err)
-			}
-			return res, appErr
-		}
-		return res, nil
-	})
 	srv.SetRecoverFunc(func(ctx context.Context, v any) error {
 		logger.ErrorContext(ctx, "graphql panic", "panic", v)
 		return &app.Error{Code: app.CodeInternal, Message: "internal error"}
@@ -87,8 +76,9 @@ func queriesOnlyOverGET(next http.Handler) http.Handler {
 }
 
 // presentError gives every GraphQL error one code of the documented set in
-// extensions.code: use-case errors keep theirs; parse, validation and input
-// coercion errors are BAD_USER_INPUT.
+// extensions.code: use-case errors (resolvers return them as *app.Error)
+// keep theirs; parse, validation and input coercion errors are
+// BAD_USER_INPUT.
 func presentError(logger *slog.Logger) graphql.ErrorPresenterFunc {
 	return func(ctx context.Context, err error) *gqlerror.Error {
 		var gqlErr *gqlerror.Error
