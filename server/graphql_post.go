@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/99designs/gqlgen/graphql"
+	gojson "github.com/goccy/go-json"
 	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 )
@@ -33,7 +34,7 @@ func (jsonPOST) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExe
 	w.Header().Set("Content-Type", "application/json")
 	start := graphql.Now()
 	var params graphql.RawParams
-	dec := json.NewDecoder(r.Body)
+	dec := gojson.NewDecoder(r.Body)
 	dec.UseNumber()
 	if err := dec.Decode(&params); err != nil {
 		w.WriteHeader(http.StatusBadRequest)
