@@ -175,31 +175,7 @@ type pageWriter struct {
 // plan collects the selection of every object type on the page; it fails on
 // any field it does not know.
 func (w *pageWriter) plan(sel ast.SelectionSet) bool {
-	// Each composite field may appear under one response key only: the
-	// writer keeps one plan per object type.
-	collect := func(set ast.SelectionSet, typ string, known ...string) ([]graphql.CollectedField, bool) {
-		fields := graphql.CollectFields(w.oc, set, []string{typ})
-		seen := map[string]bool{}
-		for _, f := range fields {
-			if f.Name == "__typename" {
-				continue
-			}
-			found := false
-			for _, k := range known {
-				found = found || f.Name == k
-			}
-			if !found || len(f.Directives) > 0 && !onlySkipInclude(f.Directives) {
-				return nil, false
-			}
-			if len(f.Selections) > 0 {
-				if seen[f.Name] {
-					return nil, false
-				}
-				seen[f.Name] = true
-			}
-		}
-		return fields, true
-	}
+	collect := w.collect
 	var ok bool
 	if w.connection, ok = collect(sel, "AuditEventConnection", "edges", "pageInfo"); !ok {
 		return false
@@ -211,7 +187,7 @@ func (w *pageWriter) plan(sel ast.SelectionSet) bool {
 				return false
 			}
 			for _, e := range w.edge {
-				if e.Name == "node" && !w.planEvent(e.Selections, collect) {
+				if e.Name == "node" && !w.planEvent(e.Selections) {
 					return false
 				}
 			}
@@ -224,7 +200,37 @@ func (w *pageWriter) plan(sel ast.SelectionSet) bool {
 	return true
 }
 
-func (w *pageWriter) planEvent(sel ast.SelectionSet, collect func(ast.SelectionSet, string, ...string) ([]graphql.CollectedField, bool)) bool {
+// collect returns the fields of set on an object of type typ. It fails on
+// any field not in known, on directives other than @skip and @include, and
+// when a composite field appears under two response keys: the writer keeps
+// one plan per object type.
+func (w *pageWriter) collect(set ast.SelectionSet, typ string, known ...string) ([]graphql.CollectedField, bool) {
+	fields := graphql.CollectFields(w.oc, set, []string{typ})
+	seen := map[string]bool{}
+	for _, f := range fields {
+		if f.Name == "__typename" {
+			continue
+		}
+		found := false
+		for _, k := range known {
+			found = found || f.Name == k
+		}
+		if !found || len(f.Directives) > 0 && !onlySkipInclude(f.Directives) {
+			return nil, false
+		}
+		if len(f.Selections) > 0 {
+			if seen[f.Name] {
+				return nil, false
+			}
+			seen[f.Name] = true
+		}
+	}
+	return fields, true
+}
+
+// planEvent collects the selection of an audit event and its objects.
+func (w *pageWriter) planEvent(sel ast.SelectionSet) bool {
+	collect := w.collect
 	var ok bool
 	w.event, ok = collect(sel, "AuditEvent", "id", "tenantId", "projectId", "sequence", "action", "occurredAt", "recordedAt",
 		"subject", "resource", "outcome", "governance", "correlation", "evidenceDigests", "details", "chainHash")

@@ -2,10 +2,7 @@ package server
 
 import (
 	"context"
-	"errors"
-	"log/slog"
 	"net/http"
-	"strings"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler"
@@ -26,14 +23,15 @@ import (
 // and a depth limit, and introspection unless disabled.
 func (s *Server) graphQLHandler() *handler.Server {
 	resolver := &graph.Resolver{App: s.cfg.App, Logger: s.cfg.Logger}
-	srv := handler.New(generated.NewExecutableSchema(generated.Config{
+	es := generated.NewExecutableSchema(generated.Config{
 		Resolvers:  resolver,
 		Complexity: graph.Complexity(),
-	}))
+	})
+	srv := handler.New(es)
 	srv.AroundRootFields(resolver.AuditEventsFastPath)
 	srv.AddTransport(transport.Options{})
 	srv.AddTransport(transport.GET{})
-	srv.AddTransport(jsonPOST{})
+	srv.AddTransport(jsonPOST{fast: graph.NewRecordFastPath(resolver, es, s.cfg.MaxDepth, s.cfg.ComplexityLimit)})
 
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
@@ -48,7 +46,7 @@ func (s *Server) graphQLHandler() *handler.Server {
 		logger.ErrorContext(ctx, "graphql panic", "panic", v)
 		return &app.Error{Code: app.CodeInternal, Message: "internal error"}
 	})
-	srv.SetErrorPresenter(presentError(logger))
+	srv.SetErrorPresenter(graph.PresentError)
 	return srv
 }
 
@@ -75,38 +73,6 @@ func queriesOnlyOverGET(next http.Handler) http.Handler {
 	})
 }
 
-// presentError gives every GraphQL error one code of the documented set in
-// extensions.code: use-case errors (resolvers return them as *app.Error)
-// keep theirs; parse, validation and input coercion errors are
-// BAD_USER_INPUT.
-func presentError(logger *slog.Logger) graphql.ErrorPresenterFunc {
-	return func(ctx context.Context, err error) *gqlerror.Error {
-		var gqlErr *gqlerror.Error
-		if !errors.As(err, &gqlErr) {
-			gqlErr = gqlerror.WrapPath(graphql.GetPath(ctx), err)
-		}
-		out := *gqlErr
-		var appErr *app.Error
-		switch {
-		case errors.As(err, &appErr):
-			out.Message = appErr.Error()
-			out.Extensions = map[string]any{"code": appErr.Code}
-			if appErr.Field != "" {
-				out.Extensions["field"] = appErr.Field
-			}
-		default:
-			msg := out.Message
-			if strings.HasPrefix(msg, "json request body could not be decoded") {
-				msg = "request body is not valid GraphQL-over-HTTP JSON"
-			}
-			out.Message = msg
-			out.Extensions = map[string]any{"code": app.CodeBadUserInput}
-		}
-		out.Err = nil
-		return &out
-	}
-}
-
 // depthLimit refuses operations nested deeper than max selection levels.
 // Introspection fields are not counted: the complexity limit bounds them.
 type depthLimit struct{ max int }
@@ -127,35 +93,10 @@ func (d depthLimit) MutateOperationContext(_ context.Context, oc *graphql.Operat
 	if oc.Operation == nil {
 		return nil
 	}
-	if depth(oc.Operation.SelectionSet, 0) > d.max {
+	if graph.SelectionDepth(oc.Operation.SelectionSet) > d.max {
 		err := gqlerror.Errorf("operation is nested deeper than %d levels", d.max)
 		err.Extensions = map[string]any{"code": app.CodeBadUserInput}
 		return err
 	}
 	return nil
-}
-
-func depth(set ast.SelectionSet, visited int) int {
-	if visited > 64 { // fragment cycles are refused by validation; stay safe
-		return visited
-	}
-	deepest := 0
-	for _, sel := range set {
-		var d int
-		switch s := sel.(type) {
-		case *ast.Field:
-			if strings.HasPrefix(s.Name, "__") {
-				continue
-			}
-			d = 1 + depth(s.SelectionSet, visited+1)
-		case *ast.InlineFragment:
-			d = depth(s.SelectionSet, visited+1)
-		case *ast.FragmentSpread:
-			if s.Definition != nil {
-				d = depth(s.Definition.SelectionSet, visited+1)
-			}
-		}
-		deepest = max(deepest, d)
-	}
-	return deepest
 }

@@ -1,21 +1,36 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"mime"
 	"net/http"
 
 	"github.com/99designs/gqlgen/graphql"
-	gojson "github.com/goccy/go-json"
 	"github.com/99designs/gqlgen/graphql/errcode"
+	gojson "github.com/goccy/go-json"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/aetheriot/aether-audit/graph"
 )
 
 // jsonPOST is the GraphQL-over-HTTP POST transport (application/json). It
 // behaves as gqlgen's own, except that it writes the executor's response
 // data as produced instead of re-encoding it, which on large pages costs as
-// much as producing it.
-type jsonPOST struct{}
+// much as producing it, and that it offers each request to the ingest fast
+// path (graph.RecordFastPath) before the generic executor.
+type jsonPOST struct {
+	fast *graph.RecordFastPath
+}
+
+// postBody is a GraphQL-over-HTTP request body; variables stay raw until
+// the fast path has had its look.
+type postBody struct {
+	Query         string            `json:"query"`
+	OperationName string            `json:"operationName"`
+	Variables     gojson.RawMessage `json:"variables"`
+	Extensions    map[string]any    `json:"extensions"`
+}
 
 var _ graphql.Transport = jsonPOST{}
 
@@ -29,14 +44,24 @@ func (jsonPOST) Supports(r *http.Request) bool {
 }
 
 // Do implements graphql.Transport.
-func (jsonPOST) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
+func (t jsonPOST) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
 	ctx := r.Context()
 	w.Header().Set("Content-Type", "application/json")
 	start := graphql.Now()
-	var params graphql.RawParams
+	var body postBody
 	dec := gojson.NewDecoder(r.Body)
 	dec.UseNumber()
-	if err := dec.Decode(&params); err != nil {
+	err := dec.Decode(&body)
+	params := graphql.RawParams{Query: body.Query, OperationName: body.OperationName, Extensions: body.Extensions}
+	if err == nil && len(body.Extensions) == 0 && t.fast != nil && t.fast.TryServe(ctx, w, body.Query, body.OperationName, json.RawMessage(body.Variables)) {
+		return
+	}
+	if err == nil && len(body.Variables) > 0 && string(body.Variables) != "null" {
+		vars := gojson.NewDecoder(bytes.NewReader(body.Variables))
+		vars.UseNumber()
+		err = vars.Decode(&params.Variables)
+	}
+	if err != nil {
 		w.WriteHeader(http.StatusBadRequest)
 		writeGraphQLResponse(w, exec.DispatchError(ctx, gqlerror.List{gqlerror.Errorf("request body is not valid GraphQL-over-HTTP JSON")}))
 		return
