@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync/atomic"
 )
 
@@ -20,8 +22,13 @@ const recordOneMutation = `mutation Record($input: RecordAuditEventInput!) {
 }`
 
 // insertOneSQL inserts one audit_events row.
-var insertOneSQL = "INSERT INTO audit_events (" + eventColumnList +
-	") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)"
+var insertOneSQL = func() string {
+	params := make([]string, len(eventColumns))
+	for i := range params {
+		params[i] = "$" + strconv.Itoa(i+1)
+	}
+	return "INSERT INTO audit_events (" + eventColumnList + ") VALUES (" + strings.Join(params, ", ") + ")"
+}()
 
 // runIngestSingle compares events/s of recordAuditEvent (one event per
 // request) from singleClients clients writing to one project, the hot path
