@@ -72,9 +72,10 @@ func (e *Error) Unwrap() error { return e.Err }
 // Errorf-style constructors for the codes use cases answer with.
 func newError(code Code, msg string) *Error { return &Error{Code: code, Message: msg} }
 
-// ErrProjectNotFound is how every inaccessible project looks, whether it
-// belongs to another tenant, is outside the token's projects, or has never
-// been used: callers cannot tell them apart.
+// ErrProjectNotFound answers a request for a project outside the identity's
+// projects. Projects are not registered: a project of the token that was
+// never used simply has no events, and another tenant's project of the same
+// name is another project, so nothing about other tenants can be learnt.
 var ErrProjectNotFound = newError(CodeNotFound, "project not found")
 
 // ErrEventNotFound answers a lookup of an event that is missing or not

@@ -57,9 +57,9 @@ func (a *App) RecordAuditEvent(ctx context.Context, id Identity, draft domain.Au
 // content fails closed with IDEMPOTENCY_CONFLICT. Events are returned in
 // input order.
 //
-// This transaction is where recorded evidence gets its follow-up work: the
-// outbox jobs and the live-feed notification are added to it, so they exist
-// exactly when the events do.
+// This transaction is the one place where recorded evidence will get its
+// follow-up work (the outbox jobs of webhook deliveries, the live-feed
+// notification), so that such work exists exactly when the events do.
 func (a *App) RecordAuditEvents(ctx context.Context, id Identity, in RecordAuditEventsInput) ([]domain.AuditEvent, error) {
 	return a.recordAuditEvents(ctx, id, in, "events")
 }

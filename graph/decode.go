@@ -10,7 +10,8 @@ import (
 )
 
 // draftFromInput turns a RecordAuditEventInput into a domain draft; the use
-// case validates it.
+// case validates it. path prefixes error fields as the use case does: ""
+// for a single event, "events[i]" within a batch.
 func draftFromInput(path string, in model.RecordAuditEventInput) (domain.AuditEventDraft, error) {
 	d := domain.AuditEventDraft{
 		ProjectID:  in.ProjectID,
@@ -22,7 +23,11 @@ func draftFromInput(path string, in model.RecordAuditEventInput) (domain.AuditEv
 	if in.ID != nil {
 		id, err := uuid.Parse(*in.ID)
 		if err != nil || id == uuid.Nil {
-			return d, &domain.ValidationError{Field: path + ".id", Message: "must be a UUID"}
+			field := "id"
+			if path != "" {
+				field = path + ".id"
+			}
+			return d, &domain.ValidationError{Field: field, Message: "must be a UUID"}
 		}
 		d.ID = id
 	}

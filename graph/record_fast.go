@@ -119,7 +119,7 @@ func (p *RecordFastPath) TryServe(ctx context.Context, w io.Writer, query, opera
 	if plan.batch {
 		in := app.RecordAuditEventsInput{Events: make([]domain.AuditEventDraft, len(models)), IdempotencyKey: key, TraceID: traceID}
 		for i := range models {
-			if in.Events[i], err = draftFromInput(fieldIndex("input.events", i), models[i]); err != nil {
+			if in.Events[i], err = draftFromInput(fieldIndex("events", i), models[i]); err != nil {
 				break
 			}
 		}
@@ -128,7 +128,7 @@ func (p *RecordFastPath) TryServe(ctx context.Context, w io.Writer, query, opera
 		}
 	} else {
 		var d domain.AuditEventDraft
-		if d, err = draftFromInput("input", models[0]); err == nil {
+		if d, err = draftFromInput("", models[0]); err == nil {
 			var e domain.AuditEvent
 			e, err = p.resolver.App.RecordAuditEvent(ctx, id, d, traceID)
 			events = []domain.AuditEvent{e}

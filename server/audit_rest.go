@@ -47,7 +47,7 @@ func (s *Server) listAuditEvents(w http.ResponseWriter, r *http.Request) {
 	if v := q.Get("limit"); v != "" {
 		n, perr := strconv.Atoi(v)
 		if perr != nil || n < 1 || n > app.MaxPageSize {
-			writeProblem(w, r, badParam("limit", "must be an integer between 1 and 500"))
+			writeProblem(w, r, badParam("limit", "must be an integer between 1 and "+strconv.Itoa(app.MaxPageSize)))
 			return
 		}
 		in.First = &n
@@ -232,5 +232,26 @@ func (s *Server) writeAppError(w http.ResponseWriter, r *http.Request, err error
 	if appErr.Code == app.CodeInternal {
 		s.cfg.Logger.ErrorContext(r.Context(), "request failed", "path", r.URL.Path, "err", err)
 	}
+	if name := restParam(appErr.Field); name != appErr.Field {
+		renamed := *appErr
+		renamed.Field = name
+		appErr = &renamed
+	}
 	writeProblem(w, r, appErr)
+}
+
+// restParam names, in the REST parameters' words, an input field that the
+// shared query reports in GraphQL's: "after" is the cursor, "first" the
+// limit, and filter fields are top-level parameters.
+func restParam(field string) string {
+	switch field {
+	case "after":
+		return "cursor"
+	case "first":
+		return "limit"
+	}
+	if name, ok := strings.CutPrefix(field, "filter."); ok {
+		return name
+	}
+	return field
 }

@@ -50,11 +50,24 @@ func (s *Server) graphQLHandler() *handler.Server {
 	return srv
 }
 
-// queriesOnlyOverGET refuses a GET request whose operation is not a query
-// with a coded GraphQL error (gqlgen's own refusal carries no code): GET
-// must be safe, so mutations need POST.
-func queriesOnlyOverGET(next http.Handler) http.Handler {
+// graphQLRequestGate answers requests the GraphQL transports would refuse
+// without an error code: methods other than GET, POST and OPTIONS (405), a
+// POST body that is not application/json (415), and a GET whose operation
+// is not a query (405: GET must be safe, so mutations need POST).
+func graphQLRequestGate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodGet, http.MethodOptions:
+		case http.MethodPost:
+			if !(jsonPOST{}).Supports(r) {
+				graphQLError(w, http.StatusUnsupportedMediaType, app.CodeBadUserInput, "GraphQL requests must be sent as Content-Type: application/json")
+				return
+			}
+		default:
+			w.Header().Set("Allow", "GET, POST, OPTIONS")
+			graphQLError(w, http.StatusMethodNotAllowed, app.CodeBadUserInput, "GraphQL requests use GET (queries) or POST")
+			return
+		}
 		if r.Method == http.MethodGet {
 			q := r.URL.Query()
 			if doc, err := parser.ParseQuery(&ast.Source{Input: q.Get("query")}); err == nil {

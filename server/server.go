@@ -69,7 +69,7 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 
 	gql := s.graphQLHandler()
-	s.mux.Handle("/graphql", s.traced(s.limitBody(s.authenticated(queriesOnlyOverGET(gql), graphQLUnauthenticated))))
+	s.mux.Handle("/graphql", s.traced(s.limitBody(s.authenticated(graphQLRequestGate(gql), graphQLUnauthenticated))))
 	s.mux.Handle("GET /api/v1/audit/events", s.traced(s.authenticated(http.HandlerFunc(s.listAuditEvents), problemUnauthenticated)))
 	s.mux.Handle("GET /api/v1/audit/events/stream", s.traced(s.authenticated(http.HandlerFunc(s.streamAuditEvents), problemUnauthenticated)))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -1322,3 +1322,58 @@ func TestGraphQLComplexityScalesWithPageSize(t *testing.T) {
 	res = small.graphql(t, tok, listEventsQuery, map[string]any{"p": projectA, "first": 10})
 	require.Empty(t, res.Errors, "%s", res.Raw)
 }
+
+// TestGraphQLRequestGate: requests the transports cannot take get a coded
+// error too.
+func TestGraphQLRequestGate(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	tok := b.token(t, tokenOpts{})
+	for _, tc := range []struct {
+		method, contentType string
+		status              int
+	}{
+		{http.MethodPost, "text/plain", http.StatusUnsupportedMediaType},
+		{http.MethodPost, "", http.StatusUnsupportedMediaType},
+		{http.MethodPut, "application/json", http.StatusMethodNotAllowed},
+		{http.MethodDelete, "", http.StatusMethodNotAllowed},
+	} {
+		req, err := http.NewRequest(tc.method, b.url+"/graphql", strings.NewReader(`{"query":"{ __typename }"}`))
+		require.NoError(t, err)
+		if tc.contentType != "" {
+			req.Header.Set("Content-Type", tc.contentType)
+		}
+		resp := do(t, req, tok)
+		raw, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.Equal(t, tc.status, resp.StatusCode, "%s %s: %s", tc.method, tc.contentType, raw)
+		var body struct {
+			Errors []struct {
+				Extensions struct {
+					Code string `json:"code"`
+				} `json:"extensions"`
+			} `json:"errors"`
+		}
+		require.NoError(t, json.Unmarshal(raw, &body))
+		require.Len(t, body.Errors, 1)
+		require.Equal(t, "BAD_USER_INPUT", body.Errors[0].Extensions.Code)
+	}
+}
+
+// TestRESTProblemsNameRESTParameters: errors of the shared query name the
+// REST parameter the client sent, not the GraphQL argument.
+func TestRESTProblemsNameRESTParameters(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	tok := b.token(t, tokenOpts{})
+	for query, field := range map[string]string{
+		"projectId=proj-1&cursor=bm9wZQ":               "cursor",
+		"projectId=proj-1&action=Not.Valid":            "action",
+		"projectId=proj-1&outcome=MAYBE":               "outcome",
+		"projectId=proj-1&sequenceFrom=5&sequenceTo=4": "sequenceTo",
+	} {
+		resp := b.getPath(t, tok, "/api/v1/audit/events?"+query)
+		p := requireProblem(t, resp, http.StatusBadRequest, "BAD_USER_INPUT")
+		require.Equal(t, field, p.Field, query)
+	}
+}

@@ -22,7 +22,7 @@ type serveCmd struct {
 	databaseFlags
 	secretFlags
 	Addr                   string        `name:"addr" env:"AETHER_ADDR" default:"127.0.0.1:8080" help:"Address to listen on."`
-	JWKSURL                string        `name:"jwks-url" env:"AETHER_JWKS_URL" help:"Production token verification: JWKS URL of the identity provider (RS256/ES256). Replaces the HS256 secret."`
+	JWKSURL                string        `name:"jwks-url" env:"AETHER_JWKS_URL" help:"Production token verification: JWKS URL of the identity provider (RS256/384/512, ES256/384). Replaces the HS256 secret."`
 	JWTIssuer              string        `name:"jwt-issuer" env:"AETHER_JWT_ISSUER" help:"Required iss claim, when set."`
 	JWTAudience            string        `name:"jwt-audience" env:"AETHER_JWT_AUDIENCE" help:"Required aud claim, when set."`
 	MaxBodyBytes           int64         `name:"max-body-bytes" env:"AETHER_MAX_BODY_BYTES" default:"8388608" help:"Largest accepted request body, in bytes."`

@@ -788,7 +788,11 @@ type Query {
     order: AuditOrder = OLDEST_FIRST
   ): AuditEventConnection!
 
-  "One audit event of a project by id; null when it does not exist or is not visible."
+  """
+  One audit event of a project by id; null when the project has no such event
+  (another tenant's event looks the same). NOT_FOUND when the project is not
+  among the token's projects.
+  """
   auditEvent(projectId: ID!, id: ID!): AuditEvent
 
   """
