@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -1376,4 +1377,49 @@ func TestRESTProblemsNameRESTParameters(t *testing.T) {
 		p := requireProblem(t, resp, http.StatusBadRequest, "BAD_USER_INPUT")
 		require.Equal(t, field, p.Field, query)
 	}
+}
+
+// syncBuffer is a log sink safe for concurrent writers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}
+
+// TestInternalErrorsRevealNothing: when the database fails, every interface
+// answers INTERNAL with a generic message, and the cause goes to the log only.
+func TestInternalErrorsRevealNothing(t *testing.T) {
+	t.Parallel()
+	broken := storetest.NewPool(t)
+	broken.Close()
+	var logs syncBuffer
+	b := setup(t, func(c *server.Config) {
+		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		c.App = app.New(store.New(broken), app.Config{Logger: c.Logger})
+	})
+	tok := b.token(t, tokenOpts{})
+
+	for name, res := range map[string]*gqlResult{
+		"query":    b.graphql(t, tok, `{ auditEvents(projectId: "proj-1") { edges { cursor } } }`, nil),
+		"mutation": b.graphql(t, tok, recordEventMutation, map[string]any{"in": eventInput(projectA, "device.registered")}),
+	} {
+		require.Equal(t, "INTERNAL", res.code(t), "%s: %s", name, res.Raw)
+		require.Equal(t, "internal error", res.Errors[0].Message, name)
+		require.NotContains(t, string(res.Raw), "closed", name)
+	}
+	resp := b.getPath(t, tok, "/api/v1/audit/events?projectId=proj-1")
+	p := requireProblem(t, resp, http.StatusInternalServerError, "INTERNAL")
+	require.Equal(t, "internal error", p.Detail)
+	require.Contains(t, logs.String(), "closed pool", "the cause is logged")
 }
