@@ -119,7 +119,7 @@ func (e *env) resolveServer(ctx context.Context, databaseURL string) (string, er
 		fmt.Fprintf(os.Stderr, "bench: using database server %s\n", redact(databaseURL))
 		return databaseURL, nil
 	}
-	if reachable(ctx, localURL) {
+	if store.Reachable(ctx, localURL) {
 		fmt.Fprintf(os.Stderr, "bench: using database server %s\n", redact(localURL))
 		return localURL, nil
 	}
@@ -334,18 +334,6 @@ func restamp(template *domain.AuditEvent, project string, seq uint64) domain.Aud
 	ev.ProjectID = project
 	ev.Sequence = seq
 	return ev
-}
-
-// reachable reports whether a connection to u succeeds within 2 seconds.
-func reachable(ctx context.Context, u string) bool {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		return false
-	}
-	_ = conn.Close(ctx)
-	return true
 }
 
 // createDatabaseIfMissing creates database name on the server of adminURL

@@ -71,7 +71,7 @@ func setup() error {
 		}
 	case os.Getenv("DATABASE_URL") != "":
 		adminURL = os.Getenv("DATABASE_URL")
-	case reachable(ctx, localURL):
+	case store.Reachable(ctx, localURL):
 		adminURL = localURL
 	default:
 		if err := startPrivateCluster(ctx); err != nil {
@@ -115,17 +115,6 @@ func startPrivateCluster(ctx context.Context) error {
 	cluster = c
 	adminURL = c.URLFor("postgres")
 	return nil
-}
-
-func reachable(ctx context.Context, u string) bool {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		return false
-	}
-	_ = conn.Close(ctx)
-	return true
 }
 
 func createDatabase(ctx context.Context, name, fromTemplate string) error {
