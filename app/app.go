@@ -46,6 +46,8 @@ type App struct {
 	idempotencyTTL time.Duration
 	// coalescer shares transactions among concurrent appends to a project.
 	coalescer appendCoalescer
+	// live streams committed events; nil disables subscriptions.
+	live LiveFeed
 }
 
 // Config configures an App. Zero fields take defaults.
@@ -56,11 +58,13 @@ type Config struct {
 	// IdempotencyTTL is how long an idempotency key is remembered; default
 	// 24 hours.
 	IdempotencyTTL time.Duration
+	// Live is the live feed behind subscriptions; nil disables them.
+	Live LiveFeed
 }
 
 // New returns an App over store.
 func New(store Store, cfg Config) *App {
-	a := &App{store: store, logger: cfg.Logger, now: cfg.Now, idempotencyTTL: cfg.IdempotencyTTL}
+	a := &App{store: store, logger: cfg.Logger, now: cfg.Now, idempotencyTTL: cfg.IdempotencyTTL, live: cfg.Live}
 	if a.logger == nil {
 		a.logger = slog.Default()
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/aetheriot/aether-audit/app"
 	"github.com/aetheriot/aether-audit/domain"
 	"github.com/aetheriot/aether-audit/graph/model"
 )
@@ -61,3 +62,21 @@ func deref[T any](p *T) T {
 }
 
 func fieldIndex(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
+
+// filterInput turns the GraphQL filter into the use cases' filter input.
+func filterInput(filter *model.AuditEventFilter) app.AuditEventFilterInput {
+	if filter == nil {
+		return app.AuditEventFilterInput{}
+	}
+	return app.AuditEventFilterInput{
+		Action:       deref(filter.Action),
+		SubjectID:    deref(filter.SubjectID),
+		ResourceType: deref(filter.ResourceType),
+		ResourceID:   deref(filter.ResourceID),
+		Outcomes:     filter.Outcome,
+		OccurredFrom: filter.OccurredFrom,
+		OccurredTo:   filter.OccurredTo,
+		SequenceFrom: filter.SequenceFrom,
+		SequenceTo:   filter.SequenceTo,
+	}
+}

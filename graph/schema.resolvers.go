@@ -55,19 +55,7 @@ func (r *queryResolver) AuditEvents(ctx context.Context, projectID string, filte
 	if order != nil && *order == model.AuditOrderNewestFirst {
 		in.Order = domain.NewestFirst
 	}
-	if filter != nil {
-		in.Filter = app.AuditEventFilterInput{
-			Action:       deref(filter.Action),
-			SubjectID:    deref(filter.SubjectID),
-			ResourceType: deref(filter.ResourceType),
-			ResourceID:   deref(filter.ResourceID),
-			Outcomes:     filter.Outcome,
-			OccurredFrom: filter.OccurredFrom,
-			OccurredTo:   filter.OccurredTo,
-			SequenceFrom: filter.SequenceFrom,
-			SequenceTo:   filter.SequenceTo,
-		}
-	}
+	in.Filter = filterInput(filter)
 	page, err := r.App.SearchAuditEvents(ctx, app.IdentityFromContext(ctx), in)
 	if err != nil {
 		return nil, r.fail(ctx, err)
@@ -106,13 +94,28 @@ func (r *queryResolver) VerifyAuditChain(ctx context.Context, projectID string, 
 	return &v, nil
 }
 
+// AuditEventRecorded is the resolver for the auditEventRecorded field.
+func (r *subscriptionResolver) AuditEventRecorded(ctx context.Context, projectID string, afterSequence *uint64, filter *model.AuditEventFilter) (<-chan *domain.AuditEvent, error) {
+	stream, err := r.App.SubscribeAuditEvents(ctx, app.IdentityFromContext(ctx), app.SubscribeAuditEventsInput{
+		ProjectID: projectID, AfterSequence: afterSequence, Filter: filterInput(filter),
+	})
+	if err != nil {
+		return nil, r.fail(ctx, err)
+	}
+	return r.pump(ctx, stream), nil
+}
+
 // Mutation returns generated.MutationResolver implementation.
 func (r *Resolver) Mutation() generated.MutationResolver { return &mutationResolver{r} }
 
 // Query returns generated.QueryResolver implementation.
 func (r *Resolver) Query() generated.QueryResolver { return &queryResolver{r} }
 
+// Subscription returns generated.SubscriptionResolver implementation.
+func (r *Resolver) Subscription() generated.SubscriptionResolver { return &subscriptionResolver{r} }
+
 type (
-	mutationResolver struct{ *Resolver }
-	queryResolver    struct{ *Resolver }
+	mutationResolver     struct{ *Resolver }
+	queryResolver        struct{ *Resolver }
+	subscriptionResolver struct{ *Resolver }
 )

@@ -31,6 +31,9 @@ func (s *Server) graphQLHandler() *handler.Server {
 	srv.AroundRootFields(resolver.AuditEventsFastPath)
 	srv.AddTransport(transport.Options{})
 	srv.AddTransport(transport.GET{})
+	// graphql-sse (distinct connections mode): a POST that accepts
+	// text/event-stream; it must come before the plain POST transport.
+	srv.AddTransport(transport.SSE{})
 	srv.AddTransport(jsonPOST{fast: graph.NewRecordFastPath(resolver, es, s.cfg.MaxDepth, s.cfg.ComplexityLimit)})
 
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))

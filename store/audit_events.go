@@ -65,10 +65,12 @@ func (s *Store) LockAuditHead(ctx context.Context, tenantID, projectID string) (
 }
 
 // AppendAuditEvents inserts sealed events of tenant/project (see
-// domain.ChainHead.Append) and moves the project's head, locked by
-// LockAuditHead in the same transaction, to head. Small appends go in one
-// round trip (a multi-row INSERT and the head UPDATE in one batch); large
-// ones use COPY.
+// domain.ChainHead.Append), moves the project's head, locked by
+// LockAuditHead in the same transaction, to head, and notifies the live
+// hubs (pg_notify on live.Channel, delivered at commit) with the tenant,
+// project and new head sequence, never the events. Small appends go in one
+// round trip (a multi-row INSERT, the head UPDATE and the notification in
+// one batch); large ones use COPY.
 func (s *Store) AppendAuditEvents(ctx context.Context, tenantID, projectID string, events []domain.AuditEvent, head domain.ChainHead) error {
 	tx, err := s.tx(ctx)
 	if err != nil {
@@ -77,6 +79,11 @@ func (s *Store) AppendAuditEvents(ctx context.Context, tenantID, projectID strin
 	const setHead = `UPDATE audit_project_heads SET last_sequence = $3, last_hash = $4
 		WHERE tenant_id = $1 AND project_id = $2`
 	headArgs := []any{tenantID, projectID, int64(head.Sequence), head.Hash[:]}
+	note, err := json.Marshal(AuditEventsNotification{TenantID: tenantID, ProjectID: projectID, Sequence: head.Sequence})
+	if err != nil {
+		return fmt.Errorf("encoding notification: %w", err)
+	}
+	const notify = `SELECT pg_notify('` + AuditEventsChannel + `', $1)`
 	rows := make([][]any, len(events))
 	for i := range events {
 		rows[i] = auditEventValues(&events[i])
@@ -85,7 +92,10 @@ func (s *Store) AppendAuditEvents(ctx context.Context, tenantID, projectID strin
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"audit_events"}, auditEventColumnNames, pgx.CopyFromRows(rows)); err != nil {
 			return fmt.Errorf("copying audit events: %w", err)
 		}
-		if _, err := tx.Exec(ctx, setHead, headArgs...); err != nil {
+		batch := &pgx.Batch{}
+		batch.Queue(setHead, headArgs...)
+		batch.Queue(notify, string(note))
+		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 			return fmt.Errorf("updating audit head: %w", err)
 		}
 		return nil
@@ -111,6 +121,7 @@ func (s *Store) AppendAuditEvents(ctx context.Context, tenantID, projectID strin
 	batch := &pgx.Batch{}
 	batch.Queue(sb.String(), args...)
 	batch.Queue(setHead, headArgs...)
+	batch.Queue(notify, string(note))
 	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 		return fmt.Errorf("inserting audit events: %w", err)
 	}
@@ -367,4 +378,16 @@ func scanAuditEvent(row pgx.CollectableRow) (domain.AuditEvent, error) {
 	copy(e.InputFingerprint[:], fingerprint)
 	copy(e.ChainHash[:], chainHash)
 	return e, nil
+}
+
+// AuditEventsChannel is the PostgreSQL notification channel on which
+// AppendAuditEvents announces appended events, for the live hubs.
+const AuditEventsChannel = "aether_audit_events"
+
+// AuditEventsNotification is the payload sent on AuditEventsChannel: which
+// project grew and its newest sequence. It never carries the events.
+type AuditEventsNotification struct {
+	TenantID  string `json:"t"`
+	ProjectID string `json:"p"`
+	Sequence  uint64 `json:"s"`
 }

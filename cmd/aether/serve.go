@@ -12,7 +12,9 @@ import (
 
 	"github.com/aetheriot/aether-audit/app"
 	"github.com/aetheriot/aether-audit/auth"
+	"github.com/aetheriot/aether-audit/domain"
 	"github.com/aetheriot/aether-audit/jobs"
+	"github.com/aetheriot/aether-audit/live"
 	"github.com/aetheriot/aether-audit/server"
 	"github.com/aetheriot/aether-audit/store"
 )
@@ -67,8 +69,14 @@ func (c *serveCmd) Run() error {
 		return fmt.Errorf("starting river: %w", err)
 	}
 
+	hub := live.New(db.Pool, st, live.Config{Logger: logger})
+	hubCtx, stopHub := context.WithCancel(context.WithoutCancel(ctx))
+	hubDone := make(chan struct{})
+	go func() { defer close(hubDone); hub.Run(hubCtx) }()
+	defer func() { stopHub(); <-hubDone }()
+
 	handler := server.New(server.Config{
-		App:                  app.New(st, app.Config{Logger: logger}),
+		App:                  app.New(st, app.Config{Logger: logger, Live: liveFeed{hub}}),
 		Verifier:             verifier,
 		Logger:               logger,
 		Ready:                readiness(db),
@@ -130,4 +138,12 @@ func readiness(db *database) func(ctx context.Context) error {
 		}
 		return nil
 	}
+}
+
+// liveFeed adapts the live hub to app.LiveFeed.
+type liveFeed struct{ hub *live.Hub }
+
+// Subscribe implements app.LiveFeed.
+func (f liveFeed) Subscribe(ctx context.Context, tenantID, projectID string, after *uint64, filter domain.AuditEventFilter) (app.AuditEventStream, error) {
+	return f.hub.Subscribe(ctx, tenantID, projectID, after, filter)
 }

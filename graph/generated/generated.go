@@ -35,6 +35,7 @@ type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 type ResolverRoot interface {
 	Mutation() MutationResolver
 	Query() QueryResolver
+	Subscription() SubscriptionResolver
 }
 
 type DirectiveRoot struct {
@@ -130,6 +131,10 @@ type ComplexityRoot struct {
 	RecordAuditEventsPayload struct {
 		Events func(childComplexity int) int
 	}
+
+	Subscription struct {
+		AuditEventRecorded func(childComplexity int, projectID string, afterSequence *uint64, filter *model.AuditEventFilter) int
+	}
 }
 
 // endregion ***************************** api!.gotpl *****************************
@@ -144,6 +149,9 @@ type QueryResolver interface {
 	AuditEvents(ctx context.Context, projectID string, filter *model.AuditEventFilter, first *int, after *string, order *model.AuditOrder) (*model.AuditEventConnection, error)
 	AuditEvent(ctx context.Context, projectID string, id string) (*domain.AuditEvent, error)
 	VerifyAuditChain(ctx context.Context, projectID string, fromSequence *uint64, toSequence *uint64) (*app.ChainVerification, error)
+}
+type SubscriptionResolver interface {
+	AuditEventRecorded(ctx context.Context, projectID string, afterSequence *uint64, filter *model.AuditEventFilter) (<-chan *domain.AuditEvent, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -492,6 +500,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.RecordAuditEventsPayload.Events(childComplexity), true
 
+	case "Subscription.auditEventRecorded":
+		if e.ComplexityRoot.Subscription.AuditEventRecorded == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_auditEventRecorded_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.AuditEventRecorded(childComplexity, args["projectId"].(string), args["afterSequence"].(*uint64), args["filter"].(*model.AuditEventFilter)), true
+
 	}
 	return 0, false
 }
@@ -553,6 +573,23 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			ctx = graphql.WithLazyInputUnmarshalerIndex(ctx, inputUnmarshalers)
 			data := ec._Mutation(ctx, opCtx.Operation.SelectionSet)
 			var buf bytes.Buffer
+			data.MarshalGQL(&buf)
+
+			return &graphql.Response{
+				Data: buf.Bytes(),
+			}
+		}
+	case ast.Subscription:
+		next := ec._Subscription(ctx, opCtx.Operation.SelectionSet)
+
+		var buf bytes.Buffer
+		return func(ctx context.Context) *graphql.Response {
+			buf.Reset()
+			data := next(ctx)
+
+			if data == nil {
+				return nil
+			}
 			data.MarshalGQL(&buf)
 
 			return &graphql.Response{
@@ -809,6 +846,17 @@ type Mutation {
 
   "Appends up to 1,000 audit events in one transaction, all or nothing."
   recordAuditEvents(input: RecordAuditEventsInput!): RecordAuditEventsPayload!
+}
+
+type Subscription {
+  """
+  Audit events of a project as they are recorded. Needs audit:read and the
+  project. With afterSequence it first replays every committed matching event
+  after it, in sequence order, then continues live without a seam: no event
+  missed, none sent twice. Without it, it starts with the next event committed
+  after the subscription began. Filters are those of auditEvents.
+  """
+  auditEventRecorded(projectId: ID!, afterSequence: Uint64, filter: AuditEventFilter): AuditEvent!
 }
 `, BuiltIn: false},
 }
@@ -1229,6 +1277,36 @@ func (ec *executionContext) field_Query_verifyAuditChain_args(ctx context.Contex
 		return nil, err
 	}
 	args["toSequence"] = arg2
+	return args, nil
+}
+
+func (ec *executionContext) field_Subscription_auditEventRecorded_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "projectId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["projectId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "afterSequence",
+		func(ctx context.Context, v any) (*uint64, error) {
+			return ec.unmarshalOUint642ᚖuint64(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["afterSequence"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
+		func(ctx context.Context, v any) (*model.AuditEventFilter, error) {
+			return ec.unmarshalOAuditEventFilter2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditEventFilter(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["filter"] = arg2
 	return args, nil
 }
 
@@ -2677,6 +2755,50 @@ func (ec *executionContext) fieldContext_RecordAuditEventsPayload_events(_ conte
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_AuditEvent(ctx, field)
 		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_auditEventRecorded(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_auditEventRecorded(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().AuditEventRecorded(ctx, fc.Args["projectId"].(string), fc.Args["afterSequence"].(*uint64), fc.Args["filter"].(*model.AuditEventFilter))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.AuditEvent) graphql.Marshaler {
+			return ec.marshalNAuditEvent2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐAuditEvent(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_auditEventRecorded(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuditEvent(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_auditEventRecorded_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
 	}
 	return fc, nil
 }
@@ -4968,6 +5090,26 @@ func (ec *executionContext) _RecordAuditEventsPayload(ctx context.Context, sel a
 	}
 
 	return out
+}
+
+var subscriptionImplementors = []string{"Subscription"}
+
+func (ec *executionContext) _Subscription(ctx context.Context, sel ast.SelectionSet) func(ctx context.Context) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, subscriptionImplementors)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{
+		Object: "Subscription",
+	})
+	if len(fields) != 1 {
+		graphql.AddErrorf(ctx, "must subscribe to exactly one stream")
+		return nil
+	}
+
+	switch fields[0].Name {
+	case "auditEventRecorded":
+		return ec._Subscription_auditEventRecorded(ctx, fields[0])
+	default:
+		panic("unknown field " + strconv.Quote(fields[0].Name))
+	}
 }
 
 var __DirectiveImplementors = []string{"__Directive"}

@@ -112,6 +112,9 @@ type RecordAuditEventsPayload struct {
 	Events []domain.AuditEvent `json:"events"`
 }
 
+type Subscription struct {
+}
+
 type AuditOrder string
 
 const (

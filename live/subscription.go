@@ -1,0 +1,129 @@
+package live
+
+import (
+	"context"
+	"sync"
+
+	"github.com/aetheriot/aether-audit/domain"
+)
+
+// Subscription is one subscriber's position in a project's events. It is
+// pulled with Next; a subscriber that pulls slowly only delays itself.
+type Subscription struct {
+	feed   *feed
+	filter domain.AuditEventFilter
+	signal chan struct{}
+
+	// Owned by the goroutine calling Next.
+	cursor  uint64              // newest sequence passed on (or skipped by the filter)
+	pending []domain.AuditEvent // matching events read but not yet returned
+
+	closeOnce sync.Once
+	closed    chan struct{} // closed by Close
+}
+
+func (s *Subscription) notify() {
+	select {
+	case s.signal <- struct{}{}:
+	default:
+	}
+}
+
+// Cursor returns the newest sequence the subscription has passed: the
+// afterSequence a client resumes from. Call it from the goroutine that
+// calls Next.
+func (s *Subscription) Cursor() uint64 { return s.cursor }
+
+// Next returns the next matching event, in sequence order, waiting until one
+// is committed or ctx ends. It never returns an event twice and never skips
+// one: events it cannot find in the shared window are read from the store.
+func (s *Subscription) Next(ctx context.Context) (domain.AuditEvent, error) {
+	for {
+		if len(s.pending) > 0 {
+			e := s.pending[0]
+			s.pending = s.pending[1:]
+			return e, nil
+		}
+		if s.isClosed() {
+			return domain.AuditEvent{}, ErrClosed
+		}
+		progressed, err := s.advance(ctx)
+		if err != nil {
+			return domain.AuditEvent{}, err
+		}
+		if progressed {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return domain.AuditEvent{}, ctx.Err()
+		case <-s.closed:
+			return domain.AuditEvent{}, ErrClosed
+		case <-s.signal:
+		}
+	}
+}
+
+// advance moves the cursor forward through what is known committed, filling
+// pending with the matching events; it reports whether it moved.
+func (s *Subscription) advance(ctx context.Context) (bool, error) {
+	f := s.feed
+	f.mu.Lock()
+	if !f.ready || s.cursor >= f.head {
+		f.mu.Unlock()
+		return false, nil
+	}
+	head := f.head
+	if n := len(f.window); n > 0 && f.window[0].Sequence <= s.cursor+1 {
+		// Served from the shared window.
+		start := int(s.cursor + 1 - f.window[0].Sequence)
+		for _, e := range f.window[start:] {
+			if s.filter.Matches(&e) {
+				s.pending = append(s.pending, e)
+			}
+		}
+		s.cursor = head
+		f.mu.Unlock()
+		return true, nil
+	}
+	f.mu.Unlock()
+
+	// Behind the window: catch up from the store, one page at a time.
+	after := s.cursor
+	limit := f.hub.cfg.FetchBatch
+	events, err := f.hub.store.SearchAuditEvents(ctx, f.key.tenantID, f.key.projectID, s.filter,
+		domain.AuditEventPage{Order: domain.OldestFirst, After: &after, Limit: limit})
+	if err != nil {
+		return false, err
+	}
+	s.pending = append(s.pending, events...)
+	if len(events) == limit {
+		s.cursor = events[len(events)-1].Sequence
+	} else {
+		// Every event up to head was committed before the read: none
+		// matching remains below it.
+		s.cursor = max(s.cursor, head)
+		if len(events) > 0 {
+			s.cursor = max(s.cursor, events[len(events)-1].Sequence)
+		}
+	}
+	return true, nil
+}
+
+func (s *Subscription) isClosed() bool {
+	select {
+	case <-s.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Close ends the subscription; a pending Next returns ErrClosed.
+func (s *Subscription) Close() {
+	s.closeOnce.Do(func() {
+		close(s.closed)
+		s.feed.remove(s)
+		s.feed.hub.release(s.feed)
+	})
+}
