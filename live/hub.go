@@ -27,7 +27,6 @@ import (
 	"github.com/aetheriot/aether-audit/store"
 )
 
-
 // Store is what the hub reads; *store.Store implements it.
 type Store interface {
 	AuditHead(ctx context.Context, tenantID, projectID string) (domain.ChainHead, error)
