@@ -23,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/aetheriot/aether-audit/app"
 	"github.com/aetheriot/aether-audit/domain"
 	"github.com/aetheriot/aether-audit/store"
 )
@@ -177,8 +178,9 @@ var ErrClosed = errors.New("live: subscription closed")
 
 // Subscribe starts a subscription to tenant/project's events that pass
 // filter, after sequence after, or, when after is nil, after the newest
-// event committed now. The caller must Close it.
-func (h *Hub) Subscribe(ctx context.Context, tenantID, projectID string, after *uint64, filter domain.AuditEventFilter) (*Subscription, error) {
+// event committed now. The caller must Close it. It implements
+// app.LiveFeed; the stream is a *Subscription.
+func (h *Hub) Subscribe(ctx context.Context, tenantID, projectID string, after *uint64, filter domain.AuditEventFilter) (app.AuditEventStream, error) {
 	cursor := uint64(0)
 	if after != nil {
 		cursor = *after
@@ -212,3 +214,5 @@ func (h *Hub) release(f *feed) {
 		f.stop()
 	}
 }
+
+var _ app.LiveFeed = (*Hub)(nil)

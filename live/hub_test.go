@@ -66,7 +66,7 @@ func (b *testBundle) record(t *testing.T, project string, n int) {
 }
 
 // collect reads n events from s, failing after a deadline.
-func collect(t *testing.T, s *live.Subscription, n int) []uint64 {
+func collect(t *testing.T, s app.AuditEventStream, n int) []uint64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

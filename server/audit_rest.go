@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -29,7 +30,7 @@ var (
 		"occurredFrom": true, "occurredTo": true, "sequenceFrom": true, "sequenceTo": true,
 	}
 	streamParams = map[string]bool{
-		"projectId": true, "afterSequence": true,
+		"projectId": true, "afterSequence": true, "follow": true,
 		"action": true, "subjectId": true, "resourceType": true, "resourceId": true, "outcome": true,
 		"occurredFrom": true, "occurredTo": true, "sequenceFrom": true, "sequenceTo": true,
 	}
@@ -91,6 +92,15 @@ func (s *Server) streamAuditEvents(w http.ResponseWriter, r *http.Request) {
 		in.AfterSequence = &seq
 	}
 	in.Order = domain.OldestFirst
+	switch q.Get("follow") {
+	case "", "false":
+	case "true":
+		s.followAuditEvents(w, r, in)
+		return
+	default:
+		writeProblem(w, r, badParam("follow", "must be true or false"))
+		return
+	}
 	size := ssePageSize
 	in.First = &size
 	id := app.IdentityFromContext(r.Context())
@@ -116,12 +126,7 @@ func (s *Server) streamAuditEvents(w http.ResponseWriter, r *http.Request) {
 				s.cfg.Logger.ErrorContext(r.Context(), "encoding audit event", "err", err)
 				return
 			}
-			buf = buf[:0]
-			buf = append(buf, "id: "...)
-			buf = strconv.AppendUint(buf, e.Sequence, 10)
-			buf = append(buf, "\nevent: audit\ndata: "...)
-			buf = append(buf, data...)
-			buf = append(buf, "\n\n"...)
+			buf = appendSSEEvent(buf[:0], e.Sequence, data)
 			if _, err := w.Write(buf); err != nil {
 				return // the client went away
 			}
@@ -254,4 +259,112 @@ func restParam(field string) string {
 		return name
 	}
 	return field
+}
+
+// appendSSEEvent appends one audit event in SSE framing: its sequence as
+// the event id (what Last-Event-ID resumes from), type "audit", JSON data.
+func appendSSEEvent(buf []byte, seq uint64, data []byte) []byte {
+	buf = append(buf, "id: "...)
+	buf = strconv.AppendUint(buf, seq, 10)
+	buf = append(buf, "\nevent: audit\ndata: "...)
+	buf = append(buf, data...)
+	return append(buf, "\n\n"...)
+}
+
+// followAuditEvents serves the live mode of the SSE stream (follow=true):
+// every committed matching event after the start (Last-Event-ID or
+// afterSequence, else the first event), then each new one as it commits,
+// with a heartbeat comment every HeartbeatInterval. The stream ends when
+// the client goes, the token expires, or the server shuts down; the client
+// reconnects with Last-Event-ID and misses nothing.
+func (s *Server) followAuditEvents(w http.ResponseWriter, r *http.Request, in app.SearchAuditEventsInput) {
+	ctx := r.Context()
+	id := app.IdentityFromContext(ctx)
+	after := uint64(0)
+	if in.AfterSequence != nil {
+		after = *in.AfterSequence
+	}
+	stream, err := s.cfg.App.SubscribeAuditEvents(ctx, id, app.SubscribeAuditEventsInput{
+		ProjectID: in.ProjectID, AfterSequence: &after, Filter: in.Filter,
+	})
+	if err != nil {
+		s.writeAppError(w, r, err)
+		return
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	events := make(chan domain.AuditEvent)
+	go func() {
+		defer close(events)
+		defer stream.Close()
+		for {
+			e, err := stream.Next(ctx)
+			if err != nil {
+				return
+			}
+			select {
+			case events <- e:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+
+	flusher, _ := w.(http.Flusher)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if _, err := w.Write([]byte("retry: 2000\n\n")); err != nil {
+		return
+	}
+	flush := func() {
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	flush()
+	heartbeat := time.NewTicker(s.cfg.HeartbeatInterval)
+	defer heartbeat.Stop()
+	var expired <-chan time.Time
+	if !id.ExpiresAt.IsZero() {
+		expiry := time.NewTimer(time.Until(id.ExpiresAt))
+		defer expiry.Stop()
+		expired = expiry.C
+	}
+	var buf []byte
+	for {
+		select {
+		case e, ok := <-events:
+			if !ok {
+				return
+			}
+			data, err := json.Marshal(&e)
+			if err != nil {
+				s.cfg.Logger.ErrorContext(ctx, "encoding audit event", "err", err)
+				return
+			}
+			buf = appendSSEEvent(buf[:0], e.Sequence, data)
+			if _, err := w.Write(buf); err != nil {
+				return
+			}
+			if len(events) == 0 {
+				flush()
+			}
+		case <-heartbeat.C:
+			if _, err := w.Write([]byte(": heartbeat\n\n")); err != nil {
+				return
+			}
+			flush()
+		case <-expired:
+			_, _ = w.Write([]byte("event: error\ndata: {\"code\":\"UNAUTHENTICATED\",\"message\":\"token expired\"}\n\n"))
+			flush()
+			return
+		case <-s.shutdown:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"sync"
+	"time"
 
 	"github.com/aetheriot/aether-audit/app"
 )
@@ -35,6 +37,9 @@ type Config struct {
 	MaxDepth int
 	// DisableIntrospection turns GraphQL introspection off.
 	DisableIntrospection bool
+	// HeartbeatInterval is how often a live SSE stream sends a heartbeat
+	// comment; default DefaultHeartbeatInterval.
+	HeartbeatInterval time.Duration
 }
 
 // Defaults of Config's limits.
@@ -42,12 +47,24 @@ const (
 	DefaultMaxBodyBytes    = 8 << 20
 	DefaultComplexityLimit = 25000
 	DefaultMaxDepth        = 12
+	// DefaultHeartbeatInterval keeps proxies from closing idle live streams.
+	DefaultHeartbeatInterval = 15 * time.Second
 )
 
 // Server is the HTTP handler of the service.
 type Server struct {
 	cfg Config
 	mux *http.ServeMux
+	// shutdown is closed by Shutdown: long-lived streams end on it.
+	shutdown     chan struct{}
+	shutdownOnce sync.Once
+}
+
+// Shutdown ends every long-lived stream (live SSE), so that an
+// http.Server.Shutdown that follows does not wait for them. Their clients
+// reconnect and resume by sequence.
+func (s *Server) Shutdown() {
+	s.shutdownOnce.Do(func() { close(s.shutdown) })
 }
 
 // New returns the service's HTTP handler.
@@ -64,7 +81,10 @@ func New(cfg Config) *Server {
 	if cfg.MaxDepth <= 0 {
 		cfg.MaxDepth = DefaultMaxDepth
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux()}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), shutdown: make(chan struct{})}
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 

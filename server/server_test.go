@@ -24,6 +24,7 @@ import (
 
 	"github.com/aetheriot/aether-audit/app"
 	"github.com/aetheriot/aether-audit/auth"
+	"github.com/aetheriot/aether-audit/live"
 	"github.com/aetheriot/aether-audit/server"
 	"github.com/aetheriot/aether-audit/store"
 	"github.com/aetheriot/aether-audit/store/storetest"
@@ -75,6 +76,7 @@ const listEventsQuery = `query($p: ID!, $first: Int, $after: String, $order: Aud
 
 // testBundle is what a test of this file gets from setup.
 type testBundle struct {
+	server *server.Server
 	url    string
 	secret []byte
 	// ready is what Config.Ready answers; nil means ready.
@@ -94,8 +96,14 @@ func setup(t *testing.T, mutate func(*server.Config)) *testBundle {
 
 	b := &testBundle{secret: secret, ready: &atomic.Pointer[error]{}}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	hub := live.New(pool, store.New(pool), live.Config{Logger: logger})
+	hubCtx, stopHub := context.WithCancel(context.Background())
+	hubDone := make(chan struct{})
+	go func() { defer close(hubDone); hub.Run(hubCtx) }()
+	t.Cleanup(func() { stopHub(); <-hubDone })
+	require.Eventually(t, hub.Listening, 10*time.Second, 5*time.Millisecond)
 	cfg := server.Config{
-		App:      app.New(store.New(pool), app.Config{Logger: logger}),
+		App:      app.New(store.New(pool), app.Config{Logger: logger, Live: hub}),
 		Verifier: verifier,
 		Logger:   logger,
 		Ready: func(context.Context) error {
@@ -108,7 +116,8 @@ func setup(t *testing.T, mutate func(*server.Config)) *testBundle {
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	srv := httptest.NewServer(server.New(cfg))
+	b.server = server.New(cfg)
+	srv := httptest.NewServer(b.server)
 	t.Cleanup(srv.Close)
 	b.url = srv.URL
 	return b

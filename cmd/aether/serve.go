@@ -12,7 +12,6 @@ import (
 
 	"github.com/aetheriot/aether-audit/app"
 	"github.com/aetheriot/aether-audit/auth"
-	"github.com/aetheriot/aether-audit/domain"
 	"github.com/aetheriot/aether-audit/jobs"
 	"github.com/aetheriot/aether-audit/live"
 	"github.com/aetheriot/aether-audit/server"
@@ -76,7 +75,7 @@ func (c *serveCmd) Run() error {
 	defer func() { stopHub(); <-hubDone }()
 
 	handler := server.New(server.Config{
-		App:                  app.New(st, app.Config{Logger: logger, Live: liveFeed{hub}}),
+		App:                  app.New(st, app.Config{Logger: logger, Live: hub}),
 		Verifier:             verifier,
 		Logger:               logger,
 		Ready:                readiness(db),
@@ -105,6 +104,7 @@ func (c *serveCmd) Run() error {
 	case <-ctx.Done():
 	}
 	logger.Info("shutting down")
+	handler.Shutdown()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
 	defer cancel()
 	if err := httpServer.Shutdown(shutdownCtx); err != nil {
@@ -138,12 +138,4 @@ func readiness(db *database) func(ctx context.Context) error {
 		}
 		return nil
 	}
-}
-
-// liveFeed adapts the live hub to app.LiveFeed.
-type liveFeed struct{ hub *live.Hub }
-
-// Subscribe implements app.LiveFeed.
-func (f liveFeed) Subscribe(ctx context.Context, tenantID, projectID string, after *uint64, filter domain.AuditEventFilter) (app.AuditEventStream, error) {
-	return f.hub.Subscribe(ctx, tenantID, projectID, after, filter)
 }

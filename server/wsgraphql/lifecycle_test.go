@@ -1,0 +1,143 @@
+package wsgraphql
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/handler"
+	"github.com/gorilla/websocket"
+	"github.com/stretchr/testify/require"
+	"github.com/vektah/gqlparser/v2"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+	"go.uber.org/goleak"
+)
+
+// TestNoGoroutineOutlivesItsConnection opens and closes 50 connections in
+// every way a connection can end (client close frame, dropped TCP, server
+// close), several of them mid-subscription, and checks that the goroutine
+// set returns to what it was.
+func TestNoGoroutineOutlivesItsConnection(t *testing.T) {
+	e := newEnv(t, Config{})
+	baseline := goleak.IgnoreCurrent()
+
+	for i := range 50 {
+		proto := tws
+		if i%5 == 4 {
+			proto = legacy
+		}
+		c := dial(t, e.url, proto)
+		if proto == legacy {
+			legacyInit(c)
+			legacyStart(c, "1", "subscription { name }")
+		} else {
+			c.init()
+			if i%2 == 0 {
+				c.subscribe("1", "subscription { name }")
+				c.subscribe("2", "subscription { name }")
+				c.roundTrip() // both operations are running
+			}
+		}
+		switch i % 3 {
+		case 0: // graceful close by the client
+			require.NoError(t, c.ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(CloseNormalClosure, "bye")))
+			code, _ := c.awaitClose()
+			require.Equal(t, CloseNormalClosure, code)
+		case 1: // the client vanishes
+			require.NoError(t, c.ws.Close())
+		case 2: // the server closes (protocol violation)
+			c.sendRaw(`{"type":"bogus"}`)
+			code, _ := c.awaitClose()
+			require.Equal(t, CloseBadRequest, code)
+		}
+		_ = c.ws.Close()
+	}
+
+	awaitCond(t, "all connections closed", func() bool { return e.tr.Connections() == 0 })
+	goleak.VerifyNone(t, baseline)
+}
+
+// bigStream is an executable schema whose subscription emits payloadSize
+// bytes per event as fast as it is read; stopped is closed when a
+// subscription's context ends.
+func bigStream(payloadSize int, stopped chan<- struct{}) graphql.ExecutableSchema {
+	schema := gqlparser.MustLoadSchema(&ast.Source{Input: `
+		type Query { name: String! }
+		type Subscription { big: String! }
+	`})
+	event := []byte(`{"big":"` + strings.Repeat("x", payloadSize) + `"}`)
+	return &graphql.ExecutableSchemaMock{
+		ExecFunc: func(ctx context.Context) graphql.ResponseHandler {
+			if graphql.GetOperationContext(ctx).Operation.Operation != ast.Subscription {
+				return graphql.OneShot(&graphql.Response{Data: []byte(`{"name":"test"}`)})
+			}
+			context.AfterFunc(ctx, func() { close(stopped) })
+			return func(context.Context) *graphql.Response {
+				return &graphql.Response{Data: event}
+			}
+		},
+		SchemaFunc: func() *ast.Schema { return schema },
+		ComplexityFunc: func(context.Context, string, string, int, map[string]any) (int, bool) {
+			return 0, false
+		},
+	}
+}
+
+// TestSlowConsumer: a client that stops reading while its subscription
+// produces fast is closed with CloseTryAgainLater once its queue overflows,
+// and the server keeps serving other clients meanwhile.
+func TestSlowConsumer(t *testing.T) {
+	stopped := make(chan struct{})
+	srv := handler.New(bigStream(64<<10, stopped))
+	tr := New(Config{SendQueueSize: 16})
+	srv.AddTransport(tr)
+	url := serve(t, srv, tr)
+
+	slow := dial(t, url, tws)
+	slow.init()
+	slow.subscribe("1", "subscription { big }")
+	// slow reads nothing from now on; socket buffers and then the queue
+	// fill up, and the server gives up on it.
+	select {
+	case <-stopped:
+	case <-time.After(waitFor):
+		t.Fatal("the slow client's subscription was not stopped")
+	}
+
+	fast := dial(t, url, tws)
+	fast.init()
+	fast.subscribe("q", "{ name }")
+	require.Equal(t, map[string]any{"name": "test"}, data(t, fast.expect("next", "q")))
+	fast.expect("complete", "q")
+
+	// Once slow reads again it finds what was written, then the close.
+	slow.requireClose(CloseTryAgainLater, "client too slow; resubscribe with afterSequence")
+	awaitCond(t, "slow connection gone", func() bool { return tr.Connections() == 1 })
+}
+
+// TestOperationPanic: a panicking resolver ends its operation with an error
+// message; the connection survives.
+func TestOperationPanic(t *testing.T) {
+	e := newEnv(t, Config{})
+	e.srv.SetRecoverFunc(func(_ context.Context, v any) error {
+		return gqlerror.Errorf("recovered: %v", v)
+	})
+	e.srv.AroundFields(func(ctx context.Context, next graphql.Resolver) (any, error) {
+		if graphql.GetOperationContext(ctx).Operation.Name == "Boom" {
+			panic(errors.New("boom"))
+		}
+		return next(ctx)
+	})
+	c := dial(t, e.url, tws)
+	c.init()
+	c.subscribe("1", "query Boom { name }")
+	m := c.expect("error", "1")
+	require.Contains(t, string(m.Payload), "recovered: boom")
+	c.subscribe("2", "query { name }")
+	c.expect("next", "2")
+	c.expect("complete", "2")
+}

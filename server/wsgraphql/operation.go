@@ -1,0 +1,196 @@
+package wsgraphql
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+)
+
+// operation is one running subscribe (start). It is in conn.ops from the
+// subscribe until it ends or the client stops it.
+type operation struct {
+	id     string
+	cancel context.CancelFunc
+
+	// stopped is set when the client completed (stopped) the operation;
+	// from then on no message of the operation is written.
+	stopped atomic.Bool
+}
+
+// handleSubscribe registers operation id and starts its goroutine. An id
+// still running closes a graphql-transport-ws connection with
+// CloseSubscriberAlreadyExists, and replaces the running operation in the
+// legacy protocol; an operation over Config.MaxOperations is refused with a
+// CodeQuotaExceeded error.
+func (c *conn) handleSubscribe(id string, params *graphql.RawParams) {
+	params.Headers = c.req.Header
+
+	c.mu.Lock()
+	if old := c.ops[id]; old != nil {
+		if !c.legacy {
+			c.mu.Unlock()
+			c.closeWith(CloseSubscriberAlreadyExists, "Subscriber for "+id+" already exists")
+			return
+		}
+		delete(c.ops, id)
+		old.stopped.Store(true)
+		old.cancel()
+	}
+	if len(c.ops) >= c.cfg.MaxOperations {
+		c.mu.Unlock()
+		c.refuse(id, &gqlerror.Error{
+			Message:    fmt.Sprintf("too many operations on this connection (limit %d); complete one first", c.cfg.MaxOperations),
+			Extensions: map[string]any{"code": CodeQuotaExceeded},
+		})
+		return
+	}
+	ctx, cancel := context.WithCancel(c.opsCtx)
+	op := &operation{id: id, cancel: cancel}
+	c.ops[id] = op
+	c.wg.Add(1)
+	c.mu.Unlock()
+
+	go c.run(ctx, op, params)
+}
+
+// stopOperation handles the client's complete (stop) for id: the operation
+// is cancelled and nothing more is written for it. An unknown id (one that
+// already ended, say) is ignored.
+func (c *conn) stopOperation(id string) {
+	c.mu.Lock()
+	op := c.ops[id]
+	if op != nil {
+		delete(c.ops, id)
+		op.stopped.Store(true)
+	}
+	c.mu.Unlock()
+	if op != nil {
+		op.cancel()
+	}
+}
+
+// run executes an operation: it creates the operation context (errors there
+// end the operation with an error message), then forwards each response of
+// gqlgen's response function as next (data) until the function returns nil
+// or the operation is cancelled, and ends with complete.
+func (c *conn) run(ctx context.Context, op *operation, params *graphql.RawParams) {
+	defer c.wg.Done()
+	defer op.cancel()
+
+	var rc *graphql.OperationContext
+	defer func() {
+		if v := recover(); v != nil {
+			c.log.Error("websocket operation panicked", "id", op.id, "panic", v)
+			c.finishOperation(op, c.presentPanic(ctx, rc, v))
+		}
+	}()
+
+	ctx = graphql.StartOperationTrace(ctx)
+	rc, errs := c.exec.CreateOperationContext(ctx, params)
+	if errs != nil {
+		resp := c.exec.DispatchError(graphql.WithOperationContext(ctx, rc), errs)
+		c.finishOperation(op, resp.Errors)
+		return
+	}
+
+	next := tNext
+	if c.legacy {
+		next = tLegacyData
+	}
+	responses, ctx := c.exec.DispatchOperation(ctx, rc)
+	for ctx.Err() == nil {
+		resp := responses(ctx)
+		if resp == nil {
+			break
+		}
+		payload, err := encodeResponse(resp)
+		if err != nil {
+			c.log.Error("websocket response not encodable", "id", op.id, "err", err)
+			c.finishOperation(op, gqlerror.List{{Message: "internal server error"}})
+			return
+		}
+		if !c.enqueue(frame(op.id, next, payload), op) {
+			return // the connection is closing
+		}
+	}
+	c.finishOperation(op, nil)
+}
+
+// finishOperation ends an operation that was not stopped by the client:
+// with an error message carrying errs if there are any (followed by
+// complete in the legacy protocol), with complete otherwise. The id is free
+// for reuse before the message is queued.
+func (c *conn) finishOperation(op *operation, errs gqlerror.List) {
+	c.mu.Lock()
+	mine := c.ops[op.id] == op
+	if mine {
+		delete(c.ops, op.id)
+	}
+	c.mu.Unlock()
+	if !mine || op.stopped.Load() || c.isClosing() {
+		return
+	}
+	if len(errs) == 0 {
+		c.enqueue(frame(op.id, tComplete, nil), op)
+		return
+	}
+	c.sendErrors(op.id, op, errs)
+}
+
+// refuse answers a subscribe that is not run with an error message.
+func (c *conn) refuse(id string, err *gqlerror.Error) {
+	c.sendErrors(id, nil, gqlerror.List{err})
+}
+
+// sendErrors queues an error message for id (and complete, in the legacy
+// protocol).
+func (c *conn) sendErrors(id string, op *operation, errs gqlerror.List) {
+	payload, err := json.Marshal(errs)
+	if err != nil {
+		payload = []byte(`[{"message":"internal server error"}]`)
+	}
+	if !c.enqueue(frame(id, tError, payload), op) {
+		return
+	}
+	if c.legacy {
+		c.enqueue(frame(id, tComplete, nil), op)
+	}
+}
+
+// presentPanic turns a panic of an operation into presented GraphQL errors,
+// through the operation's recover function and the error presenter.
+func (c *conn) presentPanic(ctx context.Context, rc *graphql.OperationContext, v any) (errs gqlerror.List) {
+	defer func() {
+		if recover() != nil {
+			errs = gqlerror.List{{Message: "internal server error"}}
+		}
+	}()
+	var err error = gqlerror.Errorf("internal server error")
+	if rc != nil && rc.RecoverFunc != nil {
+		ctx = graphql.WithOperationContext(ctx, rc)
+		err = rc.Recover(ctx, v)
+	}
+	var gqlErr *gqlerror.Error
+	if !errors.As(err, &gqlErr) {
+		gqlErr = gqlerror.Errorf("internal server error")
+	}
+	return c.exec.DispatchError(ctx, gqlerror.List{gqlErr}).Errors
+}
+
+// encodeResponse encodes a response as the payload of next (data). A
+// response of data alone is written without re-encoding its data.
+func encodeResponse(resp *graphql.Response) ([]byte, error) {
+	if len(resp.Errors) == 0 && resp.Extensions == nil && resp.Label == "" && resp.Path == nil &&
+		resp.HasNext == nil && len(resp.Data) > 0 {
+		b := make([]byte, 0, len(resp.Data)+9)
+		b = append(b, `{"data":`...)
+		b = append(b, resp.Data...)
+		return append(b, '}'), nil
+	}
+	return json.Marshal(resp)
+}
