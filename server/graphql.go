@@ -2,7 +2,11 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"net/url"
+	"strings"
+	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler"
@@ -14,8 +18,10 @@ import (
 	"github.com/vektah/gqlparser/v2/parser"
 
 	"github.com/aetheriot/aether-audit/app"
+	"github.com/aetheriot/aether-audit/auth"
 	"github.com/aetheriot/aether-audit/graph"
 	"github.com/aetheriot/aether-audit/graph/generated"
+	"github.com/aetheriot/aether-audit/server/wsgraphql"
 )
 
 // graphQLHandler builds the GraphQL server with explicitly chosen transports
@@ -29,6 +35,8 @@ func (s *Server) graphQLHandler() *handler.Server {
 	})
 	srv := handler.New(es)
 	srv.AroundRootFields(resolver.AuditEventsFastPath)
+	s.ws = wsgraphql.New(s.webSocketConfig())
+	srv.AddTransport(s.ws)
 	srv.AddTransport(transport.Options{})
 	srv.AddTransport(transport.GET{})
 	// graphql-sse (distinct connections mode): a POST that accepts
@@ -115,4 +123,50 @@ func (d depthLimit) MutateOperationContext(_ context.Context, oc *graphql.Operat
 		return err
 	}
 	return nil
+}
+
+// webSocketConfig completes the WebSocket transport's configuration: the
+// origin check from AllowedOrigins and authentication from the
+// connection_init payload's Authorization (or the upgrade request's header),
+// closing with 4403 when the token is missing, invalid or expires.
+func (s *Server) webSocketConfig() wsgraphql.Config {
+	cfg := s.cfg.WebSocket
+	if cfg.Logger == nil {
+		cfg.Logger = s.cfg.Logger
+	}
+	cfg.CheckOrigin = s.checkOrigin
+	cfg.Authenticate = func(ctx context.Context, r *http.Request, payload map[string]any) (context.Context, time.Time, error) {
+		token, ok := auth.BearerToken(wsgraphql.Authorization(r, payload))
+		if !ok {
+			return ctx, time.Time{}, errors.New("a bearer token is required")
+		}
+		id, err := s.cfg.Verifier.Verify(token)
+		if err != nil {
+			return ctx, time.Time{}, err
+		}
+		return app.ContextWithIdentity(ctx, id), id.ExpiresAt, nil
+	}
+	return cfg
+}
+
+// checkOrigin allows a WebSocket from no Origin (non-browser clients), the
+// server's own origin, and AllowedOrigins.
+func (s *Server) checkOrigin(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(u.Host, r.Host) {
+		return true
+	}
+	for _, allowed := range s.cfg.AllowedOrigins {
+		if allowed == "*" || strings.EqualFold(strings.TrimSuffix(allowed, "/"), origin) {
+			return true
+		}
+	}
+	return false
 }

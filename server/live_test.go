@@ -139,7 +139,7 @@ func TestLiveSSEFollows(t *testing.T) {
 	require.Equal(t, "device.before", ev.Action)
 
 	// Shutdown ends live streams, so the HTTP server can stop.
-	b.server.Shutdown()
+	b.server.Shutdown(context.Background())
 	for {
 		if _, ok := s.next(); !ok {
 			break

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"strings"
 
 	"github.com/aetheriot/aether-audit/app"
 	"github.com/aetheriot/aether-audit/auth"
@@ -20,7 +21,10 @@ type unauthenticatedWriter func(w http.ResponseWriter, r *http.Request, msg stri
 // next.
 func (s *Server) authenticated(next http.Handler, deny unauthenticatedWriter) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodOptions {
+		// Preflights carry no credentials; WebSocket upgrades authenticate in
+		// the protocol (connection_init), since browsers cannot set headers
+		// on them.
+		if r.Method == http.MethodOptions || isWebSocketUpgrade(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -81,4 +85,14 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		next.ServeHTTP(w, r)
 	})
+}
+
+// isWebSocketUpgrade reports whether r asks to upgrade to a WebSocket.
+func isWebSocketUpgrade(r *http.Request) bool {
+	for _, v := range strings.Split(r.Header.Get("Upgrade"), ",") {
+		if strings.EqualFold(strings.TrimSpace(v), "websocket") {
+			return true
+		}
+	}
+	return false
 }

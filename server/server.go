@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aetheriot/aether-audit/app"
+	"github.com/aetheriot/aether-audit/server/wsgraphql"
 )
 
 // TokenVerifier turns a bearer token into a verified identity; *auth.Verifier
@@ -40,6 +41,13 @@ type Config struct {
 	// HeartbeatInterval is how often a live SSE stream sends a heartbeat
 	// comment; default DefaultHeartbeatInterval.
 	HeartbeatInterval time.Duration
+	// AllowedOrigins lists the browser origins (scheme://host[:port]) that
+	// may open GraphQL WebSockets besides the server's own; "*" allows any.
+	// Requests without an Origin header (non-browser clients) are allowed.
+	AllowedOrigins []string
+	// WebSocket tunes the GraphQL WebSocket transport (init timeout, limits,
+	// keep-alive); its CheckOrigin and Authenticate are set by the server.
+	WebSocket wsgraphql.Config
 }
 
 // Defaults of Config's limits.
@@ -55,16 +63,22 @@ const (
 type Server struct {
 	cfg Config
 	mux *http.ServeMux
+	ws  *wsgraphql.Transport
 	// shutdown is closed by Shutdown: long-lived streams end on it.
 	shutdown     chan struct{}
 	shutdownOnce sync.Once
 }
 
-// Shutdown ends every long-lived stream (live SSE), so that an
-// http.Server.Shutdown that follows does not wait for them. Their clients
-// reconnect and resume by sequence.
-func (s *Server) Shutdown() {
+// Shutdown ends every long-lived stream (live SSE) and closes every GraphQL
+// WebSocket with 1001 Going Away, so that an http.Server.Shutdown that
+// follows does not wait for them (net/http does not track hijacked
+// connections). Their clients reconnect, to this or another process, and
+// resume by sequence.
+func (s *Server) Shutdown(ctx context.Context) {
 	s.shutdownOnce.Do(func() { close(s.shutdown) })
+	if err := s.ws.Shutdown(ctx); err != nil {
+		s.cfg.Logger.Warn("closing websockets", "err", err)
+	}
 }
 
 // New returns the service's HTTP handler.

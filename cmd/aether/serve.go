@@ -15,6 +15,7 @@ import (
 	"github.com/aetheriot/aether-audit/jobs"
 	"github.com/aetheriot/aether-audit/live"
 	"github.com/aetheriot/aether-audit/server"
+	"github.com/aetheriot/aether-audit/server/wsgraphql"
 	"github.com/aetheriot/aether-audit/store"
 )
 
@@ -30,6 +31,11 @@ type serveCmd struct {
 	GraphQLComplexityLimit int           `name:"graphql-complexity-limit" env:"AETHER_GRAPHQL_COMPLEXITY_LIMIT" default:"25000" help:"Largest accepted GraphQL operation complexity: each selected field counts 1, connections count their selection times the page size."`
 	GraphQLMaxDepth        int           `name:"graphql-max-depth" env:"AETHER_GRAPHQL_MAX_DEPTH" default:"12" help:"Deepest accepted GraphQL selection nesting."`
 	GraphQLIntrospection   bool          `name:"graphql-introspection" env:"AETHER_GRAPHQL_INTROSPECTION" default:"true" negatable:"" help:"Allow GraphQL introspection."`
+	AllowedOrigins         []string      `name:"allowed-origins" env:"AETHER_ALLOWED_ORIGINS" help:"Browser origins (scheme://host[:port], comma-separated, or *) allowed to open GraphQL WebSockets besides the server's own."`
+	WSInitTimeout          time.Duration `name:"ws-init-timeout" env:"AETHER_WS_INIT_TIMEOUT" default:"3s" help:"Time a GraphQL WebSocket client has to send connection_init (then closed with 4408)."`
+	WSMaxOperations        int           `name:"ws-max-operations" env:"AETHER_WS_MAX_OPERATIONS" default:"100" help:"Most active operations per GraphQL WebSocket connection."`
+	WSReadLimit            int64         `name:"ws-read-limit" env:"AETHER_WS_READ_LIMIT" default:"65536" help:"Largest GraphQL WebSocket message accepted, in bytes (larger closes with 1009)."`
+	SSEHeartbeat           time.Duration `name:"sse-heartbeat" env:"AETHER_SSE_HEARTBEAT" default:"15s" help:"Interval of heartbeat comments on live SSE streams."`
 	ShutdownTimeout        time.Duration `name:"shutdown-timeout" env:"AETHER_SHUTDOWN_TIMEOUT" default:"20s" help:"How long in-flight requests may take to finish on shutdown."`
 }
 
@@ -83,6 +89,13 @@ func (c *serveCmd) Run() error {
 		ComplexityLimit:      c.GraphQLComplexityLimit,
 		MaxDepth:             c.GraphQLMaxDepth,
 		DisableIntrospection: !c.GraphQLIntrospection,
+		HeartbeatInterval:    c.SSEHeartbeat,
+		AllowedOrigins:       c.AllowedOrigins,
+		WebSocket: wsgraphql.Config{
+			InitTimeout:   c.WSInitTimeout,
+			MaxOperations: c.WSMaxOperations,
+			ReadLimit:     c.WSReadLimit,
+		},
 	})
 	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
@@ -104,9 +117,9 @@ func (c *serveCmd) Run() error {
 	case <-ctx.Done():
 	}
 	logger.Info("shutting down")
-	handler.Shutdown()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
 	defer cancel()
+	handler.Shutdown(shutdownCtx)
 	if err := httpServer.Shutdown(shutdownCtx); err != nil {
 		logger.Warn("http shutdown incomplete", "err", err)
 	}

@@ -1,0 +1,267 @@
+package server_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/stretchr/testify/require"
+
+	"github.com/aetheriot/aether-audit/app"
+)
+
+// wsClient speaks graphql-transport-ws to the test server.
+type wsClient struct {
+	t    *testing.T
+	conn *websocket.Conn
+}
+
+// dialWS opens a graphql-transport-ws connection and, when token is not
+// empty, initialises it with the token in the connection_init payload.
+func (b *testBundle) dialWS(t *testing.T, token string) *wsClient {
+	t.Helper()
+	d := websocket.Dialer{Subprotocols: []string{"graphql-transport-ws"}, HandshakeTimeout: 10 * time.Second}
+	conn, resp, err := d.Dial("ws"+strings.TrimPrefix(b.url, "http")+"/graphql", nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	t.Cleanup(func() { conn.Close() })
+	c := &wsClient{t: t, conn: conn}
+	if token != "" {
+		c.send(map[string]any{"type": "connection_init", "payload": map[string]any{"Authorization": "Bearer " + token}})
+		require.Equal(t, "connection_ack", c.read()["type"])
+	}
+	return c
+}
+
+func (c *wsClient) send(msg map[string]any) {
+	c.t.Helper()
+	require.NoError(c.t, c.conn.WriteJSON(msg))
+}
+
+// read returns the next message that is not a ping (answering pings).
+func (c *wsClient) read() map[string]any {
+	c.t.Helper()
+	for {
+		require.NoError(c.t, c.conn.SetReadDeadline(time.Now().Add(30*time.Second)))
+		var msg map[string]any
+		require.NoError(c.t, c.conn.ReadJSON(&msg))
+		if msg["type"] == "ping" {
+			c.send(map[string]any{"type": "pong"})
+			continue
+		}
+		return msg
+	}
+}
+
+// closeCode reads until the server closes the connection and returns the code.
+func (c *wsClient) closeCode() int {
+	c.t.Helper()
+	require.NoError(c.t, c.conn.SetReadDeadline(time.Now().Add(30*time.Second)))
+	for {
+		_, _, err := c.conn.ReadMessage()
+		if err != nil {
+			var ce *websocket.CloseError
+			require.ErrorAs(c.t, err, &ce)
+			return ce.Code
+		}
+	}
+}
+
+const subscribeQuery = `subscription($p: ID!, $after: Uint64, $f: AuditEventFilter) {
+  auditEventRecorded(projectId: $p, afterSequence: $after, filter: $f) { sequence action }
+}`
+
+func (c *wsClient) subscribe(id string, vars map[string]any) {
+	c.t.Helper()
+	c.send(map[string]any{"id": id, "type": "subscribe", "payload": map[string]any{"query": subscribeQuery, "variables": vars}})
+}
+
+// sequences reads n "next" messages of operation id and returns their sequences.
+func (c *wsClient) sequences(id string, n int) []uint64 {
+	c.t.Helper()
+	var out []uint64
+	for len(out) < n {
+		msg := c.read()
+		require.Equal(c.t, "next", msg["type"], "%v", msg)
+		require.Equal(c.t, id, msg["id"])
+		raw, err := json.Marshal(msg["payload"])
+		require.NoError(c.t, err)
+		var p struct {
+			Data struct {
+				AuditEventRecorded struct {
+					Sequence string `json:"sequence"`
+				} `json:"auditEventRecorded"`
+			} `json:"data"`
+		}
+		require.NoError(c.t, json.Unmarshal(raw, &p))
+		seq, err := strconv.ParseUint(p.Data.AuditEventRecorded.Sequence, 10, 64)
+		require.NoError(c.t, err)
+		out = append(out, seq)
+	}
+	return out
+}
+
+func seqRange(from, to uint64) []uint64 {
+	var out []uint64
+	for s := from; s <= to; s++ {
+		out = append(out, s)
+	}
+	return out
+}
+
+// TestWebSocketSubscriptionResumesWithoutGaps resumes from a sequence while
+// events are recorded concurrently: replay then live, dense and in order.
+func TestWebSocketSubscriptionResumesWithoutGaps(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	tok := b.token(t, tokenOpts{})
+	b.recordN(t, tok, 10, "device.before")
+
+	c := b.dialWS(t, tok)
+	c.subscribe("resume", map[string]any{"p": projectA, "after": "4"})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 5 {
+				b.recordN(t, tok, 2, "device.during")
+			}
+		})
+	}
+	got := c.sequences("resume", 6+40)
+	wg.Wait()
+	require.Equal(t, seqRange(5, 50), got)
+
+	// Without afterSequence it starts with what commits after it began:
+	// record until the first event arrives; it is a new one, not a replay.
+	c.send(map[string]any{"id": "resume", "type": "complete"})
+	c = b.dialWS(t, tok)
+	c.subscribe("now", map[string]any{"p": projectA, "f": map[string]any{"action": "device.after"}})
+	stop := make(chan struct{})
+	recorder := make(chan struct{})
+	go func() {
+		defer close(recorder)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+				b.recordN(t, tok, 1, "device.after")
+			}
+		}
+	}()
+	first := c.sequences("now", 1)
+	close(stop)
+	<-recorder
+	require.Greater(t, first[0], uint64(50))
+}
+
+// TestWebSocketSubscriptionIsolation: another project is NOT_FOUND, no
+// permission is FORBIDDEN, another tenant sees nothing of this one.
+func TestWebSocketSubscriptionIsolation(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	tok := b.token(t, tokenOpts{})
+	b.recordN(t, tok, 3, "device.a")
+
+	c := b.dialWS(t, tok)
+	c.subscribe("other-project", map[string]any{"p": "proj-2", "after": "0"})
+	c.requireOperationError("other-project", "NOT_FOUND")
+
+	noRead := b.dialWS(t, b.token(t, tokenOpts{perms: []app.Permission{app.PermissionAuditWrite}}))
+	noRead.subscribe("no-read", map[string]any{"p": projectA, "after": "0"})
+	noRead.requireOperationError("no-read", "FORBIDDEN")
+
+	otherTenant := b.dialWS(t, b.token(t, tokenOpts{tenant: tenantB}))
+	otherTenant.subscribe("t2", map[string]any{"p": projectA, "after": "0"})
+	mine := b.dialWS(t, tok)
+	mine.subscribe("mine", map[string]any{"p": projectA, "after": "3"})
+	b.recordN(t, tok, 1, "device.b")
+	require.Equal(t, []uint64{4}, mine.sequences("mine", 1))
+	// The other tenant's subscription got nothing: after a ping round trip
+	// the next message is the pong.
+	otherTenant.send(map[string]any{"type": "ping"})
+	require.Equal(t, "pong", otherTenant.read()["type"])
+}
+
+// requireOperationError reads the failure of operation id: as graphql-ws
+// servers do for a subscription whose source stream cannot be created, a
+// "next" carrying the errors followed by "complete" (an "error" message is
+// accepted too).
+func (c *wsClient) requireOperationError(id, code string) {
+	c.t.Helper()
+	msg := c.read()
+	require.Equal(c.t, id, msg["id"])
+	require.Contains(c.t, []any{"next", "error"}, msg["type"])
+	require.Contains(c.t, mustJSON(c.t, msg["payload"]), `"code":"`+code+`"`)
+	if msg["type"] == "next" {
+		require.Equal(c.t, "complete", c.read()["type"])
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	raw, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(raw)
+}
+
+// TestWebSocketAuthentication: no or bad token closes with 4403; the
+// Authorization header of the upgrade also works; an expiring token closes
+// the connection with 4403.
+func TestWebSocketAuthentication(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+
+	bad := b.dialWS(t, "")
+	bad.send(map[string]any{"type": "connection_init", "payload": map[string]any{"Authorization": "Bearer nope"}})
+	require.Equal(t, 4403, bad.closeCode())
+
+	none := b.dialWS(t, "")
+	none.send(map[string]any{"type": "connection_init"})
+	require.Equal(t, 4403, none.closeCode())
+
+	tok := b.token(t, tokenOpts{})
+	d := websocket.Dialer{Subprotocols: []string{"graphql-transport-ws"}}
+	conn, resp, err := d.Dial("ws"+strings.TrimPrefix(b.url, "http")+"/graphql", http.Header{"Authorization": {"Bearer " + tok}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	defer conn.Close()
+	require.NoError(t, conn.WriteJSON(map[string]any{"type": "connection_init"}))
+	var ack map[string]any
+	require.NoError(t, conn.ReadJSON(&ack))
+	require.Equal(t, "connection_ack", ack["type"])
+
+	expiring := b.dialWS(t, b.token(t, tokenOpts{ttl: 2 * time.Second, now: time.Now().Truncate(time.Second)}))
+	require.Equal(t, 4403, expiring.closeCode())
+}
+
+// TestWebSocketShutdown: Server.Shutdown closes sockets with 1001.
+func TestWebSocketShutdown(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	c := b.dialWS(t, b.token(t, tokenOpts{}))
+	c.subscribe("s", map[string]any{"p": projectA})
+	go b.server.Shutdown(t.Context())
+	require.Equal(t, websocket.CloseGoingAway, c.closeCode())
+}
+
+// TestWebSocketSlowConsumerDoesNotDelayOthers: a subscriber that never
+// reads does not hold back another one.
+func TestWebSocketSlowConsumerDoesNotDelayOthers(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	tok := b.token(t, tokenOpts{})
+	slow := b.dialWS(t, tok)
+	slow.subscribe("slow", map[string]any{"p": projectA, "after": "0"})
+	fast := b.dialWS(t, tok)
+	fast.subscribe("fast", map[string]any{"p": projectA, "after": "0"})
+	for range 5 {
+		b.recordN(t, tok, 100, "device.burst")
+	}
+	require.Equal(t, seqRange(1, 500), fast.sequences("fast", 500))
+}
