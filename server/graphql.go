@@ -146,7 +146,31 @@ func (s *Server) webSocketConfig() wsgraphql.Config {
 		}
 		return app.ContextWithIdentity(ctx, id), id.ExpiresAt, nil
 	}
+	cfg.OnConnect = s.countWebSocket
 	return cfg
+}
+
+// errTooManySockets refuses one WebSocket too many of an identity.
+var errTooManySockets = errors.New("too many connections")
+
+// countWebSocket admits an authenticated WebSocket unless its identity
+// already holds MaxWebSocketsPerIdentity of them.
+func (s *Server) countWebSocket(ctx context.Context) (func(), error) {
+	id := app.IdentityFromContext(ctx)
+	key := [2]string{id.TenantID, id.Subject}
+	s.socketsMu.Lock()
+	defer s.socketsMu.Unlock()
+	if s.sockets[key] >= s.cfg.MaxWebSocketsPerIdentity {
+		return nil, errTooManySockets
+	}
+	s.sockets[key]++
+	return func() {
+		s.socketsMu.Lock()
+		defer s.socketsMu.Unlock()
+		if s.sockets[key]--; s.sockets[key] <= 0 {
+			delete(s.sockets, key)
+		}
+	}, nil
 }
 
 // checkOrigin allows a WebSocket from no Origin (non-browser clients), the

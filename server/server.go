@@ -46,8 +46,13 @@ type Config struct {
 	// Requests without an Origin header (non-browser clients) are allowed.
 	AllowedOrigins []string
 	// WebSocket tunes the GraphQL WebSocket transport (init timeout, limits,
-	// keep-alive); its CheckOrigin and Authenticate are set by the server.
+	// keep-alive); its CheckOrigin, Authenticate and OnConnect are set by
+	// the server.
 	WebSocket wsgraphql.Config
+	// MaxWebSocketsPerIdentity bounds the open GraphQL WebSockets of one
+	// identity (tenant and subject); default DefaultMaxWebSocketsPerIdentity.
+	// One more closes with 4429 "too many connections".
+	MaxWebSocketsPerIdentity int
 }
 
 // Defaults of Config's limits.
@@ -57,6 +62,8 @@ const (
 	DefaultMaxDepth        = 12
 	// DefaultHeartbeatInterval keeps proxies from closing idle live streams.
 	DefaultHeartbeatInterval = 15 * time.Second
+	// DefaultMaxWebSocketsPerIdentity allows a few dashboards per user.
+	DefaultMaxWebSocketsPerIdentity = 32
 )
 
 // Server is the HTTP handler of the service.
@@ -64,6 +71,9 @@ type Server struct {
 	cfg Config
 	mux *http.ServeMux
 	ws  *wsgraphql.Transport
+	// sockets counts open WebSockets per identity (tenant, subject).
+	socketsMu sync.Mutex
+	sockets   map[[2]string]int
 	// shutdown is closed by Shutdown: long-lived streams end on it.
 	shutdown     chan struct{}
 	shutdownOnce sync.Once
@@ -95,10 +105,13 @@ func New(cfg Config) *Server {
 	if cfg.MaxDepth <= 0 {
 		cfg.MaxDepth = DefaultMaxDepth
 	}
+	if cfg.MaxWebSocketsPerIdentity <= 0 {
+		cfg.MaxWebSocketsPerIdentity = DefaultMaxWebSocketsPerIdentity
+	}
 	if cfg.HeartbeatInterval <= 0 {
 		cfg.HeartbeatInterval = DefaultHeartbeatInterval
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), shutdown: make(chan struct{})}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), shutdown: make(chan struct{}), sockets: map[[2]string]int{}}
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 

@@ -3,6 +3,7 @@ package server_test
 import (
 	"encoding/json"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aetheriot/aether-audit/app"
+	"github.com/aetheriot/aether-audit/server"
 )
 
 // wsClient speaks graphql-transport-ws to the test server.
@@ -264,4 +266,60 @@ func TestWebSocketSlowConsumerDoesNotDelayOthers(t *testing.T) {
 		b.recordN(t, tok, 100, "device.burst")
 	}
 	require.Equal(t, seqRange(1, 500), fast.sequences("fast", 500))
+}
+
+// TestWebSocketConnectionsPerIdentity: one connection too many of an
+// identity closes with 4429; closing one frees a place.
+func TestWebSocketConnectionsPerIdentity(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *server.Config) { c.MaxWebSocketsPerIdentity = 2 })
+	tok := b.token(t, tokenOpts{})
+	first := b.dialWS(t, tok)
+	_ = b.dialWS(t, tok)
+	third := b.dialWS(t, "")
+	third.send(map[string]any{"type": "connection_init", "payload": map[string]any{"Authorization": "Bearer " + tok}})
+	require.Equal(t, 4429, third.closeCode())
+
+	// Another identity is counted apart.
+	_ = b.dialWS(t, b.token(t, tokenOpts{tenant: tenantB}))
+
+	require.NoError(t, first.conn.Close())
+	require.Eventually(t, func() bool {
+		c := b.dialWS(t, "")
+		c.send(map[string]any{"type": "connection_init", "payload": map[string]any{"Authorization": "Bearer " + tok}})
+		require.NoError(t, c.conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+		var msg map[string]any
+		err := c.conn.ReadJSON(&msg)
+		return err == nil && msg["type"] == "connection_ack"
+	}, 10*time.Second, 20*time.Millisecond)
+}
+
+// TestWebSocketGoroutinesEnd: subscriptions whose connections close leave no
+// goroutine behind.
+func TestWebSocketGoroutinesEnd(t *testing.T) {
+	b := setup(t, nil)
+	tok := b.token(t, tokenOpts{})
+	// Warm up the pools and the hub's feed so they do not count.
+	warm := b.dialWS(t, tok)
+	warm.subscribe("w", map[string]any{"p": projectA, "after": "0"})
+	b.recordN(t, tok, 1, "device.warm")
+	warm.sequences("w", 1)
+	before := runtime.NumGoroutine()
+
+	var conns []*wsClient
+	for i := range 20 {
+		c := b.dialWS(t, tok)
+		c.subscribe("s", map[string]any{"p": projectA, "after": "0"})
+		c.sequences("s", 1)
+		if i%2 == 0 {
+			c.send(map[string]any{"id": "s", "type": "complete"})
+		}
+		conns = append(conns, c)
+	}
+	require.Greater(t, runtime.NumGoroutine(), before)
+	for _, c := range conns {
+		require.NoError(t, c.conn.Close())
+	}
+	require.Eventually(t, func() bool { return runtime.NumGoroutine() <= before+2 }, 20*time.Second, 20*time.Millisecond,
+		"goroutines: %d before, %d now", before, runtime.NumGoroutine())
 }

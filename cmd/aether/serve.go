@@ -34,6 +34,7 @@ type serveCmd struct {
 	AllowedOrigins         []string      `name:"allowed-origins" env:"AETHER_ALLOWED_ORIGINS" help:"Browser origins (scheme://host[:port], comma-separated, or *) allowed to open GraphQL WebSockets besides the server's own."`
 	WSInitTimeout          time.Duration `name:"ws-init-timeout" env:"AETHER_WS_INIT_TIMEOUT" default:"3s" help:"Time a GraphQL WebSocket client has to send connection_init (then closed with 4408)."`
 	WSMaxOperations        int           `name:"ws-max-operations" env:"AETHER_WS_MAX_OPERATIONS" default:"100" help:"Most active operations per GraphQL WebSocket connection."`
+	WSMaxPerIdentity       int           `name:"ws-max-connections-per-identity" env:"AETHER_WS_MAX_CONNECTIONS_PER_IDENTITY" default:"32" help:"Most open GraphQL WebSockets of one identity (tenant and subject); one more closes with 4429."`
 	WSReadLimit            int64         `name:"ws-read-limit" env:"AETHER_WS_READ_LIMIT" default:"65536" help:"Largest GraphQL WebSocket message accepted, in bytes (larger closes with 1009)."`
 	SSEHeartbeat           time.Duration `name:"sse-heartbeat" env:"AETHER_SSE_HEARTBEAT" default:"15s" help:"Interval of heartbeat comments on live SSE streams."`
 	ShutdownTimeout        time.Duration `name:"shutdown-timeout" env:"AETHER_SHUTDOWN_TIMEOUT" default:"20s" help:"How long in-flight requests may take to finish on shutdown."`
@@ -81,16 +82,17 @@ func (c *serveCmd) Run() error {
 	defer func() { stopHub(); <-hubDone }()
 
 	handler := server.New(server.Config{
-		App:                  app.New(st, app.Config{Logger: logger, Live: hub}),
-		Verifier:             verifier,
-		Logger:               logger,
-		Ready:                readiness(db),
-		MaxBodyBytes:         c.MaxBodyBytes,
-		ComplexityLimit:      c.GraphQLComplexityLimit,
-		MaxDepth:             c.GraphQLMaxDepth,
-		DisableIntrospection: !c.GraphQLIntrospection,
-		HeartbeatInterval:    c.SSEHeartbeat,
-		AllowedOrigins:       c.AllowedOrigins,
+		App:                      app.New(st, app.Config{Logger: logger, Live: hub}),
+		Verifier:                 verifier,
+		Logger:                   logger,
+		Ready:                    readiness(db),
+		MaxBodyBytes:             c.MaxBodyBytes,
+		ComplexityLimit:          c.GraphQLComplexityLimit,
+		MaxDepth:                 c.GraphQLMaxDepth,
+		DisableIntrospection:     !c.GraphQLIntrospection,
+		HeartbeatInterval:        c.SSEHeartbeat,
+		AllowedOrigins:           c.AllowedOrigins,
+		MaxWebSocketsPerIdentity: c.WSMaxPerIdentity,
 		WebSocket: wsgraphql.Config{
 			InitTimeout:   c.WSInitTimeout,
 			MaxOperations: c.WSMaxOperations,
