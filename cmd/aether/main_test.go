@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
@@ -531,4 +532,66 @@ func mustPool(t *testing.T, url string) *pgxpool.Pool {
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	return pool
+}
+
+// TestTwoProcessesShareTheLiveFeed runs two `aether serve` processes on one
+// database: an event recorded through A reaches a WebSocket subscriber of
+// B, and after A is killed, B still delivers events recorded through it.
+func TestTwoProcessesShareTheLiveFeed(t *testing.T) {
+	t.Parallel()
+	dir := dataDir(t)
+	dbURL := storetest.NewDatabase(t)
+	serve := func() (*process, string) {
+		addr := freeAddr(t)
+		p := start(t, []string{"DATABASE_URL=" + dbURL, "AETHER_ADDR=" + addr, "AETHER_DATA_DIR=" + dir, "AETHER_LOG_LEVEL=warn"}, "serve")
+		awaitReady(t, p, "http://"+addr, 60*time.Second)
+		return p, addr
+	}
+	a, addrA := serve()
+	_, addrB := serve()
+	tok := mintToken(t, dir, "--tenant", "acme", "--project", "plant-1", "--permissions", "audit:read,audit:write")
+
+	d := websocket.Dialer{Subprotocols: []string{"graphql-transport-ws"}, HandshakeTimeout: 10 * time.Second}
+	conn, resp, err := d.Dial("ws://"+addrB+"/graphql", nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	defer conn.Close()
+	require.NoError(t, conn.WriteJSON(map[string]any{"type": "connection_init", "payload": map[string]any{"Authorization": "Bearer " + tok}}))
+	next := func() map[string]any {
+		for {
+			require.NoError(t, conn.SetReadDeadline(time.Now().Add(30*time.Second)))
+			var msg map[string]any
+			require.NoError(t, conn.ReadJSON(&msg))
+			if msg["type"] == "ping" {
+				require.NoError(t, conn.WriteJSON(map[string]any{"type": "pong"}))
+				continue
+			}
+			return msg
+		}
+	}
+	require.Equal(t, "connection_ack", next()["type"])
+	require.NoError(t, conn.WriteJSON(map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{
+		"query":     `subscription { auditEventRecorded(projectId: "plant-1", afterSequence: "0") { sequence } }`,
+		"variables": map[string]any{},
+	}}))
+	record := func(addr string) {
+		_, errs := postGraphQL(t, "http://"+addr, tok, `mutation($in: RecordAuditEventInput!) { recordAuditEvent(input: $in) { event { sequence } } }`,
+			map[string]any{"in": map[string]any{
+				"projectId": "plant-1", "action": "device.firmware.updated", "occurredAt": time.Now().UTC().Format(time.RFC3339Nano),
+				"subject": map[string]any{"type": "SERVICE", "id": "updater"}, "resource": map[string]any{"type": "device", "id": "d"},
+				"outcome": "SUCCESS",
+			}})
+		require.Empty(t, errs)
+	}
+	sequence := func() string {
+		msg := next()
+		require.Equal(t, "next", msg["type"], "%v", msg)
+		return msg["payload"].(map[string]any)["data"].(map[string]any)["auditEventRecorded"].(map[string]any)["sequence"].(string)
+	}
+	record(addrA)
+	require.Equal(t, "1", sequence(), "recorded through A, delivered by B")
+
+	require.NoError(t, a.cmd.Process.Kill())
+	record(addrB)
+	require.Equal(t, "2", sequence(), "B carries on without A")
 }
