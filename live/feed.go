@@ -14,7 +14,9 @@ type feed struct {
 	hub *Hub
 	key feedKey
 
-	mu     sync.Mutex
+	// mu guards the fields below; subscribers read under RLock, so that
+	// thousands of them catching up at once do not queue behind each other.
+	mu     sync.RWMutex
 	window []domain.AuditEvent // consecutive sequences, oldest first
 	head   uint64              // newest sequence read from the store
 	ready  bool                // head has been read at least once
@@ -43,8 +45,8 @@ func (f *feed) remove(s *Subscription) {
 }
 
 func (f *feed) empty() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.mu.RLock()
+	defer f.mu.RUnlock()
 	return len(f.subs) == 0
 }
 

@@ -68,9 +68,9 @@ func (s *Subscription) Next(ctx context.Context) (domain.AuditEvent, error) {
 // pending with the matching events; it reports whether it moved.
 func (s *Subscription) advance(ctx context.Context) (bool, error) {
 	f := s.feed
-	f.mu.Lock()
+	f.mu.RLock()
 	if !f.ready || s.cursor >= f.head {
-		f.mu.Unlock()
+		f.mu.RUnlock()
 		return false, nil
 	}
 	head := f.head
@@ -83,10 +83,10 @@ func (s *Subscription) advance(ctx context.Context) (bool, error) {
 			}
 		}
 		s.cursor = head
-		f.mu.Unlock()
+		f.mu.RUnlock()
 		return true, nil
 	}
-	f.mu.Unlock()
+	f.mu.RUnlock()
 
 	// Behind the window: catch up from the store, one page at a time.
 	after := s.cursor
