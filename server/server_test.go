@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -1431,4 +1432,30 @@ func TestInternalErrorsRevealNothing(t *testing.T) {
 	p := requireProblem(t, resp, http.StatusInternalServerError, "INTERNAL")
 	require.Equal(t, "internal error", p.Detail)
 	require.Contains(t, logs.String(), "closed pool", "the cause is logged")
+}
+
+// TestGraphQLAutomaticPersistedQueries: a query registered with its hash can
+// then be sent by hash alone; an unknown hash asks for the query.
+func TestGraphQLAutomaticPersistedQueries(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	tok := b.token(t, tokenOpts{})
+	query := `{ auditEvents(projectId: "proj-1") { edges { cursor } } }`
+	sum := sha256.Sum256([]byte(query))
+	ext := map[string]any{"persistedQuery": map[string]any{"version": 1, "sha256Hash": hex.EncodeToString(sum[:])}}
+
+	send := func(body map[string]any) *gqlResult {
+		raw, err := json.Marshal(body)
+		require.NoError(t, err)
+		return b.graphqlRaw(t, tok, raw)
+	}
+	res := send(map[string]any{"extensions": ext})
+	require.NotEmpty(t, res.Errors)
+	require.Contains(t, res.Errors[0].Message, "PersistedQueryNotFound")
+
+	res = send(map[string]any{"query": query, "extensions": ext})
+	require.Empty(t, res.Errors, "%s", res.Raw)
+	res = send(map[string]any{"extensions": ext})
+	require.Empty(t, res.Errors, "%s", res.Raw)
+	require.Contains(t, string(res.Data), "auditEvents")
 }
