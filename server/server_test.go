@@ -1459,3 +1459,19 @@ func TestGraphQLAutomaticPersistedQueries(t *testing.T) {
 	require.Empty(t, res.Errors, "%s", res.Raw)
 	require.Contains(t, string(res.Data), "auditEvents")
 }
+
+// TestGraphQLIntrospectionSwitch: introspection is on by default and can be
+// switched off.
+func TestGraphQLIntrospectionSwitch(t *testing.T) {
+	t.Parallel()
+	const q = `{ __schema { queryType { name } } }`
+	on := setup(t, nil)
+	res := on.graphql(t, on.token(t, tokenOpts{}), q, nil)
+	require.Empty(t, res.Errors, "%s", res.Raw)
+	require.Contains(t, string(res.Data), `"Query"`)
+
+	off := setup(t, func(c *server.Config) { c.DisableIntrospection = true })
+	res = off.graphql(t, off.token(t, tokenOpts{}), q, nil)
+	require.NotEmpty(t, res.Errors, "%s", res.Raw)
+	require.Equal(t, "BAD_USER_INPUT", res.code(t))
+}
