@@ -4,7 +4,7 @@ GO      ?= go
 BIN     := bin/aether
 DEV_PERMISSIONS := audit:read,audit:write,webhooks:read,webhooks:write,deliveries:redrive,exports:read,exports:write,exports:download,admin
 
-.PHONY: all build run test vet generate check-generate bench tidy
+.PHONY: all build run test e2e vet generate check-generate bench tidy
 
 all: build
 
@@ -28,6 +28,13 @@ test: vet
 	$(GO) test -race -count=1 -timeout 20m ./...
 	@echo "--- again on a private cluster started from the installed PostgreSQL binaries (the fallback where no server runs)"
 	AETHER_TEST_DATABASE=private $(GO) test -count=1 -timeout 10m ./app/ ./store/...
+	@echo "--- end to end: aether serve driven by the graphql-ws client (Node.js)"
+	$(MAKE) --no-print-directory e2e
+
+# End-to-end tests in e2e/ (Node.js test runner) against the built binary;
+# they use DATABASE_URL if set, else the binary's embedded PostgreSQL.
+e2e: build
+	cd e2e && npm ci --no-audit --no-fund && AETHER_BIN=$(CURDIR)/$(BIN) node --test
 
 # Regenerates gqlgen code from schema/*.graphqls.
 generate:
