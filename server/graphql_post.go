@@ -84,7 +84,7 @@ func (t jsonPOST) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphE
 // writeGraphQLResponse writes resp; a response of data alone is written
 // without re-encoding its (already encoded) data.
 func writeGraphQLResponse(w http.ResponseWriter, resp *graphql.Response) {
-	if len(resp.Errors) == 0 && resp.Extensions == nil && resp.Label == "" && resp.Path == nil && resp.HasNext == nil && len(resp.Data) > 0 {
+	if len(resp.Errors) == 0 && len(resp.Extensions) == 0 && resp.Label == "" && resp.Path == nil && resp.HasNext == nil && len(resp.Data) > 0 {
 		_, _ = w.Write([]byte(`{"data":`))
 		_, _ = w.Write(resp.Data)
 		_, _ = w.Write([]byte("}"))

@@ -55,11 +55,13 @@ const (
 	CloseMessageTooBig = 1009
 
 	// CloseTryAgainLater (1013, reason "client too slow; resubscribe with
-	// afterSequence") is sent when the client did not read its messages fast
-	// enough and more than [Config.SendQueueSize] of them queued up. Some
-	// queued events were dropped. The client should reconnect and
-	// resubscribe with afterSequence set to the last sequence it processed,
-	// so the server replays what it missed from the store.
+	// afterSequence") is sent when the client did not read its messages and
+	// a protocol message (pong, error, complete) found the send queue full.
+	// (Operation results never overflow: they wait for the client, and a
+	// client that reads nothing for [Config.WriteTimeout] is disconnected.)
+	// The client should reconnect and resubscribe with afterSequence set to
+	// the last sequence it processed, so the server replays what it missed
+	// from the store.
 	CloseTryAgainLater = 1013
 
 	// CloseBadRequest (4400, reason describing the problem) is sent for a
@@ -144,7 +146,7 @@ const (
 	DefaultMaxOperations = 100
 	// DefaultSendQueueSize is the default [Config.SendQueueSize], in
 	// messages.
-	DefaultSendQueueSize = 1024
+	DefaultSendQueueSize = 32
 )
 
 // closeGracePeriod is how long the server waits, after sending its close
@@ -192,9 +194,10 @@ type Config struct {
 	MaxOperations int
 
 	// SendQueueSize is how many outgoing messages may wait for the writer
-	// of one connection. When a message would overflow it the connection is
-	// closed with [CloseTryAgainLater]. Zero or negative means
-	// [DefaultSendQueueSize] (1024).
+	// of one connection. Operation results wait for room (backpressure: a
+	// slow client slows only its own operations); a protocol message that
+	// finds it full closes the connection with [CloseTryAgainLater]. Zero or
+	// negative means [DefaultSendQueueSize] (32).
 	SendQueueSize int
 
 	// CheckOrigin decides whether an upgrade request's Origin is allowed; a

@@ -242,9 +242,10 @@ func (c *conn) isClosing() bool {
 	}
 }
 
-// enqueue queues a message for the writer. It never blocks: when the queue
-// is full the connection is closed with CloseTryAgainLater. It reports
-// whether the message was queued.
+// enqueue queues a protocol message (acknowledgements, pongs, errors,
+// completions) for the writer. It never blocks: when the queue is full the
+// connection is closed with CloseTryAgainLater. It reports whether the
+// message was queued. Operation results use enqueueResult.
 func (c *conn) enqueue(data []byte, op *operation) bool {
 	if c.isClosing() {
 		return false
@@ -255,6 +256,24 @@ func (c *conn) enqueue(data []byte, op *operation) bool {
 	default:
 		c.log.Info("websocket client too slow; closing", "queued", len(c.queue))
 		c.closeWith(CloseTryAgainLater, reasonTooSlow)
+		return false
+	}
+}
+
+// enqueueResult queues one result of op, waiting while the queue is full:
+// the operation (and the source it reads from) waits for a slow client
+// rather than the client being dropped. The live feed is pulled by
+// sequence, so a waiting subscription only falls behind and later catches
+// up from the store; nothing is lost. A client that stops reading
+// altogether is disconnected when a write passes WriteTimeout. It reports
+// false when the operation or the connection ended first.
+func (c *conn) enqueueResult(ctx context.Context, data []byte, op *operation) bool {
+	select {
+	case c.queue <- outbound{data: data, op: op}:
+		return true
+	case <-c.closing:
+		return false
+	case <-ctx.Done():
 		return false
 	}
 }

@@ -72,10 +72,13 @@
 //
 // Outgoing messages pass through a bounded per-connection queue drained by
 // one writer goroutine (gorilla/websocket allows a single concurrent
-// writer). Producers never block on a slow client: when the queue is full
-// the connection is closed with [CloseTryAgainLater]. Each write has a
-// deadline of [Config.WriteTimeout]; a client that stops reading entirely
-// is disconnected when it passes.
+// writer). An operation's results wait for room in the queue: a slow client
+// holds back only its own operations, whose sources (the live feed is
+// pulled by sequence) fall behind and later catch up, losing nothing. Each
+// write has a deadline of [Config.WriteTimeout]; a client that stops
+// reading entirely is disconnected when it passes. Protocol messages
+// (pongs, errors, completions) never wait: one that finds the queue full
+// closes the connection with [CloseTryAgainLater].
 //
 // # Shutdown
 //
@@ -98,7 +101,7 @@
 //	1000  (echo) / Normal Closure                            client closed; legacy connection_terminate
 //	1001  Going Away / keep-alive timeout                    server shutdown; client silent for PongWait
 //	1009  Message too big                                    a message exceeded ReadLimit
-//	1013  client too slow; resubscribe with afterSequence    outgoing queue overflowed
+//	1013  client too slow; resubscribe with afterSequence    a protocol message found the queue full
 //	4400  <what was wrong>                                   unparseable, unknown or invalid message
 //	4401  Unauthorized                                       subscribe before connection_ack
 //	4403  Forbidden                                          authentication failed or its expiry passed

@@ -114,8 +114,8 @@ func (c *conn) run(ctx context.Context, op *operation, params *graphql.RawParams
 			c.finishOperation(op, gqlerror.List{{Message: "internal server error"}})
 			return
 		}
-		if !c.enqueue(frame(op.id, next, payload), op) {
-			return // the connection is closing
+		if !c.enqueueResult(ctx, frame(op.id, next, payload), op) {
+			return // the operation was stopped or the connection is closing
 		}
 	}
 	c.finishOperation(op, nil)
@@ -185,7 +185,7 @@ func (c *conn) presentPanic(ctx context.Context, rc *graphql.OperationContext, v
 // encodeResponse encodes a response as the payload of next (data). A
 // response of data alone is written without re-encoding its data.
 func encodeResponse(resp *graphql.Response) ([]byte, error) {
-	if len(resp.Errors) == 0 && resp.Extensions == nil && resp.Label == "" && resp.Path == nil &&
+	if len(resp.Errors) == 0 && len(resp.Extensions) == 0 && resp.Label == "" && resp.Path == nil &&
 		resp.HasNext == nil && len(resp.Data) > 0 {
 		b := make([]byte, 0, len(resp.Data)+9)
 		b = append(b, `{"data":`...)
