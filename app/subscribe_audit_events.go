@@ -11,8 +11,9 @@ import (
 // events; *live.Subscription implements it.
 type AuditEventStream interface {
 	// Next returns the next event in sequence order, waiting for one to be
-	// committed; never an event twice, never skipping one.
-	Next(ctx context.Context) (domain.AuditEvent, error)
+	// committed; never an event twice, never skipping one. The event is
+	// shared with other subscribers and must not be modified.
+	Next(ctx context.Context) (*domain.AuditEvent, error)
 	// Close ends the stream.
 	Close()
 }

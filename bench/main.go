@@ -7,12 +7,16 @@
 //	ingest-single-8proj  the same with each client on its own project
 //	query-page           auditEvents 100-event pages of a 1M-event project,
 //	                     8 clients, vs the same SELECT with pgx
+//	live-fanout          S GraphQL WebSocket subscriptions on one project
+//	                     (clients in a child process), events at a fixed
+//	                     rate, vs a plain gorilla/websocket broadcast
 //
 // Our side is the real service: server.New over app.New(store.New(pool)),
 // served by net/http on a 127.0.0.1 socket with a bearer token, driven by
 // an HTTP client in the same process. Ours and the baseline run
 // interleaved in slices of about two seconds, so that noise on the machine
-// hits both. It prints a table (or, with -json, one JSON object per
+// hits both (live-fanout runs its own servers and a client process, and
+// its sides one after the other; see live_fanout.go). It prints a table (or, with -json, one JSON object per
 // scenario per line) of ours, baseline, their ratio and its target.
 //
 // The bench works in the database aether_bench, which it creates and
@@ -20,6 +24,7 @@
 // project bench/bench-1m is seeded only once.
 //
 //	go run ./bench [-json] [-scenario a,b] [-duration 10s] [-database-url URL] [-cpuprofile FILE]
+//	               [-fanout-subscribers 1000,10000] [-fanout-rate 10]
 //
 // With -cpuprofile, the CPU profile carries the pprof label "side"
 // (server, ours, baseline): `go tool pprof -tagfocus=side=server FILE`
@@ -37,6 +42,7 @@ import (
 	"os/signal"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -54,6 +60,7 @@ var scenarios = []scenario{
 	{"ingest-single", runIngestSingle},
 	{"ingest-single-8proj", runIngestSingle8Proj},
 	{"query-page", runQueryPage},
+	{"live-fanout", runLiveFanout},
 }
 
 // options are the command-line flags.
@@ -63,6 +70,9 @@ type options struct {
 	duration    time.Duration
 	databaseURL string
 	cpuProfile  string
+	// fanoutSubscribers and fanoutRate shape live-fanout's rows.
+	fanoutSubscribers []int
+	fanoutRate        float64
 }
 
 // main runs the bench; see the package comment.
@@ -74,6 +84,9 @@ func main() {
 // scenario ran (whether or not it met its targets), 1 otherwise, 2 for bad
 // flags.
 func run(args []string) int {
+	if len(args) > 0 && args[0] == fanoutClientArg {
+		return runFanoutClient(args[1:])
+	}
 	opts, err := parseFlags(args)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -114,14 +127,8 @@ func run(args []string) int {
 		}
 		fmt.Fprintf(os.Stderr, "bench: running %s (%s per side)\n", s.name, opts.duration)
 		rs, err := s.run(ctx, e, opts)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "bench: %s: %v\n", s.name, err)
-			code = 1
-			if ctx.Err() != nil {
-				break
-			}
-			continue
-		}
+		// A scenario may return the results it got before an error.
+		results = append(results, rs...)
 		if opts.json {
 			enc := json.NewEncoder(os.Stdout)
 			enc.SetEscapeHTML(false) // keep targets such as ">= 0.50" readable
@@ -132,7 +139,13 @@ func run(args []string) int {
 				}
 			}
 		}
-		results = append(results, rs...)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %s: %v\n", s.name, err)
+			code = 1
+			if ctx.Err() != nil {
+				break
+			}
+		}
 	}
 	if !opts.json {
 		printTable(os.Stdout, results)
@@ -159,6 +172,8 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&opts.databaseURL, "database-url", "",
 		"PostgreSQL server to use (default: $DATABASE_URL, else "+redact(localURL)+" if reachable, else a private cluster in a temp dir)")
 	fs.StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile of the run (labelled by side) to this file")
+	fanoutF := fs.String("fanout-subscribers", "1000,10000", "live-fanout: comma-separated subscriber counts, one row each (a 4000 at 10 events/s row is always added)")
+	fs.Float64Var(&opts.fanoutRate, "fanout-rate", 10, "live-fanout: events recorded per second")
 	if err := fs.Parse(args); err != nil {
 		return opts, err
 	}
@@ -180,6 +195,19 @@ func parseFlags(args []string) (options, error) {
 	}
 	if len(opts.scenarios) == 0 {
 		return opts, fmt.Errorf("-scenario names no scenario")
+	}
+	for f := range strings.SplitSeq(*fanoutF, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n <= 0 {
+			return opts, fmt.Errorf("-fanout-subscribers: %q is not a positive number", f)
+		}
+		opts.fanoutSubscribers = append(opts.fanoutSubscribers, n)
+	}
+	if !(opts.fanoutRate > 0 && opts.fanoutRate <= 10000) {
+		return opts, fmt.Errorf("-fanout-rate must be in (0, 10000]")
 	}
 	return opts, nil
 }

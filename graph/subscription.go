@@ -26,7 +26,7 @@ func (r *Resolver) pump(ctx context.Context, stream app.AuditEventStream) <-chan
 				return
 			}
 			select {
-			case ch <- &e:
+			case ch <- e:
 			case <-ctx.Done():
 				return
 			}

@@ -17,7 +17,7 @@ type feed struct {
 	// mu guards the fields below; subscribers read under RLock, so that
 	// thousands of them catching up at once do not queue behind each other.
 	mu     sync.RWMutex
-	window []domain.AuditEvent // consecutive sequences, oldest first
+	window []*domain.AuditEvent // consecutive sequences, oldest first; shared, never modified
 	head   uint64              // newest sequence read from the store
 	ready  bool                // head has been read at least once
 	subs   map[*Subscription]struct{}
@@ -107,7 +107,9 @@ func (f *feed) fetch() error {
 		}
 		if len(events) > 0 {
 			f.mu.Lock()
-			f.window = append(f.window, events...)
+			for i := range events {
+				f.window = append(f.window, &events[i])
+			}
 			if over := len(f.window) - f.hub.cfg.Window; over > 0 {
 				// Keep the newest events; drop references to the old ones.
 				n := copy(f.window, f.window[over:])

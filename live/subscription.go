@@ -16,7 +16,8 @@ type Subscription struct {
 
 	// Owned by the goroutine calling Next.
 	cursor  uint64              // newest sequence passed on (or skipped by the filter)
-	pending []domain.AuditEvent // matching events read but not yet returned
+	pending []*domain.AuditEvent // matching events read but not yet returned
+	next    int                  // index of the next pending event
 
 	closeOnce sync.Once
 	closed    chan struct{} // closed by Close
@@ -37,28 +38,30 @@ func (s *Subscription) Cursor() uint64 { return s.cursor }
 // Next returns the next matching event, in sequence order, waiting until one
 // is committed or ctx ends. It never returns an event twice and never skips
 // one: events it cannot find in the shared window are read from the store.
-func (s *Subscription) Next(ctx context.Context) (domain.AuditEvent, error) {
+func (s *Subscription) Next(ctx context.Context) (*domain.AuditEvent, error) {
 	for {
-		if len(s.pending) > 0 {
-			e := s.pending[0]
-			s.pending = s.pending[1:]
+		if s.next < len(s.pending) {
+			e := s.pending[s.next]
+			s.pending[s.next] = nil
+			s.next++
 			return e, nil
 		}
+		s.pending, s.next = s.pending[:0], 0
 		if s.isClosed() {
-			return domain.AuditEvent{}, ErrClosed
+			return nil, ErrClosed
 		}
 		progressed, err := s.advance(ctx)
 		if err != nil {
-			return domain.AuditEvent{}, err
+			return nil, err
 		}
 		if progressed {
 			continue
 		}
 		select {
 		case <-ctx.Done():
-			return domain.AuditEvent{}, ctx.Err()
+			return nil, ctx.Err()
 		case <-s.closed:
-			return domain.AuditEvent{}, ErrClosed
+			return nil, ErrClosed
 		case <-s.signal:
 		}
 	}
@@ -78,7 +81,7 @@ func (s *Subscription) advance(ctx context.Context) (bool, error) {
 		// Served from the shared window.
 		start := int(s.cursor + 1 - f.window[0].Sequence)
 		for _, e := range f.window[start:] {
-			if s.filter.Matches(&e) {
+			if s.filter.Matches(e) {
 				s.pending = append(s.pending, e)
 			}
 		}
@@ -96,7 +99,9 @@ func (s *Subscription) advance(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	s.pending = append(s.pending, events...)
+	for i := range events {
+		s.pending = append(s.pending, &events[i])
+	}
 	if len(events) == limit {
 		s.cursor = events[len(events)-1].Sequence
 	} else {

@@ -293,7 +293,7 @@ func (s *Server) followAuditEvents(w http.ResponseWriter, r *http.Request, in ap
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	events := make(chan domain.AuditEvent)
+	events := make(chan *domain.AuditEvent)
 	go func() {
 		defer close(events)
 		defer stream.Close()
@@ -340,7 +340,7 @@ func (s *Server) followAuditEvents(w http.ResponseWriter, r *http.Request, in ap
 			if !ok {
 				return
 			}
-			data, err := json.Marshal(&e)
+			data, err := json.Marshal(e)
 			if err != nil {
 				s.cfg.Logger.ErrorContext(ctx, "encoding audit event", "err", err)
 				return
