@@ -36,3 +36,44 @@ func depth(set ast.SelectionSet, visited int) int {
 	}
 	return deepest
 }
+
+// usesVariableDirectives reports whether any selection in set (fragments
+// expanded) has a directive taking a variable, such as @include(if: $x):
+// its shape then depends on the variables, so it cannot be planned once per
+// document.
+func usesVariableDirectives(set ast.SelectionSet) bool {
+	return variableDirectives(set, 0)
+}
+
+func variableDirectives(set ast.SelectionSet, visited int) bool {
+	if visited > 64 {
+		return true
+	}
+	check := func(dirs ast.DirectiveList) bool {
+		for _, d := range dirs {
+			for _, a := range d.Arguments {
+				if a.Value != nil && a.Value.Kind == ast.Variable {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for _, sel := range set {
+		switch s := sel.(type) {
+		case *ast.Field:
+			if check(s.Directives) || variableDirectives(s.SelectionSet, visited+1) {
+				return true
+			}
+		case *ast.InlineFragment:
+			if check(s.Directives) || variableDirectives(s.SelectionSet, visited+1) {
+				return true
+			}
+		case *ast.FragmentSpread:
+			if check(s.Directives) || (s.Definition != nil && variableDirectives(s.Definition.SelectionSet, visited+1)) {
+				return true
+			}
+		}
+	}
+	return false
+}

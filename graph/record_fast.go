@@ -157,9 +157,20 @@ func (p *RecordFastPath) plan(query, operationName string) *recordPlan {
 	if plan, ok := p.plans.Get(key); ok {
 		return plan
 	}
-	plan := p.makePlan(query, operationName)
+	plan := p.safePlan(query, operationName)
 	p.plans.Add(key, plan)
 	return plan
+}
+
+// safePlan is makePlan, turning a panic of the AST helpers on a document
+// they do not expect into "not eligible".
+func (p *RecordFastPath) safePlan(query, operationName string) (plan *recordPlan) {
+	defer func() {
+		if recover() != nil {
+			plan = &recordPlan{}
+		}
+	}()
+	return p.makePlan(query, operationName)
 }
 
 func (p *RecordFastPath) makePlan(query, operationName string) *recordPlan {
@@ -177,6 +188,9 @@ func (p *RecordFastPath) makePlan(query, operationName string) *recordPlan {
 	}
 	if op.Operation != ast.Mutation || len(op.Directives) > 0 || len(op.VariableDefinitions) != 1 || len(op.SelectionSet) != 1 {
 		return no
+	}
+	if usesVariableDirectives(op.SelectionSet) {
+		return no // its shape depends on the variables
 	}
 	field, ok := op.SelectionSet[0].(*ast.Field)
 	if !ok || len(field.Directives) > 0 || len(field.Arguments) != 1 {

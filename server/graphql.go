@@ -35,7 +35,9 @@ func (s *Server) graphQLHandler() *handler.Server {
 	})
 	srv := handler.New(es)
 	srv.AroundRootFields(resolver.AuditEventsFastPath)
-	s.ws = wsgraphql.New(s.webSocketConfig())
+	wsCfg := s.webSocketConfig()
+	wsCfg.FastPath = graph.NewSubscribeFastPath(resolver, es, s.cfg.MaxDepth, s.cfg.ComplexityLimit).Open
+	s.ws = wsgraphql.New(wsCfg)
 	srv.AddTransport(s.ws)
 	srv.AddTransport(transport.Options{})
 	srv.AddTransport(transport.GET{})

@@ -2,6 +2,7 @@ package wsgraphql
 
 import (
 	"context"
+	"github.com/99designs/gqlgen/graphql"
 	"log/slog"
 	"net/http"
 	"time"
@@ -230,6 +231,16 @@ type Config struct {
 	// returned release function (which may be nil) is called exactly once,
 	// after the connection's goroutines have all finished.
 	OnConnect func(ctx context.Context) (release func(), err error)
+
+	// FastPath, if set, is offered every operation before the executor,
+	// with the connection's context. It returns ok=false to leave the
+	// operation to the executor. Otherwise the transport sends each payload
+	// next returns (a complete GraphQL response, e.g. {"data":…}) as a
+	// result message until next reports no more or the operation ends, then
+	// completes the operation. It serves hot subscriptions without the
+	// executor's per-field work; it must answer exactly as the executor
+	// would.
+	FastPath func(ctx context.Context, params *graphql.RawParams) (next func(ctx context.Context) (payload []byte, more bool), ok bool)
 
 	// Logger receives connection closes (debug), refused authentications
 	// (info) and panics (error). Nil discards.

@@ -90,6 +90,22 @@ func (c *conn) run(ctx context.Context, op *operation, params *graphql.RawParams
 		}
 	}()
 
+	if c.cfg.FastPath != nil {
+		if next, ok := c.cfg.FastPath(ctx, params); ok {
+			for ctx.Err() == nil {
+				payload, more := next(ctx)
+				if !more {
+					break
+				}
+				if !c.enqueueResult(ctx, frame(op.id, c.nextType(), payload), op) {
+					return
+				}
+			}
+			c.finishOperation(op, nil)
+			return
+		}
+	}
+
 	ctx = graphql.StartOperationTrace(ctx)
 	rc, errs := c.exec.CreateOperationContext(ctx, params)
 	if errs != nil {
@@ -98,10 +114,7 @@ func (c *conn) run(ctx context.Context, op *operation, params *graphql.RawParams
 		return
 	}
 
-	next := tNext
-	if c.legacy {
-		next = tLegacyData
-	}
+	next := c.nextType()
 	responses, ctx := c.exec.DispatchOperation(ctx, rc)
 	for ctx.Err() == nil {
 		resp := responses(ctx)
@@ -193,4 +206,12 @@ func encodeResponse(resp *graphql.Response) ([]byte, error) {
 		return append(b, '}'), nil
 	}
 	return json.Marshal(resp)
+}
+
+// nextType is the message type carrying results in the connection's protocol.
+func (c *conn) nextType() string {
+	if c.legacy {
+		return tLegacyData
+	}
+	return tNext
 }

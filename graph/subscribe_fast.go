@@ -1,0 +1,206 @@
+package graph
+
+import (
+	"context"
+	"sync"
+
+	"github.com/99designs/gqlgen/complexity"
+	"github.com/99designs/gqlgen/graphql"
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/parser"
+	"github.com/vektah/gqlparser/v2/validator"
+	"github.com/vektah/gqlparser/v2/validator/rules"
+
+	"github.com/aetheriot/aether-audit/app"
+	"github.com/aetheriot/aether-audit/domain"
+	"github.com/aetheriot/aether-audit/graph/scalar"
+)
+
+// SubscribeFastPath serves the auditEventRecorded subscription without
+// gqlgen's per-field execution, which would otherwise run the selection set
+// once per subscriber per event: thousands of dashboards watching a project
+// would re-encode every event thousands of times. Here an event is encoded
+// once per distinct selection and the bytes are shared by every subscriber
+// with that selection.
+//
+// Like the other fast paths it serves an operation only when it answers
+// exactly as the executor would (a test holds the two equal): a valid
+// document with exactly this one subscription field, variables it reads
+// strictly, within the limits. Anything else, and any error opening the
+// subscription (opening has no side effects), is left to the executor,
+// which reports it.
+type SubscribeFastPath struct {
+	resolver   *Resolver
+	es         graphql.ExecutableSchema
+	maxDepth   int
+	complexity int
+	plans      *lru.Cache[string, *subscribePlan]
+}
+
+// NewSubscribeFastPath returns the fast path for es with the server's limits.
+func NewSubscribeFastPath(r *Resolver, es graphql.ExecutableSchema, maxDepth, complexityLimit int) *SubscribeFastPath {
+	plans, err := lru.New[string, *subscribePlan](256)
+	if err != nil {
+		panic(err) // only for a non-positive size
+	}
+	return &SubscribeFastPath{resolver: r, es: es, maxDepth: maxDepth, complexity: complexityLimit, plans: plans}
+}
+
+// subscribePlan is what one document means for the fast path.
+type subscribePlan struct {
+	eligible bool
+	field    *ast.Field
+	prefix   []byte // {"data":{"<alias>":
+	event    pageWriter
+
+	mu      sync.Mutex
+	encoded *lru.Cache[*domain.AuditEvent, []byte] // shared events, encoded once
+}
+
+// Open starts serving the operation if it is the fast path's to serve; ok
+// reports whether it is. next returns each result payload, blocking until
+// an event commits, and more=false when the subscription ends.
+func (p *SubscribeFastPath) Open(ctx context.Context, params *graphql.RawParams) (next func(ctx context.Context) (payload []byte, more bool), ok bool) {
+	if len(params.Extensions) > 0 {
+		return nil, false
+	}
+	plan := p.plan(params.Query, params.OperationName)
+	if !plan.eligible {
+		return nil, false
+	}
+	in, ok := subscribeArgs(plan.field, params.Variables)
+	if !ok {
+		return nil, false
+	}
+	stream, err := p.resolver.App.SubscribeAuditEvents(ctx, app.IdentityFromContext(ctx), in)
+	if err != nil {
+		return nil, false // the executor reports it
+	}
+	return func(ctx context.Context) ([]byte, bool) {
+		e, err := stream.Next(ctx)
+		if err != nil {
+			stream.Close()
+			return nil, false
+		}
+		return plan.payload(e), true
+	}, true
+}
+
+// payload returns the result message payload of e, encoding each shared
+// event once.
+func (plan *subscribePlan) payload(e *domain.AuditEvent) []byte {
+	plan.mu.Lock()
+	b, ok := plan.encoded.Get(e)
+	plan.mu.Unlock()
+	if ok {
+		return b
+	}
+	buf := &bytesWriter{b: append(make([]byte, 0, 768), plan.prefix...)}
+	plan.event.writeEvent(buf, e)
+	buf.b = append(buf.b, "}}"...)
+	plan.mu.Lock()
+	plan.encoded.Add(e, buf.b)
+	plan.mu.Unlock()
+	return buf.b
+}
+
+// bytesWriter is an io.Writer appending to a byte slice.
+type bytesWriter struct{ b []byte }
+
+func (w *bytesWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
+}
+
+func (p *SubscribeFastPath) plan(query, operationName string) *subscribePlan {
+	key := operationName + "\x00" + query
+	if plan, ok := p.plans.Get(key); ok {
+		return plan
+	}
+	plan := p.safePlan(query, operationName)
+	p.plans.Add(key, plan)
+	return plan
+}
+
+// safePlan is makePlan, turning a panic of the AST helpers on a document
+// they do not expect into "not eligible".
+func (p *SubscribeFastPath) safePlan(query, operationName string) (plan *subscribePlan) {
+	defer func() {
+		if recover() != nil {
+			plan = &subscribePlan{}
+		}
+	}()
+	return p.makePlan(query, operationName)
+}
+
+func (p *SubscribeFastPath) makePlan(query, operationName string) *subscribePlan {
+	no := &subscribePlan{}
+	doc, err := parser.ParseQuery(&ast.Source{Input: query})
+	if err != nil || len(validator.ValidateWithRules(p.es.Schema(), doc, rules.NewDefaultRules())) > 0 || len(doc.Operations) != 1 {
+		return no
+	}
+	op := doc.Operations[0]
+	if operationName != "" && op.Name != operationName {
+		return no
+	}
+	if op.Operation != ast.Subscription || len(op.Directives) > 0 || len(op.SelectionSet) != 1 {
+		return no
+	}
+	for _, v := range op.VariableDefinitions {
+		if v.DefaultValue != nil || len(v.Directives) > 0 {
+			return no // the executor applies variable defaults
+		}
+	}
+	if usesVariableDirectives(op.SelectionSet) {
+		return no // its shape depends on the variables
+	}
+	field, ok := op.SelectionSet[0].(*ast.Field)
+	if !ok || field.Name != "auditEventRecorded" || len(field.Directives) > 0 {
+		return no
+	}
+	if SelectionDepth(op.SelectionSet) > p.maxDepth || complexity.Calculate(context.Background(), p.es, op, nil) > p.complexity {
+		return no
+	}
+	plan := &subscribePlan{field: field}
+	plan.event.oc = &graphql.OperationContext{RawQuery: query, Doc: doc, Operation: op, Variables: map[string]any{}}
+	if !plan.event.planEvent(field.SelectionSet) {
+		return no
+	}
+	w := &bytesWriter{b: []byte(`{"data":{`)}
+	graphql.MarshalString(field.Alias).MarshalGQL(w)
+	plan.prefix = append(w.b, ':')
+	if plan.encoded, err = lru.New[*domain.AuditEvent, []byte](1024); err != nil {
+		return no
+	}
+	plan.eligible = true
+	return plan
+}
+
+// subscribeArgs reads the subscription's arguments as the generated code
+// would; ok is false for anything unexpected.
+func subscribeArgs(field *ast.Field, vars map[string]any) (in app.SubscribeAuditEventsInput, ok bool) {
+	defer func() {
+		if recover() != nil { // ArgumentMap panics on values it cannot resolve
+			ok = false
+		}
+	}()
+	args := field.ArgumentMap(vars)
+	if in.ProjectID, ok = args["projectId"].(string); !ok {
+		return in, false
+	}
+	if v, present := args["afterSequence"]; present && v != nil {
+		n, err := scalar.UnmarshalUint64(v)
+		if err != nil {
+			return in, false
+		}
+		in.AfterSequence = &n
+	}
+	if v, present := args["filter"]; present && v != nil {
+		f, isMap := v.(map[string]any)
+		if !isMap || !filterArgs(f, &in.Filter) {
+			return in, false
+		}
+	}
+	return in, true
+}
