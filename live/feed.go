@@ -18,8 +18,8 @@ type feed struct {
 	// thousands of them catching up at once do not queue behind each other.
 	mu     sync.RWMutex
 	window []*domain.AuditEvent // consecutive sequences, oldest first; shared, never modified
-	head   uint64              // newest sequence read from the store
-	ready  bool                // head has been read at least once
+	head   uint64               // newest sequence read from the store
+	ready  bool                 // head has been read at least once
 	subs   map[*Subscription]struct{}
 
 	wakeCh chan struct{}

@@ -15,7 +15,7 @@ type Subscription struct {
 	signal chan struct{}
 
 	// Owned by the goroutine calling Next.
-	cursor  uint64              // newest sequence passed on (or skipped by the filter)
+	cursor  uint64               // newest sequence passed on (or skipped by the filter)
 	pending []*domain.AuditEvent // matching events read but not yet returned
 	next    int                  // index of the next pending event
 
