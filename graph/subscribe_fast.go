@@ -54,9 +54,16 @@ type subscribePlan struct {
 	prefix   []byte // {"data":{"<alias>":
 	event    pageWriter
 
+	// encoded holds the payloads of recent shared events: written once per
+	// event, read by every subscriber without locking. recent bounds it.
+	encoded sync.Map // *domain.AuditEvent -> []byte
 	mu      sync.Mutex
-	encoded *lru.Cache[*domain.AuditEvent, []byte] // shared events, encoded once
+	recent  [encodedCacheSize]*domain.AuditEvent
+	next    int
 }
+
+// encodedCacheSize is how many events' payloads a plan keeps.
+const encodedCacheSize = 1024
 
 // Open starts serving the operation if it is the fast path's to serve; ok
 // reports whether it is. next returns each result payload, blocking until
@@ -90,17 +97,21 @@ func (p *SubscribeFastPath) Open(ctx context.Context, params *graphql.RawParams)
 // payload returns the result message payload of e, encoding each shared
 // event once.
 func (plan *subscribePlan) payload(e *domain.AuditEvent) []byte {
-	plan.mu.Lock()
-	b, ok := plan.encoded.Get(e)
-	plan.mu.Unlock()
-	if ok {
-		return b
+	if b, ok := plan.encoded.Load(e); ok {
+		return b.([]byte)
 	}
 	buf := &bytesWriter{b: append(make([]byte, 0, 768), plan.prefix...)}
 	plan.event.writeEvent(buf, e)
 	buf.b = append(buf.b, "}}"...)
+	if prev, loaded := plan.encoded.LoadOrStore(e, buf.b); loaded {
+		return prev.([]byte)
+	}
 	plan.mu.Lock()
-	plan.encoded.Add(e, buf.b)
+	if old := plan.recent[plan.next]; old != nil {
+		plan.encoded.Delete(old)
+	}
+	plan.recent[plan.next] = e
+	plan.next = (plan.next + 1) % encodedCacheSize
 	plan.mu.Unlock()
 	return buf.b
 }
@@ -170,9 +181,6 @@ func (p *SubscribeFastPath) makePlan(query, operationName string) *subscribePlan
 	w := &bytesWriter{b: []byte(`{"data":{`)}
 	graphql.MarshalString(field.Alias).MarshalGQL(w)
 	plan.prefix = append(w.b, ':')
-	if plan.encoded, err = lru.New[*domain.AuditEvent, []byte](1024); err != nil {
-		return no
-	}
 	plan.eligible = true
 	return plan
 }
