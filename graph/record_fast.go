@@ -6,15 +6,10 @@ import (
 	"encoding/json"
 	"io"
 
-	"github.com/99designs/gqlgen/complexity"
 	"github.com/99designs/gqlgen/graphql"
 	gojson "github.com/goccy/go-json"
-	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
-	"github.com/vektah/gqlparser/v2/parser"
-	"github.com/vektah/gqlparser/v2/validator"
-	"github.com/vektah/gqlparser/v2/validator/rules"
 
 	"github.com/aetheriot/aether-audit/app"
 	"github.com/aetheriot/aether-audit/domain"
@@ -43,16 +38,14 @@ type RecordFastPath struct {
 	es         graphql.ExecutableSchema
 	maxDepth   int
 	complexity int
-	plans      *lru.Cache[string, *recordPlan]
+	plans      *planCache[*recordPlan]
 }
 
 // NewRecordFastPath returns the fast path for es with the server's limits.
 func NewRecordFastPath(r *Resolver, es graphql.ExecutableSchema, maxDepth, complexityLimit int) *RecordFastPath {
-	plans, err := lru.New[string, *recordPlan](256)
-	if err != nil {
-		panic(err) // only for a non-positive size
-	}
-	return &RecordFastPath{resolver: r, es: es, maxDepth: maxDepth, complexity: complexityLimit, plans: plans}
+	p := &RecordFastPath{resolver: r, es: es, maxDepth: maxDepth, complexity: complexityLimit}
+	p.plans = newPlanCache(p.makePlan, func() *recordPlan { return &recordPlan{} })
+	return p
 }
 
 // recordPlan is what a query document means for the fast path, computed once
@@ -69,7 +62,7 @@ type recordPlan struct {
 // TryServe answers one GraphQL request if it is the fast path's to answer
 // and reports whether it did; when it returns false nothing was written.
 func (p *RecordFastPath) TryServe(ctx context.Context, w io.Writer, query, operationName string, variables json.RawMessage) bool {
-	plan := p.plan(query, operationName)
+	plan := p.plans.get(query, operationName)
 	if !plan.eligible {
 		return false
 	}
@@ -151,49 +144,10 @@ func strictDecode(raw []byte, v any) bool {
 	return !dec.More()
 }
 
-// plan returns the cached plan of a document.
-func (p *RecordFastPath) plan(query, operationName string) *recordPlan {
-	key := operationName + "\x00" + query
-	if plan, ok := p.plans.Get(key); ok {
-		return plan
-	}
-	plan := p.safePlan(query, operationName)
-	p.plans.Add(key, plan)
-	return plan
-}
-
-// safePlan is makePlan, turning a panic of the AST helpers on a document
-// they do not expect into "not eligible".
-func (p *RecordFastPath) safePlan(query, operationName string) (plan *recordPlan) {
-	defer func() {
-		if recover() != nil {
-			plan = &recordPlan{}
-		}
-	}()
-	return p.makePlan(query, operationName)
-}
-
 func (p *RecordFastPath) makePlan(query, operationName string) *recordPlan {
 	no := &recordPlan{}
-	doc, err := parser.ParseQuery(&ast.Source{Input: query})
-	if err != nil || len(validator.ValidateWithRules(p.es.Schema(), doc, rules.NewDefaultRules())) > 0 {
-		return no
-	}
-	if len(doc.Operations) != 1 {
-		return no
-	}
-	op := doc.Operations[0]
-	if operationName != "" && op.Name != operationName {
-		return no
-	}
-	if op.Operation != ast.Mutation || len(op.Directives) > 0 || len(op.VariableDefinitions) != 1 || len(op.SelectionSet) != 1 {
-		return no
-	}
-	if usesVariableDirectives(op.SelectionSet) {
-		return no // its shape depends on the variables
-	}
-	field, ok := op.SelectionSet[0].(*ast.Field)
-	if !ok || len(field.Directives) > 0 || len(field.Arguments) != 1 {
+	doc, op, field, ok := singleRootField(p.es, query, operationName, ast.Mutation, p.maxDepth, p.complexity)
+	if !ok || len(op.VariableDefinitions) != 1 || len(field.Arguments) != 1 {
 		return no
 	}
 	plan := &recordPlan{field: field}
@@ -210,10 +164,6 @@ func (p *RecordFastPath) makePlan(query, operationName string) *recordPlan {
 		return no
 	}
 	plan.variable = vdef.Variable
-	if SelectionDepth(op.SelectionSet) > p.maxDepth ||
-		complexity.Calculate(context.Background(), p.es, op, nil) > p.complexity {
-		return no
-	}
 
 	oc := &graphql.OperationContext{RawQuery: query, Doc: doc, Operation: op, Variables: map[string]any{}}
 	payloadType, eventsField := "RecordAuditEventPayload", "event"

@@ -4,13 +4,8 @@ import (
 	"context"
 	"sync"
 
-	"github.com/99designs/gqlgen/complexity"
 	"github.com/99designs/gqlgen/graphql"
-	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/vektah/gqlparser/v2/ast"
-	"github.com/vektah/gqlparser/v2/parser"
-	"github.com/vektah/gqlparser/v2/validator"
-	"github.com/vektah/gqlparser/v2/validator/rules"
 
 	"github.com/aetheriot/aether-audit/app"
 	"github.com/aetheriot/aether-audit/domain"
@@ -35,16 +30,14 @@ type SubscribeFastPath struct {
 	es         graphql.ExecutableSchema
 	maxDepth   int
 	complexity int
-	plans      *lru.Cache[string, *subscribePlan]
+	plans      *planCache[*subscribePlan]
 }
 
 // NewSubscribeFastPath returns the fast path for es with the server's limits.
 func NewSubscribeFastPath(r *Resolver, es graphql.ExecutableSchema, maxDepth, complexityLimit int) *SubscribeFastPath {
-	plans, err := lru.New[string, *subscribePlan](256)
-	if err != nil {
-		panic(err) // only for a non-positive size
-	}
-	return &SubscribeFastPath{resolver: r, es: es, maxDepth: maxDepth, complexity: complexityLimit, plans: plans}
+	p := &SubscribeFastPath{resolver: r, es: es, maxDepth: maxDepth, complexity: complexityLimit}
+	p.plans = newPlanCache(p.makePlan, func() *subscribePlan { return &subscribePlan{} })
+	return p
 }
 
 // subscribePlan is what one document means for the fast path.
@@ -72,7 +65,7 @@ func (p *SubscribeFastPath) Open(ctx context.Context, params *graphql.RawParams)
 	if len(params.Extensions) > 0 {
 		return nil, false
 	}
-	plan := p.plan(params.Query, params.OperationName)
+	plan := p.plans.get(params.Query, params.OperationName)
 	if !plan.eligible {
 		return nil, false
 	}
@@ -124,53 +117,10 @@ func (w *bytesWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (p *SubscribeFastPath) plan(query, operationName string) *subscribePlan {
-	key := operationName + "\x00" + query
-	if plan, ok := p.plans.Get(key); ok {
-		return plan
-	}
-	plan := p.safePlan(query, operationName)
-	p.plans.Add(key, plan)
-	return plan
-}
-
-// safePlan is makePlan, turning a panic of the AST helpers on a document
-// they do not expect into "not eligible".
-func (p *SubscribeFastPath) safePlan(query, operationName string) (plan *subscribePlan) {
-	defer func() {
-		if recover() != nil {
-			plan = &subscribePlan{}
-		}
-	}()
-	return p.makePlan(query, operationName)
-}
-
 func (p *SubscribeFastPath) makePlan(query, operationName string) *subscribePlan {
 	no := &subscribePlan{}
-	doc, err := parser.ParseQuery(&ast.Source{Input: query})
-	if err != nil || len(validator.ValidateWithRules(p.es.Schema(), doc, rules.NewDefaultRules())) > 0 || len(doc.Operations) != 1 {
-		return no
-	}
-	op := doc.Operations[0]
-	if operationName != "" && op.Name != operationName {
-		return no
-	}
-	if op.Operation != ast.Subscription || len(op.Directives) > 0 || len(op.SelectionSet) != 1 {
-		return no
-	}
-	for _, v := range op.VariableDefinitions {
-		if v.DefaultValue != nil || len(v.Directives) > 0 {
-			return no // the executor applies variable defaults
-		}
-	}
-	if usesVariableDirectives(op.SelectionSet) {
-		return no // its shape depends on the variables
-	}
-	field, ok := op.SelectionSet[0].(*ast.Field)
-	if !ok || field.Name != "auditEventRecorded" || len(field.Directives) > 0 {
-		return no
-	}
-	if SelectionDepth(op.SelectionSet) > p.maxDepth || complexity.Calculate(context.Background(), p.es, op, nil) > p.complexity {
+	doc, op, field, ok := singleRootField(p.es, query, operationName, ast.Subscription, p.maxDepth, p.complexity)
+	if !ok || field.Name != "auditEventRecorded" {
 		return no
 	}
 	plan := &subscribePlan{field: field}

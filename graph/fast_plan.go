@@ -1,0 +1,78 @@
+package graph
+
+import (
+	"context"
+
+	"github.com/99designs/gqlgen/complexity"
+	"github.com/99designs/gqlgen/graphql"
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/parser"
+	"github.com/vektah/gqlparser/v2/validator"
+	"github.com/vektah/gqlparser/v2/validator/rules"
+)
+
+// planCache remembers what a fast path makes of each document (and
+// operation name), so a document is parsed, validated and planned once.
+type planCache[P any] struct {
+	cache *lru.Cache[string, P]
+	make  func(query, operationName string) P
+	none  func() P // the plan of a document the fast path leaves alone
+}
+
+func newPlanCache[P any](make func(query, operationName string) P, none func() P) *planCache[P] {
+	cache, err := lru.New[string, P](256)
+	if err != nil {
+		panic(err) // only for a non-positive size
+	}
+	return &planCache[P]{cache: cache, make: make, none: none}
+}
+
+// get returns the plan of a document; a panic of the AST helpers on a
+// document they do not expect makes it "not eligible".
+func (c *planCache[P]) get(query, operationName string) (plan P) {
+	key := operationName + "\x00" + query
+	if plan, ok := c.cache.Get(key); ok {
+		return plan
+	}
+	defer func() {
+		if recover() != nil {
+			plan = c.none()
+		}
+		c.cache.Add(key, plan)
+	}()
+	return c.make(query, operationName)
+}
+
+// singleRootField parses and validates query and returns its one operation,
+// of kind, and that operation's one root field, when the document is of the
+// shape the fast paths serve: a single operation without directives or
+// variable defaults, one root field without directives, a selection whose
+// shape does not depend on variables, within the depth and complexity
+// limits. ok is false otherwise.
+func singleRootField(es graphql.ExecutableSchema, query, operationName string, kind ast.Operation, maxDepth, maxComplexity int) (doc *ast.QueryDocument, op *ast.OperationDefinition, field *ast.Field, ok bool) {
+	doc, err := parser.ParseQuery(&ast.Source{Input: query})
+	if err != nil || len(validator.ValidateWithRules(es.Schema(), doc, rules.NewDefaultRules())) > 0 || len(doc.Operations) != 1 {
+		return nil, nil, nil, false
+	}
+	op = doc.Operations[0]
+	if operationName != "" && op.Name != operationName {
+		return nil, nil, nil, false
+	}
+	if op.Operation != kind || len(op.Directives) > 0 || len(op.SelectionSet) != 1 || usesVariableDirectives(op.SelectionSet) {
+		return nil, nil, nil, false
+	}
+	for _, v := range op.VariableDefinitions {
+		if v.DefaultValue != nil || len(v.Directives) > 0 {
+			return nil, nil, nil, false // the executor applies variable defaults
+		}
+	}
+	field, isField := op.SelectionSet[0].(*ast.Field)
+	if !isField || len(field.Directives) > 0 {
+		return nil, nil, nil, false
+	}
+	if SelectionDepth(op.SelectionSet) > maxDepth || complexity.Calculate(context.Background(), es, op, nil) > maxComplexity {
+		return nil, nil, nil, false
+	}
+	return doc, op, field, true
+}
