@@ -54,41 +54,33 @@ func (r *Resolver) AuditEventsFastPath(ctx context.Context, next graphql.RootRes
 // auditEventsArgs reads the arguments of auditEvents as the generated code
 // would; ok is false for anything unexpected.
 func auditEventsArgs(field *ast.Field, vars map[string]any) (in app.SearchAuditEventsInput, ok bool) {
-	defer func() {
-		if recover() != nil { // ArgumentMap panics on values it cannot resolve
-			ok = false
+	ok = readArgs(field, vars, func(args map[string]any) bool {
+		if !projectAndFilter(args, &in.ProjectID, &in.Filter) {
+			return false
 		}
-	}()
-	args := field.ArgumentMap(vars)
-	if in.ProjectID, ok = args["projectId"].(string); !ok {
-		return in, false
-	}
-	if v, present := args["first"]; present && v != nil {
-		n, ok := toInt(v)
-		if !ok {
-			return in, false
+		if v, present := args["first"]; present && v != nil {
+			n, ok := toInt(v)
+			if !ok {
+				return false
+			}
+			in.First = &n
 		}
-		in.First = &n
-	}
-	if v, present := args["after"]; present && v != nil {
-		if in.After, ok = v.(string); !ok {
-			return in, false
+		if v, present := args["after"]; present && v != nil {
+			var ok bool
+			if in.After, ok = v.(string); !ok {
+				return false
+			}
 		}
-	}
-	switch args["order"] {
-	case nil, "OLDEST_FIRST":
-	case "NEWEST_FIRST":
-		in.Order = domain.NewestFirst
-	default:
-		return in, false
-	}
-	if v, present := args["filter"]; present && v != nil {
-		f, isMap := v.(map[string]any)
-		if !isMap || !filterArgs(f, &in.Filter) {
-			return in, false
+		switch args["order"] {
+		case nil, "OLDEST_FIRST":
+		case "NEWEST_FIRST":
+			in.Order = domain.NewestFirst
+		default:
+			return false
 		}
-	}
-	return in, true
+		return true
+	})
+	return in, ok
 }
 
 func filterArgs(f map[string]any, out *app.AuditEventFilterInput) bool {

@@ -10,6 +10,8 @@ import (
 	"github.com/vektah/gqlparser/v2/parser"
 	"github.com/vektah/gqlparser/v2/validator"
 	"github.com/vektah/gqlparser/v2/validator/rules"
+
+	"github.com/aetheriot/aether-audit/app"
 )
 
 // planCache remembers what a fast path makes of each document (and
@@ -42,6 +44,45 @@ func (c *planCache[P]) get(query, operationName string) (plan P) {
 		c.cache.Add(key, plan)
 	}()
 	return c.make(query, operationName)
+}
+
+// documents is what the record and subscribe fast paths share: the schema
+// and the server's limits their documents must stay within.
+type documents struct {
+	es            graphql.ExecutableSchema
+	maxDepth      int
+	maxComplexity int
+}
+
+// singleRootField is the package function for d's schema and limits.
+func (d documents) singleRootField(query, operationName string, kind ast.Operation) (*ast.QueryDocument, *ast.OperationDefinition, *ast.Field, bool) {
+	return singleRootField(d.es, query, operationName, kind, d.maxDepth, d.maxComplexity)
+}
+
+// readArgs resolves field's arguments against vars and hands them to read;
+// ok is false when read refuses them or they cannot be resolved (ArgumentMap
+// panics on values it does not expect).
+func readArgs(field *ast.Field, vars map[string]any, read func(args map[string]any) bool) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	return read(field.ArgumentMap(vars))
+}
+
+// projectAndFilter reads the projectId and filter arguments shared by
+// auditEvents and auditEventRecorded.
+func projectAndFilter(args map[string]any, project *string, filter *app.AuditEventFilterInput) bool {
+	var ok bool
+	if *project, ok = args["projectId"].(string); !ok {
+		return false
+	}
+	if v, present := args["filter"]; present && v != nil {
+		f, isMap := v.(map[string]any)
+		return isMap && filterArgs(f, filter)
+	}
+	return true
 }
 
 // singleRootField parses and validates query and returns its one operation,

@@ -34,16 +34,14 @@ import (
 // runs twice. Operation middlewares of the generic server do not see the
 // requests it serves.
 type RecordFastPath struct {
-	resolver   *Resolver
-	es         graphql.ExecutableSchema
-	maxDepth   int
-	complexity int
-	plans      *planCache[*recordPlan]
+	documents
+	resolver *Resolver
+	plans    *planCache[*recordPlan]
 }
 
 // NewRecordFastPath returns the fast path for es with the server's limits.
 func NewRecordFastPath(r *Resolver, es graphql.ExecutableSchema, maxDepth, complexityLimit int) *RecordFastPath {
-	p := &RecordFastPath{resolver: r, es: es, maxDepth: maxDepth, complexity: complexityLimit}
+	p := &RecordFastPath{documents: documents{es, maxDepth, complexityLimit}, resolver: r}
 	p.plans = newPlanCache(p.makePlan, func() *recordPlan { return &recordPlan{} })
 	return p
 }
@@ -146,7 +144,7 @@ func strictDecode(raw []byte, v any) bool {
 
 func (p *RecordFastPath) makePlan(query, operationName string) *recordPlan {
 	no := &recordPlan{}
-	doc, op, field, ok := singleRootField(p.es, query, operationName, ast.Mutation, p.maxDepth, p.complexity)
+	doc, op, field, ok := p.singleRootField(query, operationName, ast.Mutation)
 	if !ok || len(op.VariableDefinitions) != 1 || len(field.Arguments) != 1 {
 		return no
 	}

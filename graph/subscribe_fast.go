@@ -26,16 +26,14 @@ import (
 // subscription (opening has no side effects), is left to the executor,
 // which reports it.
 type SubscribeFastPath struct {
-	resolver   *Resolver
-	es         graphql.ExecutableSchema
-	maxDepth   int
-	complexity int
-	plans      *planCache[*subscribePlan]
+	documents
+	resolver *Resolver
+	plans    *planCache[*subscribePlan]
 }
 
 // NewSubscribeFastPath returns the fast path for es with the server's limits.
 func NewSubscribeFastPath(r *Resolver, es graphql.ExecutableSchema, maxDepth, complexityLimit int) *SubscribeFastPath {
-	p := &SubscribeFastPath{resolver: r, es: es, maxDepth: maxDepth, complexity: complexityLimit}
+	p := &SubscribeFastPath{documents: documents{es, maxDepth, complexityLimit}, resolver: r}
 	p.plans = newPlanCache(p.makePlan, func() *subscribePlan { return &subscribePlan{} })
 	return p
 }
@@ -119,7 +117,7 @@ func (w *bytesWriter) Write(p []byte) (int, error) {
 
 func (p *SubscribeFastPath) makePlan(query, operationName string) *subscribePlan {
 	no := &subscribePlan{}
-	doc, op, field, ok := singleRootField(p.es, query, operationName, ast.Subscription, p.maxDepth, p.complexity)
+	doc, op, field, ok := p.singleRootField(query, operationName, ast.Subscription)
 	if !ok || field.Name != "auditEventRecorded" {
 		return no
 	}
@@ -138,27 +136,18 @@ func (p *SubscribeFastPath) makePlan(query, operationName string) *subscribePlan
 // subscribeArgs reads the subscription's arguments as the generated code
 // would; ok is false for anything unexpected.
 func subscribeArgs(field *ast.Field, vars map[string]any) (in app.SubscribeAuditEventsInput, ok bool) {
-	defer func() {
-		if recover() != nil { // ArgumentMap panics on values it cannot resolve
-			ok = false
+	ok = readArgs(field, vars, func(args map[string]any) bool {
+		if !projectAndFilter(args, &in.ProjectID, &in.Filter) {
+			return false
 		}
-	}()
-	args := field.ArgumentMap(vars)
-	if in.ProjectID, ok = args["projectId"].(string); !ok {
-		return in, false
-	}
-	if v, present := args["afterSequence"]; present && v != nil {
-		n, err := scalar.UnmarshalUint64(v)
-		if err != nil {
-			return in, false
+		if v, present := args["afterSequence"]; present && v != nil {
+			n, err := scalar.UnmarshalUint64(v)
+			if err != nil {
+				return false
+			}
+			in.AfterSequence = &n
 		}
-		in.AfterSequence = &n
-	}
-	if v, present := args["filter"]; present && v != nil {
-		f, isMap := v.(map[string]any)
-		if !isMap || !filterArgs(f, &in.Filter) {
-			return in, false
-		}
-	}
-	return in, true
+		return true
+	})
+	return in, ok
 }

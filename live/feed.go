@@ -118,17 +118,16 @@ func (f *feed) fetch() error {
 			}
 			f.head = events[len(events)-1].Sequence
 			after = f.head
-			for s := range f.subs {
-				s.notify()
-			}
 			f.mu.Unlock()
 		}
 		if len(events) < f.hub.cfg.FetchBatch {
-			f.mu.Lock()
+			// One signal per subscriber per fetch, however many pages it
+			// read; it also tells new subscribers the head is known.
+			f.mu.RLock()
 			for s := range f.subs {
-				s.notify() // also tells new subscribers the head is known
+				s.notify()
 			}
-			f.mu.Unlock()
+			f.mu.RUnlock()
 			return nil
 		}
 	}

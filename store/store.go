@@ -51,22 +51,21 @@ type querier interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
-// TxFromContext returns the transaction InTx put in ctx, if any. Package jobs
-// uses it to insert River jobs in the same transaction (InsertTx).
-func TxFromContext(ctx context.Context) (pgx.Tx, bool) {
+// txFromContext returns the transaction InTx put in ctx, if any.
+func txFromContext(ctx context.Context) (pgx.Tx, bool) {
 	tx, ok := ctx.Value(txKey{}).(pgx.Tx)
 	return tx, ok
 }
 
 func (s *Store) q(ctx context.Context) querier {
-	if tx, ok := TxFromContext(ctx); ok {
+	if tx, ok := txFromContext(ctx); ok {
 		return tx
 	}
 	return s.pool
 }
 
 func (s *Store) tx(ctx context.Context) (pgx.Tx, error) {
-	if tx, ok := TxFromContext(ctx); ok {
+	if tx, ok := txFromContext(ctx); ok {
 		return tx, nil
 	}
 	return nil, ErrNoTx
@@ -76,7 +75,7 @@ func (s *Store) tx(ctx context.Context) (pgx.Tx, error) {
 // receives. It commits when fn returns nil and rolls back otherwise. Nested
 // calls join the outer transaction.
 func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context) error) error {
-	if _, ok := TxFromContext(ctx); ok {
+	if _, ok := txFromContext(ctx); ok {
 		return fn(ctx)
 	}
 	tx, err := s.pool.Begin(ctx)

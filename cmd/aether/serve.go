@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -136,13 +137,18 @@ func (c *serveCmd) Run() error {
 }
 
 // readiness reports ready when the database answers and every migration of
-// ours is applied.
+// ours is applied. Migrations never go back, so once current they are not
+// checked again: a probe costs one ping.
 func readiness(db *database) func(ctx context.Context) error {
+	var migrated atomic.Bool
 	return func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
 		if err := db.Pool.Ping(ctx); err != nil {
 			return fmt.Errorf("database unreachable: %w", err)
+		}
+		if migrated.Load() {
+			return nil
 		}
 		current, err := store.MigrationsCurrent(ctx, db.Pool)
 		if err != nil {
@@ -151,6 +157,7 @@ func readiness(db *database) func(ctx context.Context) error {
 		if !current {
 			return errors.New("migrations pending")
 		}
+		migrated.Store(true)
 		return nil
 	}
 }

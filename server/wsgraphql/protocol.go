@@ -84,29 +84,9 @@ func (c *conn) handleTransportWS(data []byte, start time.Time) {
 			c.closeWith(CloseBadRequest, "Invalid message received: pong payload must be an object")
 		}
 	case tSubscribe:
-		id, ok := requireID(m.ID)
-		if !ok {
-			c.closeWith(CloseBadRequest, "Invalid message received: subscribe requires a non-empty id")
-			return
-		}
-		params, ok := decodeSubscribe(m.Payload, true)
-		if !ok {
-			c.closeWith(CloseBadRequest, "Invalid message received: subscribe payload must be an object with a string query")
-			return
-		}
-		if !c.acked.Load() {
-			c.closeWith(CloseUnauthorized, reasonUnauthorized)
-			return
-		}
-		params.ReadTime = graphql.TraceTiming{Start: start, End: graphql.Now()}
-		c.handleSubscribe(id, params)
+		c.startFrom(&m, "subscribe", "an object with a string query", true, start)
 	case tComplete:
-		id, ok := requireID(m.ID)
-		if !ok {
-			c.closeWith(CloseBadRequest, "Invalid message received: complete requires a non-empty id")
-			return
-		}
-		c.stopOperation(id)
+		c.stopFrom(&m, "complete")
 	default:
 		c.closeWith(CloseBadRequest, fmt.Sprintf("Invalid message received: unexpected type %q", typ))
 	}
@@ -134,29 +114,9 @@ func (c *conn) handleLegacy(data []byte, start time.Time) {
 		}
 		c.handleInit(payload)
 	case tLegacyStart:
-		id, ok := requireID(m.ID)
-		if !ok {
-			c.closeWith(CloseBadRequest, "Invalid message received: start requires a non-empty id")
-			return
-		}
-		params, ok := decodeSubscribe(m.Payload, false)
-		if !ok {
-			c.closeWith(CloseBadRequest, "Invalid message received: start payload must be an object")
-			return
-		}
-		if !c.acked.Load() {
-			c.closeWith(CloseUnauthorized, reasonUnauthorized)
-			return
-		}
-		params.ReadTime = graphql.TraceTiming{Start: start, End: graphql.Now()}
-		c.handleSubscribe(id, params)
+		c.startFrom(&m, "start", "an object", false, start)
 	case tLegacyStop:
-		id, ok := requireID(m.ID)
-		if !ok {
-			c.closeWith(CloseBadRequest, "Invalid message received: stop requires a non-empty id")
-			return
-		}
-		c.stopOperation(id)
+		c.stopFrom(&m, "stop")
 	case tLegacyTerminate:
 		c.closeWith(CloseNormalClosure, reasonNormal)
 	default:
@@ -349,4 +309,38 @@ func decodeSubscribe(raw json.RawMessage, strict bool) (*graphql.RawParams, bool
 		params.OperationName = *p.OperationName
 	}
 	return params, true
+}
+
+// startFrom handles a message starting an operation (subscribe, or start in
+// the legacy protocol) in either protocol: a non-empty id, a valid payload
+// (what describes it; strict requires a string query), an acknowledged
+// connection; then the operation runs.
+func (c *conn) startFrom(m *envelope, verb, payloadShape string, strict bool, start time.Time) {
+	id, ok := requireID(m.ID)
+	if !ok {
+		c.closeWith(CloseBadRequest, "Invalid message received: "+verb+" requires a non-empty id")
+		return
+	}
+	params, ok := decodeSubscribe(m.Payload, strict)
+	if !ok {
+		c.closeWith(CloseBadRequest, "Invalid message received: "+verb+" payload must be "+payloadShape)
+		return
+	}
+	if !c.acked.Load() {
+		c.closeWith(CloseUnauthorized, reasonUnauthorized)
+		return
+	}
+	params.ReadTime = graphql.TraceTiming{Start: start, End: graphql.Now()}
+	c.handleSubscribe(id, params)
+}
+
+// stopFrom handles a message stopping an operation (complete, or stop in
+// the legacy protocol).
+func (c *conn) stopFrom(m *envelope, verb string) {
+	id, ok := requireID(m.ID)
+	if !ok {
+		c.closeWith(CloseBadRequest, "Invalid message received: "+verb+" requires a non-empty id")
+		return
+	}
+	c.stopOperation(id)
 }
