@@ -164,3 +164,21 @@ func TestCursorRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+func TestSearchAuditEventsDefaultAndMaxPageSize(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	for range 2 {
+		recordN(t, b, "p1", app.MaxRecordBatch/2+10)
+	}
+	page, err := b.app.SearchAuditEvents(ctx, b.reader, app.SearchAuditEventsInput{ProjectID: "p1"})
+	require.NoError(t, err)
+	require.Len(t, page.Edges, app.DefaultPageSize)
+	require.Equal(t, 50, app.DefaultPageSize)
+	require.True(t, page.HasNextPage)
+
+	page, err = b.app.SearchAuditEvents(ctx, b.reader, app.SearchAuditEventsInput{ProjectID: "p1", First: ptr(app.MaxPageSize)})
+	require.NoError(t, err)
+	require.Len(t, page.Edges, 500)
+	require.True(t, page.HasNextPage)
+}
