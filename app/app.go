@@ -24,7 +24,9 @@ type Store interface {
 	// a fresh attempt resolves.
 	IsRetryable(err error) bool
 
-	LockAuditHead(ctx context.Context, tenantID, projectID string) (domain.ChainHead, error)
+	// LockAuditHead locks the project's chain head for the transaction and
+	// reports whether the project has an active webhook subscription.
+	LockAuditHead(ctx context.Context, tenantID, projectID string) (head domain.ChainHead, webhooks bool, err error)
 	AuditHead(ctx context.Context, tenantID, projectID string) (domain.ChainHead, error)
 	AppendAuditEvents(ctx context.Context, tenantID, projectID string, events []domain.AuditEvent, head domain.ChainHead) error
 	FindAuditEventsByID(ctx context.Context, tenantID string, ids []uuid.UUID) (map[uuid.UUID]domain.AuditEvent, error)
@@ -35,6 +37,11 @@ type Store interface {
 
 	ClaimIdempotencyKey(ctx context.Context, tenantID, operation, key string, fingerprint domain.Hash, ttl time.Duration) (prior domain.Hash, result []byte, found bool, err error)
 	CompleteIdempotencyKey(ctx context.Context, tenantID, operation, key string, result []byte) error
+
+	// EnqueueJobs inserts outbox work in the transaction.
+	EnqueueJobs(ctx context.Context, jobs ...domain.OutboxJob) error
+
+	WebhookStore
 }
 
 // App runs the use cases.
@@ -48,6 +55,8 @@ type App struct {
 	coalescer appendCoalescer
 	// live streams committed events; nil disables subscriptions.
 	live LiveFeed
+	// webhooks configures the webhook registry and delivery.
+	webhooks webhookRuntime
 }
 
 // Config configures an App. Zero fields take defaults.
@@ -60,6 +69,8 @@ type Config struct {
 	IdempotencyTTL time.Duration
 	// Live is the live feed behind subscriptions; nil disables them.
 	Live LiveFeed
+	// Webhooks configures webhook destinations and deliveries.
+	Webhooks WebhookConfig
 }
 
 // New returns an App over store.
@@ -74,5 +85,6 @@ func New(store Store, cfg Config) *App {
 	if a.idempotencyTTL <= 0 {
 		a.idempotencyTTL = 24 * time.Hour
 	}
+	a.webhooks = newWebhookRuntime(cfg.Webhooks)
 	return a
 }

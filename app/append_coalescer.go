@@ -96,7 +96,7 @@ func (a *App) drainAppends(key projectKey, q *projectQueue) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), coalesceTimeout)
 		err := a.retryTx(ctx, func(ctx context.Context) error {
-			head, err := a.store.LockAuditHead(ctx, key.tenantID, key.projectID)
+			head, webhooks, err := a.store.LockAuditHead(ctx, key.tenantID, key.projectID)
 			if err != nil {
 				return err
 			}
@@ -107,7 +107,7 @@ func (a *App) drainAppends(key projectKey, q *projectQueue) {
 			for _, r := range reqs {
 				r.reset()
 			}
-			return a.sealAndInsert(ctx, key.tenantID, key.projectID, head, newSealBatch(existing), reqs, a.now())
+			return a.sealAndInsert(ctx, key.tenantID, key.projectID, lockedHead{head, webhooks}, newSealBatch(existing), reqs, a.now())
 		})
 		cancel()
 		for _, call := range calls {

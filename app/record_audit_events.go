@@ -199,13 +199,13 @@ func (a *App) appendInTx(ctx context.Context, tenantID string, req *appendReques
 		projects = append(projects, p)
 	}
 	slices.Sort(projects)
-	heads := make(map[string]domain.ChainHead, len(projects))
+	heads := make(map[string]lockedHead, len(projects))
 	for _, p := range projects {
-		head, err := a.store.LockAuditHead(ctx, tenantID, p)
+		head, webhooks, err := a.store.LockAuditHead(ctx, tenantID, p)
 		if err != nil {
 			return nil, err
 		}
-		heads[p] = head
+		heads[p] = lockedHead{head, webhooks}
 	}
 	existing, err := a.findExisting(ctx, tenantID, []*appendRequest{req})
 	if err != nil {
@@ -266,14 +266,30 @@ func (a *App) findExisting(ctx context.Context, tenantID string, reqs []*appendR
 	return a.store.FindAuditEventsByID(ctx, tenantID, ids)
 }
 
+// lockedHead is a project's chain head, locked in the transaction, and
+// whether the project has active webhook subscriptions.
+type lockedHead struct {
+	head     domain.ChainHead
+	webhooks bool
+}
+
 // sealAndInsert seals reqs (all of one project, whose head is locked) into
 // events after head, then inserts them and moves the head; see sealBatch.
-func (a *App) sealAndInsert(ctx context.Context, tenantID, projectID string, head domain.ChainHead, batch *sealBatch, reqs []*appendRequest, recordedAt time.Time) error {
-	events, newHead := batch.seal(tenantID, head, reqs, recordedAt)
+// When the project has active webhook subscriptions, the same transaction
+// enqueues the fan-out of the new events: the outbox fact of their
+// deliveries.
+func (a *App) sealAndInsert(ctx context.Context, tenantID, projectID string, head lockedHead, batch *sealBatch, reqs []*appendRequest, recordedAt time.Time) error {
+	events, newHead := batch.seal(tenantID, head.head, reqs, recordedAt)
 	if len(events) == 0 {
 		return nil
 	}
-	return a.store.AppendAuditEvents(ctx, tenantID, projectID, events, newHead)
+	if err := a.store.AppendAuditEvents(ctx, tenantID, projectID, events, newHead); err != nil {
+		return err
+	}
+	if !head.webhooks {
+		return nil
+	}
+	return a.store.EnqueueJobs(ctx, webhookFanoutJob(tenantID, projectID, events[0].Sequence, newHead.Sequence))
 }
 
 // replayBatch returns the events a completed idempotent call recorded.

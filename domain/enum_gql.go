@@ -62,3 +62,49 @@ func (h *Hash) UnmarshalGQL(v any) error {
 	copy(h[:], b)
 	return nil
 }
+
+// MarshalGQL writes the enum value.
+func (s WebhookSubscriptionState) MarshalGQL(w io.Writer) {
+	_, _ = io.WriteString(w, strconv.Quote(string(s)))
+}
+
+// UnmarshalGQL reads and validates an enum value.
+func (s *WebhookSubscriptionState) UnmarshalGQL(v any) error {
+	str, _ := v.(string)
+	if str != string(WebhookSubscriptionActive) && str != string(WebhookSubscriptionDisabled) {
+		return fmt.Errorf("%q is not a valid WebhookSubscriptionState", str)
+	}
+	*s = WebhookSubscriptionState(str)
+	return nil
+}
+
+// MarshalGQL writes the enum value.
+func (s WebhookDeliveryState) MarshalGQL(w io.Writer) {
+	_, _ = io.WriteString(w, strconv.Quote(string(s)))
+}
+
+// UnmarshalGQL reads and validates an enum value.
+func (s *WebhookDeliveryState) UnmarshalGQL(v any) error {
+	str, _ := v.(string)
+	if !WebhookDeliveryState(str).Valid() {
+		return fmt.Errorf("%q is not a valid WebhookDeliveryState", str)
+	}
+	*s = WebhookDeliveryState(str)
+	return nil
+}
+
+// MarshalGQL writes the enum value.
+func (o WebhookAttemptOutcome) MarshalGQL(w io.Writer) {
+	_, _ = io.WriteString(w, strconv.Quote(string(o)))
+}
+
+// UnmarshalGQL reads and validates an enum value.
+func (o *WebhookAttemptOutcome) UnmarshalGQL(v any) error {
+	str, _ := v.(string)
+	switch WebhookAttemptOutcome(str) {
+	case WebhookAttemptDelivering, WebhookAttemptSucceeded, WebhookAttemptFailed, WebhookAttemptUnknown:
+		*o = WebhookAttemptOutcome(str)
+		return nil
+	}
+	return fmt.Errorf("%q is not a valid WebhookAttemptOutcome", str)
+}

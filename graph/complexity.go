@@ -18,5 +18,21 @@ func Complexity() generated.ComplexityRoot {
 		}
 		return 1 + n*child
 	}
+	c.Query.WebhookSubscriptions = func(child int, _ string, first *int, _ *string) int {
+		return 1 + webhookPageSize(first)*child
+	}
+	c.Query.WebhookDeliveries = func(child int, _ string, _ *model.WebhookDeliveryFilter, first *int, _ *string) int {
+		return 1 + webhookPageSize(first)*child
+	}
+	// A delivery's attempts are bounded by the retry schedule (at most 21
+	// per budget); count a typical handful.
+	c.WebhookDelivery.Attempts = func(child int) int { return 1 + 5*child }
 	return c
+}
+
+func webhookPageSize(first *int) int {
+	if first != nil && *first > 0 && *first <= app.MaxWebhookPageSize {
+		return *first
+	}
+	return app.DefaultPageSize
 }

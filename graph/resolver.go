@@ -42,3 +42,15 @@ func (r *Resolver) fail(ctx context.Context, err error) error {
 	}
 	return appErr
 }
+
+// nullIfNotFound answers a lookup by id: the value, null for NOT_FOUND (a
+// missing record and another tenant's look the same), or the error.
+func nullIfNotFound[T any](r *Resolver, ctx context.Context, v *T, err error) (*T, error) {
+	if err == nil {
+		return v, nil
+	}
+	if app.ErrorOf(err).Code == app.CodeNotFound {
+		return nil, nil
+	}
+	return nil, r.fail(ctx, err)
+}

@@ -5,6 +5,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -13,6 +14,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/aetheriot/aether-audit/app"
 )
 
 // Store is what the workers need of persistence; *store.Store implements it.
@@ -23,8 +26,19 @@ type Store interface {
 // ClientConfig configures NewClient.
 type ClientConfig struct {
 	Logger *slog.Logger
+	// App runs the use cases behind the webhook workers.
+	App *app.App
 	// MaxWorkers bounds concurrent jobs of the default queue; default 10.
 	MaxWorkers int
+	// WebhookWorkers bounds concurrent webhook requests of this process;
+	// default 100.
+	WebhookWorkers int
+	// WebhookSendTimeout is the sender's total timeout per request, from
+	// which the delivery job's timeout follows; default 15 s.
+	WebhookSendTimeout time.Duration
+	// FetchCooldown is the least time between two fetches of a queue;
+	// default 20 ms, for low delivery lag.
+	FetchCooldown time.Duration
 	// PruneInterval is how often expired idempotency keys are pruned;
 	// default one hour.
 	PruneInterval time.Duration
@@ -40,14 +54,35 @@ func NewClient(pool *pgxpool.Pool, store Store, cfg ClientConfig) (*river.Client
 	if cfg.PruneInterval <= 0 {
 		cfg.PruneInterval = time.Hour
 	}
+	if cfg.WebhookWorkers <= 0 {
+		cfg.WebhookWorkers = 100
+	}
+	if cfg.WebhookSendTimeout <= 0 {
+		cfg.WebhookSendTimeout = 15 * time.Second
+	}
+	if cfg.FetchCooldown <= 0 {
+		cfg.FetchCooldown = 20 * time.Millisecond
+	}
 	workers := river.NewWorkers()
-	if err := river.AddWorkerSafely(workers, &PruneIdempotencyKeysWorker{Store: store}); err != nil {
+	err := errors.Join(
+		river.AddWorkerSafely(workers, &PruneIdempotencyKeysWorker{Store: store}),
+		river.AddWorkerSafely(workers, &WebhookFanoutWorker{App: cfg.App}),
+		river.AddWorkerSafely(workers, &WebhookDeliveryWorker{App: cfg.App, SendTimeout: cfg.WebhookSendTimeout}),
+	)
+	if err != nil {
 		return nil, fmt.Errorf("registering workers: %w", err)
 	}
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
-		Logger:  cfg.Logger,
-		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.MaxWorkers}},
-		Workers: workers,
+		Logger:        cfg.Logger,
+		FetchCooldown: cfg.FetchCooldown,
+		Queues: map[string]river.QueueConfig{
+			river.QueueDefault: {MaxWorkers: cfg.MaxWorkers},
+			app.QueueWebhooks:  {MaxWorkers: cfg.WebhookWorkers},
+		},
+		// A job of a process that died is run again after this; workers
+		// with a longer timeout (none yet) are left alone until it passes.
+		RescueStuckJobsAfter: 2 * time.Minute,
+		Workers:              workers,
 		PeriodicJobs: []*river.PeriodicJob{
 			river.NewPeriodicJob(river.PeriodicInterval(cfg.PruneInterval),
 				func() (river.JobArgs, *river.InsertOpts) { return PruneIdempotencyKeysArgs{}, nil },

@@ -35,31 +35,38 @@ const copyThreshold = 16
 // transaction (creating it for a new project) and returns it. Every append
 // to the project goes through this lock, which is what makes sequences dense
 // and ordered by commit.
-func (s *Store) LockAuditHead(ctx context.Context, tenantID, projectID string) (domain.ChainHead, error) {
+//
+// webhooks reports whether the project has an active webhook subscription,
+// read under the same lock: creating or disabling a subscription appends its
+// own audit event and so takes this lock too, which orders it exactly
+// against every other append of the project.
+func (s *Store) LockAuditHead(ctx context.Context, tenantID, projectID string) (head domain.ChainHead, webhooks bool, err error) {
 	tx, err := s.tx(ctx)
 	if err != nil {
-		return domain.ChainHead{}, err
+		return domain.ChainHead{}, false, err
 	}
 	for attempt := 0; ; attempt++ {
 		var (
 			seq  int64
 			hash []byte
 		)
-		err = tx.QueryRow(ctx, `SELECT last_sequence, last_hash FROM audit_project_heads
-			WHERE tenant_id = $1 AND project_id = $2 FOR UPDATE`, tenantID, projectID).Scan(&seq, &hash)
+		err = tx.QueryRow(ctx, `SELECT h.last_sequence, h.last_hash, EXISTS (SELECT 1 FROM webhook_subscriptions w
+				WHERE w.tenant_id = h.tenant_id AND w.project_id = h.project_id AND w.state = 'ACTIVE')
+			FROM audit_project_heads h
+			WHERE h.tenant_id = $1 AND h.project_id = $2 FOR UPDATE OF h`, tenantID, projectID).Scan(&seq, &hash, &webhooks)
 		if err == nil {
 			head := domain.ChainHead{Sequence: uint64(seq)}
 			copy(head.Hash[:], hash)
-			return head, nil
+			return head, webhooks, nil
 		}
 		if !errors.Is(err, pgx.ErrNoRows) || attempt > 0 {
-			return domain.ChainHead{}, fmt.Errorf("locking audit head: %w", err)
+			return domain.ChainHead{}, false, fmt.Errorf("locking audit head: %w", err)
 		}
 		// A new project: create its head (a concurrent creator wins the
 		// race harmlessly) and lock it.
 		if _, err := tx.Exec(ctx, `INSERT INTO audit_project_heads (tenant_id, project_id) VALUES ($1, $2)
 			ON CONFLICT (tenant_id, project_id) DO NOTHING`, tenantID, projectID); err != nil {
-			return domain.ChainHead{}, fmt.Errorf("creating audit head: %w", err)
+			return domain.ChainHead{}, false, fmt.Errorf("creating audit head: %w", err)
 		}
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/aetheriot/aether-audit/domain"
 )
@@ -30,11 +32,18 @@ var ErrNoTx = errors.New("store: method requires a transaction (call it inside I
 // Store is the PostgreSQL-backed store.
 type Store struct {
 	pool *pgxpool.Pool
+	// jobs is an insert-only River client: the outbox of commands.
+	jobs *river.Client[pgx.Tx]
 }
 
 // New returns a Store over pool.
 func New(pool *pgxpool.Pool) *Store {
-	return &Store{pool: pool}
+	jobs, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
+	if err != nil {
+		// An insert-only client with an empty config cannot fail to build.
+		panic(fmt.Sprintf("store: creating River insert client: %v", err))
+	}
+	return &Store{pool: pool, jobs: jobs}
 }
 
 // Pool returns the underlying pool, for River and health checks.

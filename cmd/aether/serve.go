@@ -39,6 +39,7 @@ type serveCmd struct {
 	WSReadLimit            int64         `name:"ws-read-limit" env:"AETHER_WS_READ_LIMIT" default:"65536" help:"Largest GraphQL WebSocket message accepted, in bytes (larger closes with 1009)."`
 	SSEHeartbeat           time.Duration `name:"sse-heartbeat" env:"AETHER_SSE_HEARTBEAT" default:"15s" help:"Interval of heartbeat comments on live SSE streams."`
 	ShutdownTimeout        time.Duration `name:"shutdown-timeout" env:"AETHER_SHUTDOWN_TIMEOUT" default:"20s" help:"How long in-flight requests may take to finish on shutdown."`
+	webhookFlags
 }
 
 // Run implements the serve command.
@@ -67,8 +68,19 @@ func (c *serveCmd) Run() error {
 	}
 	defer db.close(ctx)
 
+	webhooks, err := c.webhookFlags.config(c.dataDirFlags, logger)
+	if err != nil {
+		return err
+	}
 	st := store.New(db.Pool)
-	river, err := jobs.NewClient(db.Pool, st, jobs.ClientConfig{Logger: logger})
+	hub := live.New(db.Pool, st, live.Config{Logger: logger})
+	application := app.New(st, app.Config{Logger: logger, Live: hub, Webhooks: webhooks})
+	river, err := jobs.NewClient(db.Pool, st, jobs.ClientConfig{
+		Logger:             logger,
+		App:                application,
+		WebhookWorkers:     c.WebhookWorkers,
+		WebhookSendTimeout: c.WebhookTimeout,
+	})
 	if err != nil {
 		return err
 	}
@@ -76,14 +88,13 @@ func (c *serveCmd) Run() error {
 		return fmt.Errorf("starting river: %w", err)
 	}
 
-	hub := live.New(db.Pool, st, live.Config{Logger: logger})
 	hubCtx, stopHub := context.WithCancel(context.WithoutCancel(ctx))
 	hubDone := make(chan struct{})
 	go func() { defer close(hubDone); hub.Run(hubCtx) }()
 	defer func() { stopHub(); <-hubDone }()
 
 	handler := server.New(server.Config{
-		App:                      app.New(st, app.Config{Logger: logger, Live: hub}),
+		App:                      application,
 		Verifier:                 verifier,
 		Logger:                   logger,
 		Ready:                    readiness(db),

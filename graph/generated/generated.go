@@ -36,6 +36,7 @@ type ResolverRoot interface {
 	Mutation() MutationResolver
 	Query() QueryResolver
 	Subscription() SubscriptionResolver
+	WebhookDeliveryAttempt() WebhookDeliveryAttemptResolver
 }
 
 type DirectiveRoot struct {
@@ -102,6 +103,11 @@ type ComplexityRoot struct {
 		Type        func(childComplexity int) int
 	}
 
+	CreateWebhookDestinationPayload struct {
+		Destination   func(childComplexity int) int
+		SigningSecret func(childComplexity int) int
+	}
+
 	EvidenceDigest struct {
 		Algorithm func(childComplexity int) int
 		Label     func(childComplexity int) int
@@ -109,8 +115,13 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
-		RecordAuditEvent  func(childComplexity int, input model.RecordAuditEventInput) int
-		RecordAuditEvents func(childComplexity int, input model.RecordAuditEventsInput) int
+		CreateWebhookDestination       func(childComplexity int, input model.CreateWebhookDestinationInput) int
+		CreateWebhookSubscription      func(childComplexity int, input model.CreateWebhookSubscriptionInput) int
+		DisableWebhookSubscription     func(childComplexity int, input model.DisableWebhookSubscriptionInput) int
+		RecordAuditEvent               func(childComplexity int, input model.RecordAuditEventInput) int
+		RecordAuditEvents              func(childComplexity int, input model.RecordAuditEventsInput) int
+		RedriveWebhookDelivery         func(childComplexity int, input model.RedriveWebhookDeliveryInput) int
+		RotateWebhookDestinationSecret func(childComplexity int, input model.RotateWebhookDestinationSecretInput) int
 	}
 
 	PageInfo struct {
@@ -119,9 +130,15 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
-		AuditEvent       func(childComplexity int, projectID string, id string) int
-		AuditEvents      func(childComplexity int, projectID string, filter *model.AuditEventFilter, first *int, after *string, order *model.AuditOrder) int
-		VerifyAuditChain func(childComplexity int, projectID string, fromSequence *uint64, toSequence *uint64) int
+		AuditEvent           func(childComplexity int, projectID string, id string) int
+		AuditEvents          func(childComplexity int, projectID string, filter *model.AuditEventFilter, first *int, after *string, order *model.AuditOrder) int
+		VerifyAuditChain     func(childComplexity int, projectID string, fromSequence *uint64, toSequence *uint64) int
+		WebhookDeliveries    func(childComplexity int, projectID string, filter *model.WebhookDeliveryFilter, first *int, after *string) int
+		WebhookDelivery      func(childComplexity int, id string) int
+		WebhookDestination   func(childComplexity int, id string) int
+		WebhookDestinations  func(childComplexity int, projectID string) int
+		WebhookSubscription  func(childComplexity int, id string) int
+		WebhookSubscriptions func(childComplexity int, projectID string, first *int, after *string) int
 	}
 
 	RecordAuditEventPayload struct {
@@ -132,8 +149,97 @@ type ComplexityRoot struct {
 		Events func(childComplexity int) int
 	}
 
+	RotateWebhookDestinationSecretPayload struct {
+		Destination             func(childComplexity int) int
+		PreviousSecretsExpireAt func(childComplexity int) int
+		SigningSecret           func(childComplexity int) int
+	}
+
 	Subscription struct {
 		AuditEventRecorded func(childComplexity int, projectID string, afterSequence *uint64, filter *model.AuditEventFilter) int
+	}
+
+	WebhookDelivery struct {
+		AttemptCount   func(childComplexity int) int
+		Attempts       func(childComplexity int) int
+		CreatedAt      func(childComplexity int) int
+		DeadLetteredAt func(childComplexity int) int
+		DeliveredAt    func(childComplexity int) int
+		DestinationID  func(childComplexity int) int
+		EventID        func(childComplexity int) int
+		EventSequence  func(childComplexity int) int
+		EventType      func(childComplexity int) int
+		ID             func(childComplexity int) int
+		IdempotencyKey func(childComplexity int) int
+		LastError      func(childComplexity int) int
+		MaxAttempts    func(childComplexity int) int
+		NextAttemptAt  func(childComplexity int) int
+		ProjectID      func(childComplexity int) int
+		State          func(childComplexity int) int
+		SubscriptionID func(childComplexity int) int
+		UpdatedAt      func(childComplexity int) int
+	}
+
+	WebhookDeliveryAttempt struct {
+		Error        func(childComplexity int) int
+		ErrorClass   func(childComplexity int) int
+		FinishedAt   func(childComplexity int) int
+		LatencyMs    func(childComplexity int) int
+		Number       func(childComplexity int) int
+		Outcome      func(childComplexity int) int
+		ResponseBody func(childComplexity int) int
+		StartedAt    func(childComplexity int) int
+		StatusCode   func(childComplexity int) int
+	}
+
+	WebhookDeliveryConnection struct {
+		Edges    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	WebhookDeliveryEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
+	WebhookDeliveryPayload struct {
+		Delivery func(childComplexity int) int
+	}
+
+	WebhookDestination struct {
+		ActiveSecrets   func(childComplexity int) int
+		CreatedAt       func(childComplexity int) int
+		Description     func(childComplexity int) int
+		ID              func(childComplexity int) int
+		ProjectID       func(childComplexity int) int
+		SecretRotatedAt func(childComplexity int) int
+		URL             func(childComplexity int) int
+	}
+
+	WebhookSubscription struct {
+		AfterSequence func(childComplexity int) int
+		CreatedAt     func(childComplexity int) int
+		Description   func(childComplexity int) int
+		DestinationID func(childComplexity int) int
+		DisabledAt    func(childComplexity int) int
+		EventTypes    func(childComplexity int) int
+		ID            func(childComplexity int) int
+		ProjectID     func(childComplexity int) int
+		State         func(childComplexity int) int
+	}
+
+	WebhookSubscriptionConnection struct {
+		Edges    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	WebhookSubscriptionEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
+	WebhookSubscriptionPayload struct {
+		Subscription func(childComplexity int) int
 	}
 }
 
@@ -144,14 +250,28 @@ type ComplexityRoot struct {
 type MutationResolver interface {
 	RecordAuditEvent(ctx context.Context, input model.RecordAuditEventInput) (*model.RecordAuditEventPayload, error)
 	RecordAuditEvents(ctx context.Context, input model.RecordAuditEventsInput) (*model.RecordAuditEventsPayload, error)
+	CreateWebhookDestination(ctx context.Context, input model.CreateWebhookDestinationInput) (*model.CreateWebhookDestinationPayload, error)
+	RotateWebhookDestinationSecret(ctx context.Context, input model.RotateWebhookDestinationSecretInput) (*model.RotateWebhookDestinationSecretPayload, error)
+	CreateWebhookSubscription(ctx context.Context, input model.CreateWebhookSubscriptionInput) (*model.WebhookSubscriptionPayload, error)
+	DisableWebhookSubscription(ctx context.Context, input model.DisableWebhookSubscriptionInput) (*model.WebhookSubscriptionPayload, error)
+	RedriveWebhookDelivery(ctx context.Context, input model.RedriveWebhookDeliveryInput) (*model.WebhookDeliveryPayload, error)
 }
 type QueryResolver interface {
 	AuditEvents(ctx context.Context, projectID string, filter *model.AuditEventFilter, first *int, after *string, order *model.AuditOrder) (*model.AuditEventConnection, error)
 	AuditEvent(ctx context.Context, projectID string, id string) (*domain.AuditEvent, error)
 	VerifyAuditChain(ctx context.Context, projectID string, fromSequence *uint64, toSequence *uint64) (*app.ChainVerification, error)
+	WebhookDestination(ctx context.Context, id string) (*domain.WebhookDestination, error)
+	WebhookDestinations(ctx context.Context, projectID string) ([]domain.WebhookDestination, error)
+	WebhookSubscription(ctx context.Context, id string) (*domain.WebhookSubscription, error)
+	WebhookSubscriptions(ctx context.Context, projectID string, first *int, after *string) (*model.WebhookSubscriptionConnection, error)
+	WebhookDelivery(ctx context.Context, id string) (*domain.WebhookDelivery, error)
+	WebhookDeliveries(ctx context.Context, projectID string, filter *model.WebhookDeliveryFilter, first *int, after *string) (*model.WebhookDeliveryConnection, error)
 }
 type SubscriptionResolver interface {
 	AuditEventRecorded(ctx context.Context, projectID string, afterSequence *uint64, filter *model.AuditEventFilter) (<-chan *domain.AuditEvent, error)
+}
+type WebhookDeliveryAttemptResolver interface {
+	LatencyMs(ctx context.Context, obj *domain.WebhookDeliveryAttempt) (*float64, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -396,6 +516,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.AuditSubject.Type(childComplexity), true
 
+	case "CreateWebhookDestinationPayload.destination":
+		if e.ComplexityRoot.CreateWebhookDestinationPayload.Destination == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreateWebhookDestinationPayload.Destination(childComplexity), true
+	case "CreateWebhookDestinationPayload.signingSecret":
+		if e.ComplexityRoot.CreateWebhookDestinationPayload.SigningSecret == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreateWebhookDestinationPayload.SigningSecret(childComplexity), true
+
 	case "EvidenceDigest.algorithm":
 		if e.ComplexityRoot.EvidenceDigest.Algorithm == nil {
 			break
@@ -415,6 +548,39 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.EvidenceDigest.Value(childComplexity), true
 
+	case "Mutation.createWebhookDestination":
+		if e.ComplexityRoot.Mutation.CreateWebhookDestination == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createWebhookDestination_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateWebhookDestination(childComplexity, args["input"].(model.CreateWebhookDestinationInput)), true
+	case "Mutation.createWebhookSubscription":
+		if e.ComplexityRoot.Mutation.CreateWebhookSubscription == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createWebhookSubscription_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateWebhookSubscription(childComplexity, args["input"].(model.CreateWebhookSubscriptionInput)), true
+	case "Mutation.disableWebhookSubscription":
+		if e.ComplexityRoot.Mutation.DisableWebhookSubscription == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_disableWebhookSubscription_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DisableWebhookSubscription(childComplexity, args["input"].(model.DisableWebhookSubscriptionInput)), true
 	case "Mutation.recordAuditEvent":
 		if e.ComplexityRoot.Mutation.RecordAuditEvent == nil {
 			break
@@ -437,6 +603,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RecordAuditEvents(childComplexity, args["input"].(model.RecordAuditEventsInput)), true
+	case "Mutation.redriveWebhookDelivery":
+		if e.ComplexityRoot.Mutation.RedriveWebhookDelivery == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_redriveWebhookDelivery_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RedriveWebhookDelivery(childComplexity, args["input"].(model.RedriveWebhookDeliveryInput)), true
+	case "Mutation.rotateWebhookDestinationSecret":
+		if e.ComplexityRoot.Mutation.RotateWebhookDestinationSecret == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_rotateWebhookDestinationSecret_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RotateWebhookDestinationSecret(childComplexity, args["input"].(model.RotateWebhookDestinationSecretInput)), true
 
 	case "PageInfo.endCursor":
 		if e.ComplexityRoot.PageInfo.EndCursor == nil {
@@ -485,6 +673,72 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.VerifyAuditChain(childComplexity, args["projectId"].(string), args["fromSequence"].(*uint64), args["toSequence"].(*uint64)), true
+	case "Query.webhookDeliveries":
+		if e.ComplexityRoot.Query.WebhookDeliveries == nil {
+			break
+		}
+
+		args, err := ec.field_Query_webhookDeliveries_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.WebhookDeliveries(childComplexity, args["projectId"].(string), args["filter"].(*model.WebhookDeliveryFilter), args["first"].(*int), args["after"].(*string)), true
+	case "Query.webhookDelivery":
+		if e.ComplexityRoot.Query.WebhookDelivery == nil {
+			break
+		}
+
+		args, err := ec.field_Query_webhookDelivery_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.WebhookDelivery(childComplexity, args["id"].(string)), true
+	case "Query.webhookDestination":
+		if e.ComplexityRoot.Query.WebhookDestination == nil {
+			break
+		}
+
+		args, err := ec.field_Query_webhookDestination_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.WebhookDestination(childComplexity, args["id"].(string)), true
+	case "Query.webhookDestinations":
+		if e.ComplexityRoot.Query.WebhookDestinations == nil {
+			break
+		}
+
+		args, err := ec.field_Query_webhookDestinations_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.WebhookDestinations(childComplexity, args["projectId"].(string)), true
+	case "Query.webhookSubscription":
+		if e.ComplexityRoot.Query.WebhookSubscription == nil {
+			break
+		}
+
+		args, err := ec.field_Query_webhookSubscription_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.WebhookSubscription(childComplexity, args["id"].(string)), true
+	case "Query.webhookSubscriptions":
+		if e.ComplexityRoot.Query.WebhookSubscriptions == nil {
+			break
+		}
+
+		args, err := ec.field_Query_webhookSubscriptions_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.WebhookSubscriptions(childComplexity, args["projectId"].(string), args["first"].(*int), args["after"].(*string)), true
 
 	case "RecordAuditEventPayload.event":
 		if e.ComplexityRoot.RecordAuditEventPayload.Event == nil {
@@ -500,6 +754,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.RecordAuditEventsPayload.Events(childComplexity), true
 
+	case "RotateWebhookDestinationSecretPayload.destination":
+		if e.ComplexityRoot.RotateWebhookDestinationSecretPayload.Destination == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RotateWebhookDestinationSecretPayload.Destination(childComplexity), true
+	case "RotateWebhookDestinationSecretPayload.previousSecretsExpireAt":
+		if e.ComplexityRoot.RotateWebhookDestinationSecretPayload.PreviousSecretsExpireAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RotateWebhookDestinationSecretPayload.PreviousSecretsExpireAt(childComplexity), true
+	case "RotateWebhookDestinationSecretPayload.signingSecret":
+		if e.ComplexityRoot.RotateWebhookDestinationSecretPayload.SigningSecret == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RotateWebhookDestinationSecretPayload.SigningSecret(childComplexity), true
+
 	case "Subscription.auditEventRecorded":
 		if e.ComplexityRoot.Subscription.AuditEventRecorded == nil {
 			break
@@ -511,6 +784,334 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Subscription.AuditEventRecorded(childComplexity, args["projectId"].(string), args["afterSequence"].(*uint64), args["filter"].(*model.AuditEventFilter)), true
+
+	case "WebhookDelivery.attemptCount":
+		if e.ComplexityRoot.WebhookDelivery.AttemptCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDelivery.AttemptCount(childComplexity), true
+	case "WebhookDelivery.attempts":
+		if e.ComplexityRoot.WebhookDelivery.Attempts == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDelivery.Attempts(childComplexity), true
+	case "WebhookDelivery.createdAt":
+		if e.ComplexityRoot.WebhookDelivery.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDelivery.CreatedAt(childComplexity), true
+	case "WebhookDelivery.deadLetteredAt":
+		if e.ComplexityRoot.WebhookDelivery.DeadLetteredAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDelivery.DeadLetteredAt(childComplexity), true
+	case "WebhookDelivery.deliveredAt":
+		if e.ComplexityRoot.WebhookDelivery.DeliveredAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDelivery.DeliveredAt(childComplexity), true
+	case "WebhookDelivery.destinationId":
+		if e.ComplexityRoot.WebhookDelivery.DestinationID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDelivery.DestinationID(childComplexity), true
+	case "WebhookDelivery.eventId":
+		if e.ComplexityRoot.WebhookDelivery.EventID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDelivery.EventID(childComplexity), true
+	case "WebhookDelivery.eventSequence":
+		if e.ComplexityRoot.WebhookDelivery.EventSequence == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDelivery.EventSequence(childComplexity), true
+	case "WebhookDelivery.eventType":
+		if e.ComplexityRoot.WebhookDelivery.EventType == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDelivery.EventType(childComplexity), true
+	case "WebhookDelivery.id":
+		if e.ComplexityRoot.WebhookDelivery.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDelivery.ID(childComplexity), true
+	case "WebhookDelivery.idempotencyKey":
+		if e.ComplexityRoot.WebhookDelivery.IdempotencyKey == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDelivery.IdempotencyKey(childComplexity), true
+	case "WebhookDelivery.lastError":
+		if e.ComplexityRoot.WebhookDelivery.LastError == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDelivery.LastError(childComplexity), true
+	case "WebhookDelivery.maxAttempts":
+		if e.ComplexityRoot.WebhookDelivery.MaxAttempts == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDelivery.MaxAttempts(childComplexity), true
+	case "WebhookDelivery.nextAttemptAt":
+		if e.ComplexityRoot.WebhookDelivery.NextAttemptAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDelivery.NextAttemptAt(childComplexity), true
+	case "WebhookDelivery.projectId":
+		if e.ComplexityRoot.WebhookDelivery.ProjectID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDelivery.ProjectID(childComplexity), true
+	case "WebhookDelivery.state":
+		if e.ComplexityRoot.WebhookDelivery.State == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDelivery.State(childComplexity), true
+	case "WebhookDelivery.subscriptionId":
+		if e.ComplexityRoot.WebhookDelivery.SubscriptionID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDelivery.SubscriptionID(childComplexity), true
+	case "WebhookDelivery.updatedAt":
+		if e.ComplexityRoot.WebhookDelivery.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDelivery.UpdatedAt(childComplexity), true
+
+	case "WebhookDeliveryAttempt.error":
+		if e.ComplexityRoot.WebhookDeliveryAttempt.Error == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDeliveryAttempt.Error(childComplexity), true
+	case "WebhookDeliveryAttempt.errorClass":
+		if e.ComplexityRoot.WebhookDeliveryAttempt.ErrorClass == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDeliveryAttempt.ErrorClass(childComplexity), true
+	case "WebhookDeliveryAttempt.finishedAt":
+		if e.ComplexityRoot.WebhookDeliveryAttempt.FinishedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDeliveryAttempt.FinishedAt(childComplexity), true
+	case "WebhookDeliveryAttempt.latencyMs":
+		if e.ComplexityRoot.WebhookDeliveryAttempt.LatencyMs == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDeliveryAttempt.LatencyMs(childComplexity), true
+	case "WebhookDeliveryAttempt.number":
+		if e.ComplexityRoot.WebhookDeliveryAttempt.Number == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDeliveryAttempt.Number(childComplexity), true
+	case "WebhookDeliveryAttempt.outcome":
+		if e.ComplexityRoot.WebhookDeliveryAttempt.Outcome == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDeliveryAttempt.Outcome(childComplexity), true
+	case "WebhookDeliveryAttempt.responseBody":
+		if e.ComplexityRoot.WebhookDeliveryAttempt.ResponseBody == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDeliveryAttempt.ResponseBody(childComplexity), true
+	case "WebhookDeliveryAttempt.startedAt":
+		if e.ComplexityRoot.WebhookDeliveryAttempt.StartedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDeliveryAttempt.StartedAt(childComplexity), true
+	case "WebhookDeliveryAttempt.statusCode":
+		if e.ComplexityRoot.WebhookDeliveryAttempt.StatusCode == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDeliveryAttempt.StatusCode(childComplexity), true
+
+	case "WebhookDeliveryConnection.edges":
+		if e.ComplexityRoot.WebhookDeliveryConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDeliveryConnection.Edges(childComplexity), true
+	case "WebhookDeliveryConnection.pageInfo":
+		if e.ComplexityRoot.WebhookDeliveryConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDeliveryConnection.PageInfo(childComplexity), true
+
+	case "WebhookDeliveryEdge.cursor":
+		if e.ComplexityRoot.WebhookDeliveryEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDeliveryEdge.Cursor(childComplexity), true
+	case "WebhookDeliveryEdge.node":
+		if e.ComplexityRoot.WebhookDeliveryEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDeliveryEdge.Node(childComplexity), true
+
+	case "WebhookDeliveryPayload.delivery":
+		if e.ComplexityRoot.WebhookDeliveryPayload.Delivery == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDeliveryPayload.Delivery(childComplexity), true
+
+	case "WebhookDestination.activeSecrets":
+		if e.ComplexityRoot.WebhookDestination.ActiveSecrets == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDestination.ActiveSecrets(childComplexity), true
+	case "WebhookDestination.createdAt":
+		if e.ComplexityRoot.WebhookDestination.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDestination.CreatedAt(childComplexity), true
+	case "WebhookDestination.description":
+		if e.ComplexityRoot.WebhookDestination.Description == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDestination.Description(childComplexity), true
+	case "WebhookDestination.id":
+		if e.ComplexityRoot.WebhookDestination.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDestination.ID(childComplexity), true
+	case "WebhookDestination.projectId":
+		if e.ComplexityRoot.WebhookDestination.ProjectID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDestination.ProjectID(childComplexity), true
+	case "WebhookDestination.secretRotatedAt":
+		if e.ComplexityRoot.WebhookDestination.SecretRotatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDestination.SecretRotatedAt(childComplexity), true
+	case "WebhookDestination.url":
+		if e.ComplexityRoot.WebhookDestination.URL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDestination.URL(childComplexity), true
+
+	case "WebhookSubscription.afterSequence":
+		if e.ComplexityRoot.WebhookSubscription.AfterSequence == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookSubscription.AfterSequence(childComplexity), true
+	case "WebhookSubscription.createdAt":
+		if e.ComplexityRoot.WebhookSubscription.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookSubscription.CreatedAt(childComplexity), true
+	case "WebhookSubscription.description":
+		if e.ComplexityRoot.WebhookSubscription.Description == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookSubscription.Description(childComplexity), true
+	case "WebhookSubscription.destinationId":
+		if e.ComplexityRoot.WebhookSubscription.DestinationID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookSubscription.DestinationID(childComplexity), true
+	case "WebhookSubscription.disabledAt":
+		if e.ComplexityRoot.WebhookSubscription.DisabledAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookSubscription.DisabledAt(childComplexity), true
+	case "WebhookSubscription.eventTypes":
+		if e.ComplexityRoot.WebhookSubscription.EventTypes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookSubscription.EventTypes(childComplexity), true
+	case "WebhookSubscription.id":
+		if e.ComplexityRoot.WebhookSubscription.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookSubscription.ID(childComplexity), true
+	case "WebhookSubscription.projectId":
+		if e.ComplexityRoot.WebhookSubscription.ProjectID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookSubscription.ProjectID(childComplexity), true
+	case "WebhookSubscription.state":
+		if e.ComplexityRoot.WebhookSubscription.State == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookSubscription.State(childComplexity), true
+
+	case "WebhookSubscriptionConnection.edges":
+		if e.ComplexityRoot.WebhookSubscriptionConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookSubscriptionConnection.Edges(childComplexity), true
+	case "WebhookSubscriptionConnection.pageInfo":
+		if e.ComplexityRoot.WebhookSubscriptionConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookSubscriptionConnection.PageInfo(childComplexity), true
+
+	case "WebhookSubscriptionEdge.cursor":
+		if e.ComplexityRoot.WebhookSubscriptionEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookSubscriptionEdge.Cursor(childComplexity), true
+	case "WebhookSubscriptionEdge.node":
+		if e.ComplexityRoot.WebhookSubscriptionEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookSubscriptionEdge.Node(childComplexity), true
+
+	case "WebhookSubscriptionPayload.subscription":
+		if e.ComplexityRoot.WebhookSubscriptionPayload.Subscription == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookSubscriptionPayload.Subscription(childComplexity), true
 
 	}
 	return 0, false
@@ -526,9 +1127,15 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("AuditGovernanceInput", ec.unmarshalInputAuditGovernanceInput),
 			graphql.NewInputUnmarshaler("AuditResourceInput", ec.unmarshalInputAuditResourceInput),
 			graphql.NewInputUnmarshaler("AuditSubjectInput", ec.unmarshalInputAuditSubjectInput),
+			graphql.NewInputUnmarshaler("CreateWebhookDestinationInput", ec.unmarshalInputCreateWebhookDestinationInput),
+			graphql.NewInputUnmarshaler("CreateWebhookSubscriptionInput", ec.unmarshalInputCreateWebhookSubscriptionInput),
+			graphql.NewInputUnmarshaler("DisableWebhookSubscriptionInput", ec.unmarshalInputDisableWebhookSubscriptionInput),
 			graphql.NewInputUnmarshaler("EvidenceDigestInput", ec.unmarshalInputEvidenceDigestInput),
 			graphql.NewInputUnmarshaler("RecordAuditEventInput", ec.unmarshalInputRecordAuditEventInput),
 			graphql.NewInputUnmarshaler("RecordAuditEventsInput", ec.unmarshalInputRecordAuditEventsInput),
+			graphql.NewInputUnmarshaler("RedriveWebhookDeliveryInput", ec.unmarshalInputRedriveWebhookDeliveryInput),
+			graphql.NewInputUnmarshaler("RotateWebhookDestinationSecretInput", ec.unmarshalInputRotateWebhookDestinationSecretInput),
+			graphql.NewInputUnmarshaler("WebhookDeliveryFilter", ec.unmarshalInputWebhookDeliveryFilter),
 		)
 	}
 	first := true
@@ -859,6 +1466,252 @@ type Subscription {
   auditEventRecorded(projectId: ID!, afterSequence: Uint64, filter: AuditEventFilter): AuditEvent!
 }
 `, BuiltIn: false},
+	{Name: "../../schema/webhooks.graphqls", Input: `extend type Query {
+  """
+  One webhook destination. Needs webhooks:read. Never returns a signing
+  secret. Null when missing or not visible (another tenant's or project's).
+  """
+  webhookDestination(id: ID!): WebhookDestination
+
+  "A project's webhook destinations, oldest first (at most 100). Needs webhooks:read."
+  webhookDestinations(projectId: ID!): [WebhookDestination!]!
+
+  "One webhook subscription; null when missing or not visible. Needs webhooks:read."
+  webhookSubscription(id: ID!): WebhookSubscription
+
+  "A page of a project's webhook subscriptions, oldest first (1-100, default 50). Needs webhooks:read."
+  webhookSubscriptions(projectId: ID!, first: Int, after: String): WebhookSubscriptionConnection!
+
+  "One webhook delivery with its attempts; null when missing or not visible. Needs webhooks:read."
+  webhookDelivery(id: ID!): WebhookDelivery
+
+  """
+  A page of a project's webhook deliveries, newest first (1-100, default 50),
+  each with its attempts. Filter by state DEAD_LETTERED for the dead letters.
+  Needs webhooks:read.
+  """
+  webhookDeliveries(projectId: ID!, filter: WebhookDeliveryFilter, first: Int, after: String): WebhookDeliveryConnection!
+}
+
+extend type Mutation {
+  """
+  Registers an HTTPS receiver for a project and returns its signing secret,
+  shown only here and on rotation. The URL must be https and must not name
+  localhost or a literal private, loopback, link-local or otherwise non-global
+  address. Needs webhooks:write. Audited as webhook.destination.created.
+  """
+  createWebhookDestination(input: CreateWebhookDestinationInput!): CreateWebhookDestinationPayload!
+
+  """
+  Gives a destination a new signing secret, returned once. For the grace
+  period (default 24 h, at most 7 days) deliveries carry a signature per valid
+  secret. Needs webhooks:write. Audited as webhook.destination.secret_rotated.
+  """
+  rotateWebhookDestinationSecret(input: RotateWebhookDestinationSecretInput!): RotateWebhookDestinationSecretPayload!
+
+  """
+  Subscribes a destination of the project to the audit events whose action
+  matches eventTypes, from the next recorded event on. Needs webhooks:write.
+  Audited as webhook.subscription.created.
+  """
+  createWebhookSubscription(input: CreateWebhookSubscriptionInput!): WebhookSubscriptionPayload!
+
+  """
+  Disables a subscription: no new deliveries. Disabling twice succeeds and
+  changes nothing; there is no re-enabling. Needs webhooks:write. Audited as
+  webhook.subscription.disabled.
+  """
+  disableWebhookSubscription(input: DisableWebhookSubscriptionInput!): WebhookSubscriptionPayload!
+
+  """
+  Sends a dead-lettered delivery again with a fresh budget of attempts and
+  the same webhook-id. Needs deliveries:redrive and confirm: true
+  (else CONFIRMATION_REQUIRED); only from DEAD_LETTERED (else INVALID_STATE).
+  Audited as webhook.delivery.redriven.
+  """
+  redriveWebhookDelivery(input: RedriveWebhookDeliveryInput!): WebhookDeliveryPayload!
+}
+
+"A tenant's registered webhook receiver. Its signing secrets are never shown here."
+type WebhookDestination {
+  id: ID!
+  projectId: ID!
+  url: String!
+  description: String!
+  createdAt: Time!
+  "When the signing secret was last rotated."
+  secretRotatedAt: Time
+  "How many secrets currently sign deliveries: 1, or more during a rotation's grace period."
+  activeSecrets: Int!
+}
+
+input CreateWebhookDestinationInput {
+  projectId: ID!
+  "An https URL (at most 2048 bytes) without credentials."
+  url: String!
+  description: String
+}
+
+type CreateWebhookDestinationPayload {
+  destination: WebhookDestination!
+  "Standard Webhooks signing secret (whsec_...): shown only now, store it safely."
+  signingSecret: String!
+}
+
+input RotateWebhookDestinationSecretInput {
+  destinationId: ID!
+  "How long the replaced secrets keep signing: 0-604800, default 86400."
+  gracePeriodSeconds: Int
+}
+
+type RotateWebhookDestinationSecretPayload {
+  destination: WebhookDestination!
+  "The new signing secret: shown only now."
+  signingSecret: String!
+  "When the replaced secrets stop signing."
+  previousSecretsExpireAt: Time!
+}
+
+enum WebhookSubscriptionState {
+  ACTIVE
+  DISABLED
+}
+
+type WebhookSubscription {
+  id: ID!
+  projectId: ID!
+  destinationId: ID!
+  "Audit actions, exact or prefix.* (e.g. device.*)."
+  eventTypes: [String!]!
+  description: String!
+  state: WebhookSubscriptionState!
+  "The project sequence of the subscription's creation event: it receives events after it."
+  afterSequence: Uint64!
+  createdAt: Time!
+  disabledAt: Time
+}
+
+input CreateWebhookSubscriptionInput {
+  projectId: ID!
+  destinationId: ID!
+  "1-50 audit actions, exact or prefix.*."
+  eventTypes: [String!]!
+  description: String
+  "Makes the call idempotent: a repeat returns the first call's subscription."
+  idempotencyKey: String
+}
+
+input DisableWebhookSubscriptionInput {
+  subscriptionId: ID!
+}
+
+type WebhookSubscriptionPayload {
+  subscription: WebhookSubscription!
+}
+
+type WebhookSubscriptionConnection {
+  edges: [WebhookSubscriptionEdge!]!
+  pageInfo: PageInfo!
+}
+
+type WebhookSubscriptionEdge {
+  cursor: String!
+  node: WebhookSubscription!
+}
+
+"""
+PENDING -> DELIVERING -> DELIVERED; DELIVERING -> RETRYING -> DELIVERING;
+DELIVERING -> DEAD_LETTERED -> PENDING (redrive).
+"""
+enum WebhookDeliveryState {
+  PENDING
+  DELIVERING
+  DELIVERED
+  RETRYING
+  DEAD_LETTERED
+}
+
+"One audit event on its way to one subscription's destination."
+type WebhookDelivery {
+  id: ID!
+  projectId: ID!
+  subscriptionId: ID!
+  destinationId: ID!
+  eventId: ID!
+  eventSequence: Uint64!
+  "The event's action."
+  eventType: String!
+  "Sent as webhook-id on every attempt, retry and redrive."
+  idempotencyKey: String!
+  state: WebhookDeliveryState!
+  attemptCount: Int!
+  "After this attempt fails, the delivery is dead-lettered."
+  maxAttempts: Int!
+  nextAttemptAt: Time
+  createdAt: Time!
+  updatedAt: Time!
+  deliveredAt: Time
+  deadLetteredAt: Time
+  "Why the last attempt failed; empty after success."
+  lastError: String!
+  "Every attempt, oldest first."
+  attempts: [WebhookDeliveryAttempt!]!
+}
+
+"""
+DELIVERING: the request is (or was) under way. UNKNOWN: the attempt was
+interrupted after its request may have reached the receiver; it is resent
+with the same webhook-id.
+"""
+enum WebhookAttemptOutcome {
+  DELIVERING
+  SUCCEEDED
+  FAILED
+  UNKNOWN
+}
+
+"Evidence of one delivery attempt."
+type WebhookDeliveryAttempt {
+  number: Int!
+  outcome: WebhookAttemptOutcome!
+  startedAt: Time!
+  finishedAt: Time
+  "The receiver's HTTP status; null without a response."
+  statusCode: Int
+  latencyMs: Float
+  "Kind of failure: http_status, redirect, timeout, connect, dns, tls, ssrf_blocked, canceled, unknown, ..."
+  errorClass: String!
+  error: String!
+  "At most 4 KiB of the receiver's response body."
+  responseBody: String!
+}
+
+input WebhookDeliveryFilter {
+  subscriptionId: ID
+  state: WebhookDeliveryState
+  eventId: ID
+}
+
+type WebhookDeliveryConnection {
+  edges: [WebhookDeliveryEdge!]!
+  pageInfo: PageInfo!
+}
+
+type WebhookDeliveryEdge {
+  cursor: String!
+  node: WebhookDelivery!
+}
+
+input RedriveWebhookDeliveryInput {
+  deliveryId: ID!
+  "Must be true: a redrive sends the webhook again."
+  confirm: Boolean!
+}
+
+type WebhookDeliveryPayload {
+  delivery: WebhookDelivery!
+}
+`, BuiltIn: false},
 }
 var parsedSchema = gqlparser.MustLoadSchema(sources...)
 
@@ -986,6 +1839,16 @@ func (ec *executionContext) childFields_AuditSubject(ctx context.Context, field 
 	return nil, fmt.Errorf("no field named %q was found under type AuditSubject", field.Name)
 }
 
+func (ec *executionContext) childFields_CreateWebhookDestinationPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "destination":
+		return ec.fieldContext_CreateWebhookDestinationPayload_destination(ctx, field)
+	case "signingSecret":
+		return ec.fieldContext_CreateWebhookDestinationPayload_signingSecret(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type CreateWebhookDestinationPayload", field.Name)
+}
+
 func (ec *executionContext) childFields_EvidenceDigest(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "algorithm":
@@ -1022,6 +1885,184 @@ func (ec *executionContext) childFields_RecordAuditEventsPayload(ctx context.Con
 		return ec.fieldContext_RecordAuditEventsPayload_events(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RecordAuditEventsPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_RotateWebhookDestinationSecretPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "destination":
+		return ec.fieldContext_RotateWebhookDestinationSecretPayload_destination(ctx, field)
+	case "signingSecret":
+		return ec.fieldContext_RotateWebhookDestinationSecretPayload_signingSecret(ctx, field)
+	case "previousSecretsExpireAt":
+		return ec.fieldContext_RotateWebhookDestinationSecretPayload_previousSecretsExpireAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RotateWebhookDestinationSecretPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_WebhookDelivery(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_WebhookDelivery_id(ctx, field)
+	case "projectId":
+		return ec.fieldContext_WebhookDelivery_projectId(ctx, field)
+	case "subscriptionId":
+		return ec.fieldContext_WebhookDelivery_subscriptionId(ctx, field)
+	case "destinationId":
+		return ec.fieldContext_WebhookDelivery_destinationId(ctx, field)
+	case "eventId":
+		return ec.fieldContext_WebhookDelivery_eventId(ctx, field)
+	case "eventSequence":
+		return ec.fieldContext_WebhookDelivery_eventSequence(ctx, field)
+	case "eventType":
+		return ec.fieldContext_WebhookDelivery_eventType(ctx, field)
+	case "idempotencyKey":
+		return ec.fieldContext_WebhookDelivery_idempotencyKey(ctx, field)
+	case "state":
+		return ec.fieldContext_WebhookDelivery_state(ctx, field)
+	case "attemptCount":
+		return ec.fieldContext_WebhookDelivery_attemptCount(ctx, field)
+	case "maxAttempts":
+		return ec.fieldContext_WebhookDelivery_maxAttempts(ctx, field)
+	case "nextAttemptAt":
+		return ec.fieldContext_WebhookDelivery_nextAttemptAt(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_WebhookDelivery_createdAt(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_WebhookDelivery_updatedAt(ctx, field)
+	case "deliveredAt":
+		return ec.fieldContext_WebhookDelivery_deliveredAt(ctx, field)
+	case "deadLetteredAt":
+		return ec.fieldContext_WebhookDelivery_deadLetteredAt(ctx, field)
+	case "lastError":
+		return ec.fieldContext_WebhookDelivery_lastError(ctx, field)
+	case "attempts":
+		return ec.fieldContext_WebhookDelivery_attempts(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type WebhookDelivery", field.Name)
+}
+
+func (ec *executionContext) childFields_WebhookDeliveryAttempt(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "number":
+		return ec.fieldContext_WebhookDeliveryAttempt_number(ctx, field)
+	case "outcome":
+		return ec.fieldContext_WebhookDeliveryAttempt_outcome(ctx, field)
+	case "startedAt":
+		return ec.fieldContext_WebhookDeliveryAttempt_startedAt(ctx, field)
+	case "finishedAt":
+		return ec.fieldContext_WebhookDeliveryAttempt_finishedAt(ctx, field)
+	case "statusCode":
+		return ec.fieldContext_WebhookDeliveryAttempt_statusCode(ctx, field)
+	case "latencyMs":
+		return ec.fieldContext_WebhookDeliveryAttempt_latencyMs(ctx, field)
+	case "errorClass":
+		return ec.fieldContext_WebhookDeliveryAttempt_errorClass(ctx, field)
+	case "error":
+		return ec.fieldContext_WebhookDeliveryAttempt_error(ctx, field)
+	case "responseBody":
+		return ec.fieldContext_WebhookDeliveryAttempt_responseBody(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type WebhookDeliveryAttempt", field.Name)
+}
+
+func (ec *executionContext) childFields_WebhookDeliveryConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_WebhookDeliveryConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_WebhookDeliveryConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type WebhookDeliveryConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_WebhookDeliveryEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_WebhookDeliveryEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_WebhookDeliveryEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type WebhookDeliveryEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_WebhookDeliveryPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "delivery":
+		return ec.fieldContext_WebhookDeliveryPayload_delivery(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type WebhookDeliveryPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_WebhookDestination(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_WebhookDestination_id(ctx, field)
+	case "projectId":
+		return ec.fieldContext_WebhookDestination_projectId(ctx, field)
+	case "url":
+		return ec.fieldContext_WebhookDestination_url(ctx, field)
+	case "description":
+		return ec.fieldContext_WebhookDestination_description(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_WebhookDestination_createdAt(ctx, field)
+	case "secretRotatedAt":
+		return ec.fieldContext_WebhookDestination_secretRotatedAt(ctx, field)
+	case "activeSecrets":
+		return ec.fieldContext_WebhookDestination_activeSecrets(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type WebhookDestination", field.Name)
+}
+
+func (ec *executionContext) childFields_WebhookSubscription(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_WebhookSubscription_id(ctx, field)
+	case "projectId":
+		return ec.fieldContext_WebhookSubscription_projectId(ctx, field)
+	case "destinationId":
+		return ec.fieldContext_WebhookSubscription_destinationId(ctx, field)
+	case "eventTypes":
+		return ec.fieldContext_WebhookSubscription_eventTypes(ctx, field)
+	case "description":
+		return ec.fieldContext_WebhookSubscription_description(ctx, field)
+	case "state":
+		return ec.fieldContext_WebhookSubscription_state(ctx, field)
+	case "afterSequence":
+		return ec.fieldContext_WebhookSubscription_afterSequence(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_WebhookSubscription_createdAt(ctx, field)
+	case "disabledAt":
+		return ec.fieldContext_WebhookSubscription_disabledAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type WebhookSubscription", field.Name)
+}
+
+func (ec *executionContext) childFields_WebhookSubscriptionConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_WebhookSubscriptionConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_WebhookSubscriptionConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type WebhookSubscriptionConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_WebhookSubscriptionEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_WebhookSubscriptionEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_WebhookSubscriptionEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type WebhookSubscriptionEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_WebhookSubscriptionPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "subscription":
+		return ec.fieldContext_WebhookSubscriptionPayload_subscription(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type WebhookSubscriptionPayload", field.Name)
 }
 
 func (ec *executionContext) childFields___Directive(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -1140,6 +2181,48 @@ func (ec *executionContext) childFields___Type(ctx context.Context, field graphq
 
 // region    ***************************** args.gotpl *****************************
 
+func (ec *executionContext) field_Mutation_createWebhookDestination_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.CreateWebhookDestinationInput, error) {
+			return ec.unmarshalNCreateWebhookDestinationInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐCreateWebhookDestinationInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_createWebhookSubscription_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.CreateWebhookSubscriptionInput, error) {
+			return ec.unmarshalNCreateWebhookSubscriptionInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐCreateWebhookSubscriptionInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_disableWebhookSubscription_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.DisableWebhookSubscriptionInput, error) {
+			return ec.unmarshalNDisableWebhookSubscriptionInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐDisableWebhookSubscriptionInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_recordAuditEvent_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -1160,6 +2243,34 @@ func (ec *executionContext) field_Mutation_recordAuditEvents_args(ctx context.Co
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.RecordAuditEventsInput, error) {
 			return ec.unmarshalNRecordAuditEventsInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐRecordAuditEventsInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_redriveWebhookDelivery_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.RedriveWebhookDeliveryInput, error) {
+			return ec.unmarshalNRedriveWebhookDeliveryInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐRedriveWebhookDeliveryInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_rotateWebhookDestinationSecret_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.RotateWebhookDestinationSecretInput, error) {
+			return ec.unmarshalNRotateWebhookDestinationSecretInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐRotateWebhookDestinationSecretInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -1277,6 +2388,130 @@ func (ec *executionContext) field_Query_verifyAuditChain_args(ctx context.Contex
 		return nil, err
 	}
 	args["toSequence"] = arg2
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_webhookDeliveries_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "projectId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["projectId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
+		func(ctx context.Context, v any) (*model.WebhookDeliveryFilter, error) {
+			return ec.unmarshalOWebhookDeliveryFilter2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐWebhookDeliveryFilter(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["filter"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg3
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_webhookDelivery_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_webhookDestination_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_webhookDestinations_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "projectId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["projectId"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_webhookSubscription_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_webhookSubscriptions_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "projectId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["projectId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg2
 	return args, nil
 }
 
@@ -2284,6 +3519,61 @@ func (ec *executionContext) fieldContext_AuditSubject_displayName(_ context.Cont
 	return graphql.NewScalarFieldContext("AuditSubject", field, false, false, "String")
 }
 
+func (ec *executionContext) _CreateWebhookDestinationPayload_destination(ctx context.Context, field graphql.CollectedField, obj *model.CreateWebhookDestinationPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CreateWebhookDestinationPayload_destination(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Destination, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.WebhookDestination) graphql.Marshaler {
+			return ec.marshalNWebhookDestination2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDestination(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CreateWebhookDestinationPayload_destination(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CreateWebhookDestinationPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookDestination(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _CreateWebhookDestinationPayload_signingSecret(ctx context.Context, field graphql.CollectedField, obj *model.CreateWebhookDestinationPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CreateWebhookDestinationPayload_signingSecret(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SigningSecret, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CreateWebhookDestinationPayload_signingSecret(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CreateWebhookDestinationPayload", field, false, false, "String")
+}
+
 func (ec *executionContext) _EvidenceDigest_algorithm(ctx context.Context, field graphql.CollectedField, obj *domain.EvidenceDigest) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -2435,6 +3725,226 @@ func (ec *executionContext) fieldContext_Mutation_recordAuditEvents(ctx context.
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_recordAuditEvents_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_createWebhookDestination(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createWebhookDestination(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreateWebhookDestination(ctx, fc.Args["input"].(model.CreateWebhookDestinationInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.CreateWebhookDestinationPayload) graphql.Marshaler {
+			return ec.marshalNCreateWebhookDestinationPayload2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐCreateWebhookDestinationPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createWebhookDestination(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_CreateWebhookDestinationPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createWebhookDestination_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_rotateWebhookDestinationSecret(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_rotateWebhookDestinationSecret(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RotateWebhookDestinationSecret(ctx, fc.Args["input"].(model.RotateWebhookDestinationSecretInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RotateWebhookDestinationSecretPayload) graphql.Marshaler {
+			return ec.marshalNRotateWebhookDestinationSecretPayload2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐRotateWebhookDestinationSecretPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_rotateWebhookDestinationSecret(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RotateWebhookDestinationSecretPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_rotateWebhookDestinationSecret_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_createWebhookSubscription(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createWebhookSubscription(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreateWebhookSubscription(ctx, fc.Args["input"].(model.CreateWebhookSubscriptionInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.WebhookSubscriptionPayload) graphql.Marshaler {
+			return ec.marshalNWebhookSubscriptionPayload2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐWebhookSubscriptionPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createWebhookSubscription(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookSubscriptionPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createWebhookSubscription_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_disableWebhookSubscription(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_disableWebhookSubscription(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DisableWebhookSubscription(ctx, fc.Args["input"].(model.DisableWebhookSubscriptionInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.WebhookSubscriptionPayload) graphql.Marshaler {
+			return ec.marshalNWebhookSubscriptionPayload2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐWebhookSubscriptionPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_disableWebhookSubscription(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookSubscriptionPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_disableWebhookSubscription_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_redriveWebhookDelivery(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_redriveWebhookDelivery(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RedriveWebhookDelivery(ctx, fc.Args["input"].(model.RedriveWebhookDeliveryInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.WebhookDeliveryPayload) graphql.Marshaler {
+			return ec.marshalNWebhookDeliveryPayload2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐWebhookDeliveryPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_redriveWebhookDelivery(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookDeliveryPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_redriveWebhookDelivery_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -2619,6 +4129,270 @@ func (ec *executionContext) fieldContext_Query_verifyAuditChain(ctx context.Cont
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_webhookDestination(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_webhookDestination(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().WebhookDestination(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.WebhookDestination) graphql.Marshaler {
+			return ec.marshalOWebhookDestination2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDestination(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_webhookDestination(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookDestination(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_webhookDestination_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_webhookDestinations(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_webhookDestinations(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().WebhookDestinations(ctx, fc.Args["projectId"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []domain.WebhookDestination) graphql.Marshaler {
+			return ec.marshalNWebhookDestination2ᚕgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDestinationᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_webhookDestinations(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookDestination(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_webhookDestinations_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_webhookSubscription(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_webhookSubscription(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().WebhookSubscription(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.WebhookSubscription) graphql.Marshaler {
+			return ec.marshalOWebhookSubscription2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookSubscription(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_webhookSubscription(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookSubscription(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_webhookSubscription_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_webhookSubscriptions(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_webhookSubscriptions(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().WebhookSubscriptions(ctx, fc.Args["projectId"].(string), fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.WebhookSubscriptionConnection) graphql.Marshaler {
+			return ec.marshalNWebhookSubscriptionConnection2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐWebhookSubscriptionConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_webhookSubscriptions(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookSubscriptionConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_webhookSubscriptions_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_webhookDelivery(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_webhookDelivery(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().WebhookDelivery(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.WebhookDelivery) graphql.Marshaler {
+			return ec.marshalOWebhookDelivery2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDelivery(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_webhookDelivery(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookDelivery(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_webhookDelivery_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_webhookDeliveries(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_webhookDeliveries(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().WebhookDeliveries(ctx, fc.Args["projectId"].(string), fc.Args["filter"].(*model.WebhookDeliveryFilter), fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.WebhookDeliveryConnection) graphql.Marshaler {
+			return ec.marshalNWebhookDeliveryConnection2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐWebhookDeliveryConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_webhookDeliveries(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookDeliveryConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_webhookDeliveries_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query___type(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -2759,6 +4533,84 @@ func (ec *executionContext) fieldContext_RecordAuditEventsPayload_events(_ conte
 	return fc, nil
 }
 
+func (ec *executionContext) _RotateWebhookDestinationSecretPayload_destination(ctx context.Context, field graphql.CollectedField, obj *model.RotateWebhookDestinationSecretPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RotateWebhookDestinationSecretPayload_destination(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Destination, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.WebhookDestination) graphql.Marshaler {
+			return ec.marshalNWebhookDestination2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDestination(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RotateWebhookDestinationSecretPayload_destination(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RotateWebhookDestinationSecretPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookDestination(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RotateWebhookDestinationSecretPayload_signingSecret(ctx context.Context, field graphql.CollectedField, obj *model.RotateWebhookDestinationSecretPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RotateWebhookDestinationSecretPayload_signingSecret(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SigningSecret, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RotateWebhookDestinationSecretPayload_signingSecret(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RotateWebhookDestinationSecretPayload", field, false, false, "String")
+}
+
+func (ec *executionContext) _RotateWebhookDestinationSecretPayload_previousSecretsExpireAt(ctx context.Context, field graphql.CollectedField, obj *model.RotateWebhookDestinationSecretPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RotateWebhookDestinationSecretPayload_previousSecretsExpireAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PreviousSecretsExpireAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RotateWebhookDestinationSecretPayload_previousSecretsExpireAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RotateWebhookDestinationSecretPayload", field, false, false, "Time")
+}
+
 func (ec *executionContext) _Subscription_auditEventRecorded(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
 	return graphql.ResolveFieldStream(
 		ctx,
@@ -2799,6 +4651,1306 @@ func (ec *executionContext) fieldContext_Subscription_auditEventRecorded(ctx con
 	if fc.Args, err = ec.field_Subscription_auditEventRecorded_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _WebhookDelivery_id(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDelivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDelivery_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v uuid.UUID) graphql.Marshaler {
+			return ec.marshalNID2githubᚗcomᚋgoogleᚋuuidᚐUUID(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDelivery_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, "ID")
+}
+
+func (ec *executionContext) _WebhookDelivery_projectId(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDelivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDelivery_projectId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ProjectID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDelivery_projectId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, "ID")
+}
+
+func (ec *executionContext) _WebhookDelivery_subscriptionId(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDelivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDelivery_subscriptionId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SubscriptionID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v uuid.UUID) graphql.Marshaler {
+			return ec.marshalNID2githubᚗcomᚋgoogleᚋuuidᚐUUID(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDelivery_subscriptionId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, "ID")
+}
+
+func (ec *executionContext) _WebhookDelivery_destinationId(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDelivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDelivery_destinationId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DestinationID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v uuid.UUID) graphql.Marshaler {
+			return ec.marshalNID2githubᚗcomᚋgoogleᚋuuidᚐUUID(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDelivery_destinationId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, "ID")
+}
+
+func (ec *executionContext) _WebhookDelivery_eventId(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDelivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDelivery_eventId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EventID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v uuid.UUID) graphql.Marshaler {
+			return ec.marshalNID2githubᚗcomᚋgoogleᚋuuidᚐUUID(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDelivery_eventId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, "ID")
+}
+
+func (ec *executionContext) _WebhookDelivery_eventSequence(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDelivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDelivery_eventSequence(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EventSequence, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v uint64) graphql.Marshaler {
+			return ec.marshalNUint642uint64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDelivery_eventSequence(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, "Uint64")
+}
+
+func (ec *executionContext) _WebhookDelivery_eventType(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDelivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDelivery_eventType(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EventType, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDelivery_eventType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, "String")
+}
+
+func (ec *executionContext) _WebhookDelivery_idempotencyKey(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDelivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDelivery_idempotencyKey(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.IdempotencyKey, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDelivery_idempotencyKey(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, "String")
+}
+
+func (ec *executionContext) _WebhookDelivery_state(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDelivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDelivery_state(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.State, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.WebhookDeliveryState) graphql.Marshaler {
+			return ec.marshalNWebhookDeliveryState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDeliveryState(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDelivery_state(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, "WebhookDeliveryState")
+}
+
+func (ec *executionContext) _WebhookDelivery_attemptCount(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDelivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDelivery_attemptCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AttemptCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDelivery_attemptCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, "Int")
+}
+
+func (ec *executionContext) _WebhookDelivery_maxAttempts(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDelivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDelivery_maxAttempts(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MaxAttempts, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDelivery_maxAttempts(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, "Int")
+}
+
+func (ec *executionContext) _WebhookDelivery_nextAttemptAt(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDelivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDelivery_nextAttemptAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.NextAttemptAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDelivery_nextAttemptAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, "Time")
+}
+
+func (ec *executionContext) _WebhookDelivery_createdAt(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDelivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDelivery_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDelivery_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, "Time")
+}
+
+func (ec *executionContext) _WebhookDelivery_updatedAt(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDelivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDelivery_updatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDelivery_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, "Time")
+}
+
+func (ec *executionContext) _WebhookDelivery_deliveredAt(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDelivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDelivery_deliveredAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeliveredAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDelivery_deliveredAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, "Time")
+}
+
+func (ec *executionContext) _WebhookDelivery_deadLetteredAt(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDelivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDelivery_deadLetteredAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeadLetteredAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDelivery_deadLetteredAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, "Time")
+}
+
+func (ec *executionContext) _WebhookDelivery_lastError(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDelivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDelivery_lastError(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastError, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDelivery_lastError(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, "String")
+}
+
+func (ec *executionContext) _WebhookDelivery_attempts(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDelivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDelivery_attempts(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Attempts, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []domain.WebhookDeliveryAttempt) graphql.Marshaler {
+			return ec.marshalNWebhookDeliveryAttempt2ᚕgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDeliveryAttemptᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDelivery_attempts(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "WebhookDelivery",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookDeliveryAttempt(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _WebhookDeliveryAttempt_number(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDeliveryAttempt) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDeliveryAttempt_number(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Number, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDeliveryAttempt_number(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDeliveryAttempt", field, false, false, "Int")
+}
+
+func (ec *executionContext) _WebhookDeliveryAttempt_outcome(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDeliveryAttempt) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDeliveryAttempt_outcome(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Outcome, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.WebhookAttemptOutcome) graphql.Marshaler {
+			return ec.marshalNWebhookAttemptOutcome2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookAttemptOutcome(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDeliveryAttempt_outcome(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDeliveryAttempt", field, false, false, "WebhookAttemptOutcome")
+}
+
+func (ec *executionContext) _WebhookDeliveryAttempt_startedAt(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDeliveryAttempt) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDeliveryAttempt_startedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StartedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDeliveryAttempt_startedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDeliveryAttempt", field, false, false, "Time")
+}
+
+func (ec *executionContext) _WebhookDeliveryAttempt_finishedAt(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDeliveryAttempt) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDeliveryAttempt_finishedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FinishedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDeliveryAttempt_finishedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDeliveryAttempt", field, false, false, "Time")
+}
+
+func (ec *executionContext) _WebhookDeliveryAttempt_statusCode(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDeliveryAttempt) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDeliveryAttempt_statusCode(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StatusCode, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDeliveryAttempt_statusCode(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDeliveryAttempt", field, false, false, "Int")
+}
+
+func (ec *executionContext) _WebhookDeliveryAttempt_latencyMs(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDeliveryAttempt) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDeliveryAttempt_latencyMs(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.WebhookDeliveryAttempt().LatencyMs(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *float64) graphql.Marshaler {
+			return ec.marshalOFloat2ᚖfloat64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDeliveryAttempt_latencyMs(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDeliveryAttempt", field, true, true, "Float")
+}
+
+func (ec *executionContext) _WebhookDeliveryAttempt_errorClass(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDeliveryAttempt) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDeliveryAttempt_errorClass(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ErrorClass, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDeliveryAttempt_errorClass(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDeliveryAttempt", field, false, false, "String")
+}
+
+func (ec *executionContext) _WebhookDeliveryAttempt_error(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDeliveryAttempt) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDeliveryAttempt_error(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Error, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDeliveryAttempt_error(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDeliveryAttempt", field, false, false, "String")
+}
+
+func (ec *executionContext) _WebhookDeliveryAttempt_responseBody(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDeliveryAttempt) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDeliveryAttempt_responseBody(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ResponseBody, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDeliveryAttempt_responseBody(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDeliveryAttempt", field, false, false, "String")
+}
+
+func (ec *executionContext) _WebhookDeliveryConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.WebhookDeliveryConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDeliveryConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.WebhookDeliveryEdge) graphql.Marshaler {
+			return ec.marshalNWebhookDeliveryEdge2ᚕgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐWebhookDeliveryEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDeliveryConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "WebhookDeliveryConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookDeliveryEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _WebhookDeliveryConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.WebhookDeliveryConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDeliveryConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDeliveryConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "WebhookDeliveryConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _WebhookDeliveryEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.WebhookDeliveryEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDeliveryEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDeliveryEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDeliveryEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _WebhookDeliveryEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.WebhookDeliveryEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDeliveryEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.WebhookDelivery) graphql.Marshaler {
+			return ec.marshalNWebhookDelivery2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDelivery(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDeliveryEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "WebhookDeliveryEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookDelivery(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _WebhookDeliveryPayload_delivery(ctx context.Context, field graphql.CollectedField, obj *model.WebhookDeliveryPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDeliveryPayload_delivery(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Delivery, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.WebhookDelivery) graphql.Marshaler {
+			return ec.marshalNWebhookDelivery2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDelivery(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDeliveryPayload_delivery(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "WebhookDeliveryPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookDelivery(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _WebhookDestination_id(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDestination) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDestination_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v uuid.UUID) graphql.Marshaler {
+			return ec.marshalNID2githubᚗcomᚋgoogleᚋuuidᚐUUID(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDestination_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDestination", field, false, false, "ID")
+}
+
+func (ec *executionContext) _WebhookDestination_projectId(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDestination) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDestination_projectId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ProjectID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDestination_projectId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDestination", field, false, false, "ID")
+}
+
+func (ec *executionContext) _WebhookDestination_url(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDestination) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDestination_url(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.URL, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDestination_url(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDestination", field, false, false, "String")
+}
+
+func (ec *executionContext) _WebhookDestination_description(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDestination) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDestination_description(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Description, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDestination_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDestination", field, false, false, "String")
+}
+
+func (ec *executionContext) _WebhookDestination_createdAt(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDestination) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDestination_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDestination_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDestination", field, false, false, "Time")
+}
+
+func (ec *executionContext) _WebhookDestination_secretRotatedAt(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDestination) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDestination_secretRotatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SecretRotatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDestination_secretRotatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDestination", field, false, false, "Time")
+}
+
+func (ec *executionContext) _WebhookDestination_activeSecrets(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDestination) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDestination_activeSecrets(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ActiveSecrets, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDestination_activeSecrets(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDestination", field, false, false, "Int")
+}
+
+func (ec *executionContext) _WebhookSubscription_id(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookSubscription) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookSubscription_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v uuid.UUID) graphql.Marshaler {
+			return ec.marshalNID2githubᚗcomᚋgoogleᚋuuidᚐUUID(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookSubscription_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookSubscription", field, false, false, "ID")
+}
+
+func (ec *executionContext) _WebhookSubscription_projectId(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookSubscription) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookSubscription_projectId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ProjectID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookSubscription_projectId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookSubscription", field, false, false, "ID")
+}
+
+func (ec *executionContext) _WebhookSubscription_destinationId(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookSubscription) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookSubscription_destinationId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DestinationID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v uuid.UUID) graphql.Marshaler {
+			return ec.marshalNID2githubᚗcomᚋgoogleᚋuuidᚐUUID(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookSubscription_destinationId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookSubscription", field, false, false, "ID")
+}
+
+func (ec *executionContext) _WebhookSubscription_eventTypes(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookSubscription) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookSubscription_eventTypes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EventTypes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookSubscription_eventTypes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookSubscription", field, false, false, "String")
+}
+
+func (ec *executionContext) _WebhookSubscription_description(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookSubscription) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookSubscription_description(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Description, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookSubscription_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookSubscription", field, false, false, "String")
+}
+
+func (ec *executionContext) _WebhookSubscription_state(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookSubscription) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookSubscription_state(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.State, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.WebhookSubscriptionState) graphql.Marshaler {
+			return ec.marshalNWebhookSubscriptionState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookSubscriptionState(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookSubscription_state(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookSubscription", field, false, false, "WebhookSubscriptionState")
+}
+
+func (ec *executionContext) _WebhookSubscription_afterSequence(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookSubscription) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookSubscription_afterSequence(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AfterSequence, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v uint64) graphql.Marshaler {
+			return ec.marshalNUint642uint64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookSubscription_afterSequence(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookSubscription", field, false, false, "Uint64")
+}
+
+func (ec *executionContext) _WebhookSubscription_createdAt(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookSubscription) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookSubscription_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookSubscription_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookSubscription", field, false, false, "Time")
+}
+
+func (ec *executionContext) _WebhookSubscription_disabledAt(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookSubscription) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookSubscription_disabledAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DisabledAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookSubscription_disabledAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookSubscription", field, false, false, "Time")
+}
+
+func (ec *executionContext) _WebhookSubscriptionConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.WebhookSubscriptionConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookSubscriptionConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.WebhookSubscriptionEdge) graphql.Marshaler {
+			return ec.marshalNWebhookSubscriptionEdge2ᚕgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐWebhookSubscriptionEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookSubscriptionConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "WebhookSubscriptionConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookSubscriptionEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _WebhookSubscriptionConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.WebhookSubscriptionConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookSubscriptionConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookSubscriptionConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "WebhookSubscriptionConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _WebhookSubscriptionEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.WebhookSubscriptionEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookSubscriptionEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookSubscriptionEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookSubscriptionEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _WebhookSubscriptionEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.WebhookSubscriptionEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookSubscriptionEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.WebhookSubscription) graphql.Marshaler {
+			return ec.marshalNWebhookSubscription2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookSubscription(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookSubscriptionEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "WebhookSubscriptionEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookSubscription(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _WebhookSubscriptionPayload_subscription(ctx context.Context, field graphql.CollectedField, obj *model.WebhookSubscriptionPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookSubscriptionPayload_subscription(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Subscription, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.WebhookSubscription) graphql.Marshaler {
+			return ec.marshalNWebhookSubscription2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookSubscription(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookSubscriptionPayload_subscription(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "WebhookSubscriptionPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookSubscription(ctx, field)
+		},
 	}
 	return fc, nil
 }
@@ -4198,6 +7350,174 @@ func UnmarshalAuditSubjectInput(ctx context.Context, raw any) (model.AuditSubjec
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputCreateWebhookDestinationInput(ctx context.Context, obj any) (model.CreateWebhookDestinationInput, error) {
+	var it model.CreateWebhookDestinationInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"projectId", "url", "description"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "projectId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectID = data
+		case "url":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("url"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.URL = data
+		case "description":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("description"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Description = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalCreateWebhookDestinationInput unmarshals raw into the CreateWebhookDestinationInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalCreateWebhookDestinationInput(ctx context.Context, raw any) (model.CreateWebhookDestinationInput, error) {
+	var out model.CreateWebhookDestinationInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "CreateWebhookDestinationInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputCreateWebhookSubscriptionInput(ctx context.Context, obj any) (model.CreateWebhookSubscriptionInput, error) {
+	var it model.CreateWebhookSubscriptionInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"projectId", "destinationId", "eventTypes", "description", "idempotencyKey"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "projectId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectID = data
+		case "destinationId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("destinationId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DestinationID = data
+		case "eventTypes":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("eventTypes"))
+			data, err := ec.unmarshalNString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.EventTypes = data
+		case "description":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("description"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Description = data
+		case "idempotencyKey":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idempotencyKey"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IdempotencyKey = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalCreateWebhookSubscriptionInput unmarshals raw into the CreateWebhookSubscriptionInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalCreateWebhookSubscriptionInput(ctx context.Context, raw any) (model.CreateWebhookSubscriptionInput, error) {
+	var out model.CreateWebhookSubscriptionInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "CreateWebhookSubscriptionInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputDisableWebhookSubscriptionInput(ctx context.Context, obj any) (model.DisableWebhookSubscriptionInput, error) {
+	var it model.DisableWebhookSubscriptionInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"subscriptionId"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "subscriptionId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("subscriptionId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SubscriptionID = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalDisableWebhookSubscriptionInput unmarshals raw into the DisableWebhookSubscriptionInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalDisableWebhookSubscriptionInput(ctx context.Context, raw any) (model.DisableWebhookSubscriptionInput, error) {
+	var out model.DisableWebhookSubscriptionInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "DisableWebhookSubscriptionInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputEvidenceDigestInput(ctx context.Context, obj any) (model.EvidenceDigestInput, error) {
 	var it model.EvidenceDigestInput
 	if obj == nil {
@@ -4412,6 +7732,160 @@ func (ec *executionContext) unmarshalInputRecordAuditEventsInput(ctx context.Con
 func UnmarshalRecordAuditEventsInput(ctx context.Context, raw any) (model.RecordAuditEventsInput, error) {
 	var out model.RecordAuditEventsInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "RecordAuditEventsInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputRedriveWebhookDeliveryInput(ctx context.Context, obj any) (model.RedriveWebhookDeliveryInput, error) {
+	var it model.RedriveWebhookDeliveryInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"deliveryId", "confirm"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "deliveryId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("deliveryId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DeliveryID = data
+		case "confirm":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("confirm"))
+			data, err := ec.unmarshalNBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Confirm = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalRedriveWebhookDeliveryInput unmarshals raw into the RedriveWebhookDeliveryInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRedriveWebhookDeliveryInput(ctx context.Context, raw any) (model.RedriveWebhookDeliveryInput, error) {
+	var out model.RedriveWebhookDeliveryInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RedriveWebhookDeliveryInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputRotateWebhookDestinationSecretInput(ctx context.Context, obj any) (model.RotateWebhookDestinationSecretInput, error) {
+	var it model.RotateWebhookDestinationSecretInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"destinationId", "gracePeriodSeconds"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "destinationId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("destinationId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DestinationID = data
+		case "gracePeriodSeconds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("gracePeriodSeconds"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.GracePeriodSeconds = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalRotateWebhookDestinationSecretInput unmarshals raw into the RotateWebhookDestinationSecretInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRotateWebhookDestinationSecretInput(ctx context.Context, raw any) (model.RotateWebhookDestinationSecretInput, error) {
+	var out model.RotateWebhookDestinationSecretInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RotateWebhookDestinationSecretInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputWebhookDeliveryFilter(ctx context.Context, obj any) (model.WebhookDeliveryFilter, error) {
+	var it model.WebhookDeliveryFilter
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"subscriptionId", "state", "eventId"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "subscriptionId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("subscriptionId"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SubscriptionID = data
+		case "state":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("state"))
+			data, err := ec.unmarshalOWebhookDeliveryState2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDeliveryState(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.State = data
+		case "eventId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("eventId"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.EventID = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalWebhookDeliveryFilter unmarshals raw into the WebhookDeliveryFilter input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalWebhookDeliveryFilter(ctx context.Context, raw any) (model.WebhookDeliveryFilter, error) {
+	var out model.WebhookDeliveryFilter
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "WebhookDeliveryFilter", raw, &out)
 	return out, err
 }
 
@@ -4827,6 +8301,44 @@ func (ec *executionContext) _AuditSubject(ctx context.Context, sel ast.Selection
 	return out
 }
 
+var createWebhookDestinationPayloadImplementors = []string{"CreateWebhookDestinationPayload"}
+
+func (ec *executionContext) _CreateWebhookDestinationPayload(ctx context.Context, sel ast.SelectionSet, obj *model.CreateWebhookDestinationPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, createWebhookDestinationPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("CreateWebhookDestinationPayload")
+		case "destination":
+			out.Values[i] = ec._CreateWebhookDestinationPayload_destination(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "signingSecret":
+			out.Values[i] = ec._CreateWebhookDestinationPayload_signingSecret(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var evidenceDigestImplementors = []string{"EvidenceDigest"}
 
 func (ec *executionContext) _EvidenceDigest(ctx context.Context, sel ast.SelectionSet, obj *domain.EvidenceDigest) graphql.Marshaler {
@@ -4899,6 +8411,41 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "recordAuditEvents":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_recordAuditEvents(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createWebhookDestination":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createWebhookDestination(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "rotateWebhookDestinationSecret":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_rotateWebhookDestinationSecret(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createWebhookSubscription":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createWebhookSubscription(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "disableWebhookSubscription":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_disableWebhookSubscription(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "redriveWebhookDelivery":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_redriveWebhookDelivery(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -4994,6 +8541,42 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_verifyAuditChain(ctx, field)
+				})
+		case "webhookDestination":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_webhookDestination(ctx, field)
+				})
+		case "webhookDestinations":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_webhookDestinations(ctx, field)
+				})
+		case "webhookSubscription":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_webhookSubscription(ctx, field)
+				})
+		case "webhookSubscriptions":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_webhookSubscriptions(ctx, field)
+				})
+		case "webhookDelivery":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_webhookDelivery(ctx, field)
+				})
+		case "webhookDeliveries":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_webhookDeliveries(ctx, field)
 				})
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
@@ -5092,6 +8675,49 @@ func (ec *executionContext) _RecordAuditEventsPayload(ctx context.Context, sel a
 	return out
 }
 
+var rotateWebhookDestinationSecretPayloadImplementors = []string{"RotateWebhookDestinationSecretPayload"}
+
+func (ec *executionContext) _RotateWebhookDestinationSecretPayload(ctx context.Context, sel ast.SelectionSet, obj *model.RotateWebhookDestinationSecretPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, rotateWebhookDestinationSecretPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RotateWebhookDestinationSecretPayload")
+		case "destination":
+			out.Values[i] = ec._RotateWebhookDestinationSecretPayload_destination(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "signingSecret":
+			out.Values[i] = ec._RotateWebhookDestinationSecretPayload_signingSecret(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "previousSecretsExpireAt":
+			out.Values[i] = ec._RotateWebhookDestinationSecretPayload_previousSecretsExpireAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var subscriptionImplementors = []string{"Subscription"}
 
 func (ec *executionContext) _Subscription(ctx context.Context, sel ast.SelectionSet) func(ctx context.Context) graphql.Marshaler {
@@ -5110,6 +8736,552 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 	default:
 		panic("unknown field " + strconv.Quote(fields[0].Name))
 	}
+}
+
+var webhookDeliveryImplementors = []string{"WebhookDelivery"}
+
+func (ec *executionContext) _WebhookDelivery(ctx context.Context, sel ast.SelectionSet, obj *domain.WebhookDelivery) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, webhookDeliveryImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("WebhookDelivery")
+		case "id":
+			out.Values[i] = ec._WebhookDelivery_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "projectId":
+			out.Values[i] = ec._WebhookDelivery_projectId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "subscriptionId":
+			out.Values[i] = ec._WebhookDelivery_subscriptionId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "destinationId":
+			out.Values[i] = ec._WebhookDelivery_destinationId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "eventId":
+			out.Values[i] = ec._WebhookDelivery_eventId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "eventSequence":
+			out.Values[i] = ec._WebhookDelivery_eventSequence(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "eventType":
+			out.Values[i] = ec._WebhookDelivery_eventType(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "idempotencyKey":
+			out.Values[i] = ec._WebhookDelivery_idempotencyKey(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "state":
+			out.Values[i] = ec._WebhookDelivery_state(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "attemptCount":
+			out.Values[i] = ec._WebhookDelivery_attemptCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "maxAttempts":
+			out.Values[i] = ec._WebhookDelivery_maxAttempts(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nextAttemptAt":
+			out.Values[i] = ec._WebhookDelivery_nextAttemptAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._WebhookDelivery_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "updatedAt":
+			out.Values[i] = ec._WebhookDelivery_updatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deliveredAt":
+			out.Values[i] = ec._WebhookDelivery_deliveredAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "deadLetteredAt":
+			out.Values[i] = ec._WebhookDelivery_deadLetteredAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "lastError":
+			out.Values[i] = ec._WebhookDelivery_lastError(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "attempts":
+			out.Values[i] = ec._WebhookDelivery_attempts(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var webhookDeliveryAttemptImplementors = []string{"WebhookDeliveryAttempt"}
+
+func (ec *executionContext) _WebhookDeliveryAttempt(ctx context.Context, sel ast.SelectionSet, obj *domain.WebhookDeliveryAttempt) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, webhookDeliveryAttemptImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("WebhookDeliveryAttempt")
+		case "number":
+			out.Values[i] = ec._WebhookDeliveryAttempt_number(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "outcome":
+			out.Values[i] = ec._WebhookDeliveryAttempt_outcome(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "startedAt":
+			out.Values[i] = ec._WebhookDeliveryAttempt_startedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "finishedAt":
+			out.Values[i] = ec._WebhookDeliveryAttempt_finishedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "statusCode":
+			out.Values[i] = ec._WebhookDeliveryAttempt_statusCode(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "latencyMs":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._WebhookDeliveryAttempt_latencyMs(ctx, field, obj)
+				})
+		case "errorClass":
+			out.Values[i] = ec._WebhookDeliveryAttempt_errorClass(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "error":
+			out.Values[i] = ec._WebhookDeliveryAttempt_error(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "responseBody":
+			out.Values[i] = ec._WebhookDeliveryAttempt_responseBody(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var webhookDeliveryConnectionImplementors = []string{"WebhookDeliveryConnection"}
+
+func (ec *executionContext) _WebhookDeliveryConnection(ctx context.Context, sel ast.SelectionSet, obj *model.WebhookDeliveryConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, webhookDeliveryConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("WebhookDeliveryConnection")
+		case "edges":
+			out.Values[i] = ec._WebhookDeliveryConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._WebhookDeliveryConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var webhookDeliveryEdgeImplementors = []string{"WebhookDeliveryEdge"}
+
+func (ec *executionContext) _WebhookDeliveryEdge(ctx context.Context, sel ast.SelectionSet, obj *model.WebhookDeliveryEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, webhookDeliveryEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("WebhookDeliveryEdge")
+		case "cursor":
+			out.Values[i] = ec._WebhookDeliveryEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._WebhookDeliveryEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var webhookDeliveryPayloadImplementors = []string{"WebhookDeliveryPayload"}
+
+func (ec *executionContext) _WebhookDeliveryPayload(ctx context.Context, sel ast.SelectionSet, obj *model.WebhookDeliveryPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, webhookDeliveryPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("WebhookDeliveryPayload")
+		case "delivery":
+			out.Values[i] = ec._WebhookDeliveryPayload_delivery(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var webhookDestinationImplementors = []string{"WebhookDestination"}
+
+func (ec *executionContext) _WebhookDestination(ctx context.Context, sel ast.SelectionSet, obj *domain.WebhookDestination) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, webhookDestinationImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("WebhookDestination")
+		case "id":
+			out.Values[i] = ec._WebhookDestination_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "projectId":
+			out.Values[i] = ec._WebhookDestination_projectId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "url":
+			out.Values[i] = ec._WebhookDestination_url(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "description":
+			out.Values[i] = ec._WebhookDestination_description(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._WebhookDestination_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "secretRotatedAt":
+			out.Values[i] = ec._WebhookDestination_secretRotatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "activeSecrets":
+			out.Values[i] = ec._WebhookDestination_activeSecrets(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var webhookSubscriptionImplementors = []string{"WebhookSubscription"}
+
+func (ec *executionContext) _WebhookSubscription(ctx context.Context, sel ast.SelectionSet, obj *domain.WebhookSubscription) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, webhookSubscriptionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("WebhookSubscription")
+		case "id":
+			out.Values[i] = ec._WebhookSubscription_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "projectId":
+			out.Values[i] = ec._WebhookSubscription_projectId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "destinationId":
+			out.Values[i] = ec._WebhookSubscription_destinationId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "eventTypes":
+			out.Values[i] = ec._WebhookSubscription_eventTypes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "description":
+			out.Values[i] = ec._WebhookSubscription_description(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "state":
+			out.Values[i] = ec._WebhookSubscription_state(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "afterSequence":
+			out.Values[i] = ec._WebhookSubscription_afterSequence(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._WebhookSubscription_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "disabledAt":
+			out.Values[i] = ec._WebhookSubscription_disabledAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var webhookSubscriptionConnectionImplementors = []string{"WebhookSubscriptionConnection"}
+
+func (ec *executionContext) _WebhookSubscriptionConnection(ctx context.Context, sel ast.SelectionSet, obj *model.WebhookSubscriptionConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, webhookSubscriptionConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("WebhookSubscriptionConnection")
+		case "edges":
+			out.Values[i] = ec._WebhookSubscriptionConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._WebhookSubscriptionConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var webhookSubscriptionEdgeImplementors = []string{"WebhookSubscriptionEdge"}
+
+func (ec *executionContext) _WebhookSubscriptionEdge(ctx context.Context, sel ast.SelectionSet, obj *model.WebhookSubscriptionEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, webhookSubscriptionEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("WebhookSubscriptionEdge")
+		case "cursor":
+			out.Values[i] = ec._WebhookSubscriptionEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._WebhookSubscriptionEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var webhookSubscriptionPayloadImplementors = []string{"WebhookSubscriptionPayload"}
+
+func (ec *executionContext) _WebhookSubscriptionPayload(ctx context.Context, sel ast.SelectionSet, obj *model.WebhookSubscriptionPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, webhookSubscriptionPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("WebhookSubscriptionPayload")
+		case "subscription":
+			out.Values[i] = ec._WebhookSubscriptionPayload_subscription(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
 }
 
 var __DirectiveImplementors = []string{"__Directive"}
@@ -5600,6 +9772,29 @@ func (ec *executionContext) marshalNBoolean2bool(ctx context.Context, sel ast.Se
 	return res
 }
 
+func (ec *executionContext) unmarshalNCreateWebhookDestinationInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐCreateWebhookDestinationInput(ctx context.Context, v any) (model.CreateWebhookDestinationInput, error) {
+	res, err := ec.unmarshalInputCreateWebhookDestinationInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNCreateWebhookDestinationPayload2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐCreateWebhookDestinationPayload(ctx context.Context, sel ast.SelectionSet, v *model.CreateWebhookDestinationPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "CreateWebhookDestinationPayload!")
+		return graphql.Null
+	}
+	return ec._CreateWebhookDestinationPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNCreateWebhookSubscriptionInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐCreateWebhookSubscriptionInput(ctx context.Context, v any) (model.CreateWebhookSubscriptionInput, error) {
+	res, err := ec.unmarshalInputCreateWebhookSubscriptionInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNDisableWebhookSubscriptionInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐDisableWebhookSubscriptionInput(ctx context.Context, v any) (model.DisableWebhookSubscriptionInput, error) {
+	res, err := ec.unmarshalInputDisableWebhookSubscriptionInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) marshalNEvidenceDigest2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐEvidenceDigest(ctx context.Context, sel ast.SelectionSet, v domain.EvidenceDigest) graphql.Marshaler {
 	return ec._EvidenceDigest(ctx, sel, &v)
 }
@@ -5649,6 +9844,20 @@ func (ec *executionContext) marshalNID2string(ctx context.Context, sel ast.Selec
 	res := graphql.MarshalID(v)
 	if res == graphql.Null {
 		graphql.AddInvalidNullFromMarshaler(ctx, "ID!")
+	}
+	return res
+}
+
+func (ec *executionContext) unmarshalNInt2int(ctx context.Context, v any) (int, error) {
+	res, err := graphql.UnmarshalInt(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNInt2int(ctx context.Context, sel ast.SelectionSet, v int) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalInt(v)
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "Int!")
 	}
 	return res
 }
@@ -5719,6 +9928,24 @@ func (ec *executionContext) marshalNRecordAuditEventsPayload2ᚖgithubᚗcomᚋa
 	return ec._RecordAuditEventsPayload(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNRedriveWebhookDeliveryInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐRedriveWebhookDeliveryInput(ctx context.Context, v any) (model.RedriveWebhookDeliveryInput, error) {
+	res, err := ec.unmarshalInputRedriveWebhookDeliveryInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNRotateWebhookDestinationSecretInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐRotateWebhookDestinationSecretInput(ctx context.Context, v any) (model.RotateWebhookDestinationSecretInput, error) {
+	res, err := ec.unmarshalInputRotateWebhookDestinationSecretInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNRotateWebhookDestinationSecretPayload2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐRotateWebhookDestinationSecretPayload(ctx context.Context, sel ast.SelectionSet, v *model.RotateWebhookDestinationSecretPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "RotateWebhookDestinationSecretPayload!")
+		return graphql.Null
+	}
+	return ec._RotateWebhookDestinationSecretPayload(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNString2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐHash(ctx context.Context, v any) (domain.Hash, error) {
 	var res domain.Hash
 	err := res.UnmarshalGQL(v)
@@ -5741,6 +9968,35 @@ func (ec *executionContext) marshalNString2string(ctx context.Context, sel ast.S
 		graphql.AddInvalidNullFromMarshaler(ctx, "String!")
 	}
 	return res
+}
+
+func (ec *executionContext) unmarshalNString2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]string, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNString2string(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalNString2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNString2string(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) unmarshalNTime2timeᚐTime(ctx context.Context, v any) (time.Time, error) {
@@ -5769,6 +10025,172 @@ func (ec *executionContext) marshalNUint642uint64(ctx context.Context, sel ast.S
 		graphql.AddInvalidNullFromMarshaler(ctx, "Uint64!")
 	}
 	return res
+}
+
+func (ec *executionContext) unmarshalNWebhookAttemptOutcome2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookAttemptOutcome(ctx context.Context, v any) (domain.WebhookAttemptOutcome, error) {
+	var res domain.WebhookAttemptOutcome
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNWebhookAttemptOutcome2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookAttemptOutcome(ctx context.Context, sel ast.SelectionSet, v domain.WebhookAttemptOutcome) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) marshalNWebhookDelivery2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDelivery(ctx context.Context, sel ast.SelectionSet, v *domain.WebhookDelivery) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "WebhookDelivery!")
+		return graphql.Null
+	}
+	return ec._WebhookDelivery(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNWebhookDeliveryAttempt2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDeliveryAttempt(ctx context.Context, sel ast.SelectionSet, v domain.WebhookDeliveryAttempt) graphql.Marshaler {
+	return ec._WebhookDeliveryAttempt(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNWebhookDeliveryAttempt2ᚕgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDeliveryAttemptᚄ(ctx context.Context, sel ast.SelectionSet, v []domain.WebhookDeliveryAttempt) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNWebhookDeliveryAttempt2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDeliveryAttempt(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNWebhookDeliveryConnection2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐWebhookDeliveryConnection(ctx context.Context, sel ast.SelectionSet, v *model.WebhookDeliveryConnection) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "WebhookDeliveryConnection!")
+		return graphql.Null
+	}
+	return ec._WebhookDeliveryConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNWebhookDeliveryEdge2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐWebhookDeliveryEdge(ctx context.Context, sel ast.SelectionSet, v model.WebhookDeliveryEdge) graphql.Marshaler {
+	return ec._WebhookDeliveryEdge(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNWebhookDeliveryEdge2ᚕgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐWebhookDeliveryEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.WebhookDeliveryEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNWebhookDeliveryEdge2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐWebhookDeliveryEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNWebhookDeliveryPayload2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐWebhookDeliveryPayload(ctx context.Context, sel ast.SelectionSet, v *model.WebhookDeliveryPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "WebhookDeliveryPayload!")
+		return graphql.Null
+	}
+	return ec._WebhookDeliveryPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNWebhookDeliveryState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDeliveryState(ctx context.Context, v any) (domain.WebhookDeliveryState, error) {
+	var res domain.WebhookDeliveryState
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNWebhookDeliveryState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDeliveryState(ctx context.Context, sel ast.SelectionSet, v domain.WebhookDeliveryState) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) marshalNWebhookDestination2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDestination(ctx context.Context, sel ast.SelectionSet, v domain.WebhookDestination) graphql.Marshaler {
+	return ec._WebhookDestination(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNWebhookDestination2ᚕgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDestinationᚄ(ctx context.Context, sel ast.SelectionSet, v []domain.WebhookDestination) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNWebhookDestination2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDestination(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNWebhookDestination2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDestination(ctx context.Context, sel ast.SelectionSet, v *domain.WebhookDestination) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "WebhookDestination!")
+		return graphql.Null
+	}
+	return ec._WebhookDestination(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNWebhookSubscription2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookSubscription(ctx context.Context, sel ast.SelectionSet, v *domain.WebhookSubscription) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "WebhookSubscription!")
+		return graphql.Null
+	}
+	return ec._WebhookSubscription(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNWebhookSubscriptionConnection2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐWebhookSubscriptionConnection(ctx context.Context, sel ast.SelectionSet, v *model.WebhookSubscriptionConnection) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "WebhookSubscriptionConnection!")
+		return graphql.Null
+	}
+	return ec._WebhookSubscriptionConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNWebhookSubscriptionEdge2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐWebhookSubscriptionEdge(ctx context.Context, sel ast.SelectionSet, v model.WebhookSubscriptionEdge) graphql.Marshaler {
+	return ec._WebhookSubscriptionEdge(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNWebhookSubscriptionEdge2ᚕgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐWebhookSubscriptionEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.WebhookSubscriptionEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNWebhookSubscriptionEdge2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐWebhookSubscriptionEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNWebhookSubscriptionPayload2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐWebhookSubscriptionPayload(ctx context.Context, sel ast.SelectionSet, v *model.WebhookSubscriptionPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "WebhookSubscriptionPayload!")
+		return graphql.Null
+	}
+	return ec._WebhookSubscriptionPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNWebhookSubscriptionState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookSubscriptionState(ctx context.Context, v any) (domain.WebhookSubscriptionState, error) {
+	var res domain.WebhookSubscriptionState
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNWebhookSubscriptionState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookSubscriptionState(ctx context.Context, sel ast.SelectionSet, v domain.WebhookSubscriptionState) graphql.Marshaler {
+	return v
 }
 
 func (ec *executionContext) marshalN__Directive2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐDirective(ctx context.Context, sel ast.SelectionSet, v introspection.Directive) graphql.Marshaler {
@@ -6073,6 +10495,23 @@ func (ec *executionContext) unmarshalOEvidenceDigestInput2ᚕgithubᚗcomᚋaeth
 	return res, nil
 }
 
+func (ec *executionContext) unmarshalOFloat2ᚖfloat64(ctx context.Context, v any) (*float64, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := graphql.UnmarshalFloatContext(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOFloat2ᚖfloat64(ctx context.Context, sel ast.SelectionSet, v *float64) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	res := graphql.MarshalFloatContext(*v)
+	return graphql.WrapContextMarshaler(ctx, res)
+}
+
 func (ec *executionContext) unmarshalOID2ᚖstring(ctx context.Context, v any) (*string, error) {
 	if v == nil {
 		return nil, nil
@@ -6179,6 +10618,51 @@ func (ec *executionContext) marshalOUint642ᚖuint64(ctx context.Context, sel as
 	_ = ctx
 	res := scalar.MarshalUint64(*v)
 	return res
+}
+
+func (ec *executionContext) marshalOWebhookDelivery2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDelivery(ctx context.Context, sel ast.SelectionSet, v *domain.WebhookDelivery) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._WebhookDelivery(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOWebhookDeliveryFilter2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐWebhookDeliveryFilter(ctx context.Context, v any) (*model.WebhookDeliveryFilter, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputWebhookDeliveryFilter(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalOWebhookDeliveryState2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDeliveryState(ctx context.Context, v any) (*domain.WebhookDeliveryState, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(domain.WebhookDeliveryState)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOWebhookDeliveryState2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDeliveryState(ctx context.Context, sel ast.SelectionSet, v *domain.WebhookDeliveryState) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
+}
+
+func (ec *executionContext) marshalOWebhookDestination2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDestination(ctx context.Context, sel ast.SelectionSet, v *domain.WebhookDestination) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._WebhookDestination(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOWebhookSubscription2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookSubscription(ctx context.Context, sel ast.SelectionSet, v *domain.WebhookSubscription) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._WebhookSubscription(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalO__EnumValue2ᚕgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐEnumValueᚄ(ctx context.Context, sel ast.SelectionSet, v []introspection.EnumValue) graphql.Marshaler {

@@ -66,6 +66,33 @@ type AuditSubjectInput struct {
 	DisplayName *string            `json:"displayName,omitempty"`
 }
 
+type CreateWebhookDestinationInput struct {
+	ProjectID string `json:"projectId"`
+	// An https URL (at most 2048 bytes) without credentials.
+	URL         string  `json:"url"`
+	Description *string `json:"description,omitempty"`
+}
+
+type CreateWebhookDestinationPayload struct {
+	Destination *domain.WebhookDestination `json:"destination"`
+	// Standard Webhooks signing secret (whsec_...): shown only now, store it safely.
+	SigningSecret string `json:"signingSecret"`
+}
+
+type CreateWebhookSubscriptionInput struct {
+	ProjectID     string `json:"projectId"`
+	DestinationID string `json:"destinationId"`
+	// 1-50 audit actions, exact or prefix.*.
+	EventTypes  []string `json:"eventTypes"`
+	Description *string  `json:"description,omitempty"`
+	// Makes the call idempotent: a repeat returns the first call's subscription.
+	IdempotencyKey *string `json:"idempotencyKey,omitempty"`
+}
+
+type DisableWebhookSubscriptionInput struct {
+	SubscriptionID string `json:"subscriptionId"`
+}
+
 type EvidenceDigestInput struct {
 	Algorithm string  `json:"algorithm"`
 	Value     string  `json:"value"`
@@ -112,7 +139,61 @@ type RecordAuditEventsPayload struct {
 	Events []domain.AuditEvent `json:"events"`
 }
 
+type RedriveWebhookDeliveryInput struct {
+	DeliveryID string `json:"deliveryId"`
+	// Must be true: a redrive sends the webhook again.
+	Confirm bool `json:"confirm"`
+}
+
+type RotateWebhookDestinationSecretInput struct {
+	DestinationID string `json:"destinationId"`
+	// How long the replaced secrets keep signing: 0-604800, default 86400.
+	GracePeriodSeconds *int `json:"gracePeriodSeconds,omitempty"`
+}
+
+type RotateWebhookDestinationSecretPayload struct {
+	Destination *domain.WebhookDestination `json:"destination"`
+	// The new signing secret: shown only now.
+	SigningSecret string `json:"signingSecret"`
+	// When the replaced secrets stop signing.
+	PreviousSecretsExpireAt time.Time `json:"previousSecretsExpireAt"`
+}
+
 type Subscription struct {
+}
+
+type WebhookDeliveryConnection struct {
+	Edges    []WebhookDeliveryEdge `json:"edges"`
+	PageInfo *PageInfo             `json:"pageInfo"`
+}
+
+type WebhookDeliveryEdge struct {
+	Cursor string                  `json:"cursor"`
+	Node   *domain.WebhookDelivery `json:"node"`
+}
+
+type WebhookDeliveryFilter struct {
+	SubscriptionID *string                      `json:"subscriptionId,omitempty"`
+	State          *domain.WebhookDeliveryState `json:"state,omitempty"`
+	EventID        *string                      `json:"eventId,omitempty"`
+}
+
+type WebhookDeliveryPayload struct {
+	Delivery *domain.WebhookDelivery `json:"delivery"`
+}
+
+type WebhookSubscriptionConnection struct {
+	Edges    []WebhookSubscriptionEdge `json:"edges"`
+	PageInfo *PageInfo                 `json:"pageInfo"`
+}
+
+type WebhookSubscriptionEdge struct {
+	Cursor string                      `json:"cursor"`
+	Node   *domain.WebhookSubscription `json:"node"`
+}
+
+type WebhookSubscriptionPayload struct {
+	Subscription *domain.WebhookSubscription `json:"subscription"`
 }
 
 type AuditOrder string

@@ -1,0 +1,224 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	neturl "net/url"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/aetheriot/aether-audit/domain"
+	"github.com/aetheriot/aether-audit/webhook"
+)
+
+// ErrWebhookDestinationNotFound answers a lookup of a destination that is
+// missing or not visible to the caller.
+var ErrWebhookDestinationNotFound = newError(CodeNotFound, "webhook destination not found")
+
+// CreateWebhookDestinationInput registers a receiver.
+type CreateWebhookDestinationInput struct {
+	ProjectID   string
+	URL         string
+	Description string
+}
+
+// WebhookDestinationWithSecret is a destination with its signing secret in
+// plaintext: the answer of creation and rotation, the only two times the
+// secret is shown.
+type WebhookDestinationWithSecret struct {
+	Destination   domain.WebhookDestination
+	SigningSecret string
+	// PreviousSecretsExpireAt is, after a rotation, when the secrets it
+	// replaced stop signing.
+	PreviousSecretsExpireAt *time.Time
+}
+
+// CreateWebhookDestination registers an HTTPS receiver for a project and
+// generates its signing secret (Standard Webhooks "whsec_" format), stored
+// sealed under the master key. Needs webhooks:write. The URL must be https
+// and must not name localhost or a literal non-global address. Audited as
+// webhook.destination.created (without the URL's secret parts or the
+// secret).
+func (a *App) CreateWebhookDestination(ctx context.Context, id Identity, in CreateWebhookDestinationInput) (WebhookDestinationWithSecret, error) {
+	if err := authorize(id, PermissionWebhooksWrite, in.ProjectID); err != nil {
+		return WebhookDestinationWithSecret{}, err
+	}
+	url, err := webhook.ValidateURL(in.URL, a.webhooks.URLPolicy)
+	if err != nil {
+		var uerr *webhook.URLError
+		if errors.As(err, &uerr) {
+			return WebhookDestinationWithSecret{}, badInput("url", uerr.Error())
+		}
+		return WebhookDestinationWithSecret{}, err
+	}
+	if err := checkDescription(in.Description); err != nil {
+		return WebhookDestinationWithSecret{}, err
+	}
+	if a.webhooks.Box == nil {
+		return WebhookDestinationWithSecret{}, errors.New("webhooks: no master key configured")
+	}
+	now := a.now().UTC()
+	d := domain.WebhookDestination{
+		ID: uuid.Must(uuid.NewV7()), TenantID: id.TenantID, ProjectID: in.ProjectID, URL: url,
+		Description: in.Description, CreatedAt: now, CreatedBy: id.Subject, ActiveSecrets: 1,
+	}
+	plain, sealed, err := a.newSealedSecret(d.ID, now)
+	if err != nil {
+		return WebhookDestinationWithSecret{}, err
+	}
+	err = a.retryTx(ctx, func(ctx context.Context) error {
+		existing, err := a.store.ListWebhookDestinations(ctx, id.TenantID, in.ProjectID, uuid.Nil, MaxWebhookDestinationsPerProject)
+		if err != nil {
+			return err
+		}
+		if len(existing) >= MaxWebhookDestinationsPerProject {
+			return newError(CodeQuotaExceeded, fmt.Sprintf("a project has at most %d webhook destinations", MaxWebhookDestinationsPerProject))
+		}
+		if err := a.store.InsertWebhookDestination(ctx, d, sealed); err != nil {
+			return err
+		}
+		details, _ := json.Marshal(map[string]string{"destinationId": d.ID.String(), "host": urlHost(url)})
+		_, err = a.recordCommandEvent(ctx, id, d.ProjectID, "webhook.destination.created",
+			domain.Resource{Type: "webhook_destination", ID: d.ID.String()}, domain.RiskMedium, string(details), now)
+		return err
+	})
+	if err != nil {
+		return WebhookDestinationWithSecret{}, err
+	}
+	return WebhookDestinationWithSecret{Destination: d, SigningSecret: plain}, nil
+}
+
+// newSealedSecret generates a signing secret for a destination and seals it.
+func (a *App) newSealedSecret(destinationID uuid.UUID, now time.Time) (string, domain.SealedWebhookSecret, error) {
+	plain, _, err := webhook.NewSecret()
+	if err != nil {
+		return "", domain.SealedWebhookSecret{}, err
+	}
+	sec := domain.SealedWebhookSecret{ID: uuid.Must(uuid.NewV7()), CreatedAt: now}
+	sec.Sealed, err = a.webhooks.Box.Seal([]byte(plain), secretAAD(destinationID, sec.ID))
+	if err != nil {
+		return "", domain.SealedWebhookSecret{}, err
+	}
+	return plain, sec, nil
+}
+
+// secretAAD binds a sealed secret to its destination and row.
+func secretAAD(destinationID, secretID uuid.UUID) []byte {
+	return []byte("webhook-secret:" + destinationID.String() + ":" + secretID.String())
+}
+
+// urlHost returns the host of a validated URL, for audit details.
+func urlHost(raw string) string {
+	u, err := neturl.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return u.Host
+}
+
+func checkDescription(s string) error {
+	if len(s) > domain.MaxWebhookDescriptionLength {
+		return badInput("description", fmt.Sprintf("must be at most %d bytes", domain.MaxWebhookDescriptionLength))
+	}
+	return nil
+}
+
+// RotateWebhookDestinationSecretInput rotates a destination's secret.
+type RotateWebhookDestinationSecretInput struct {
+	DestinationID string
+	// GracePeriod is how long the secrets being replaced keep signing
+	// (deliveries carry a signature per valid secret); nil means
+	// DefaultSecretGracePeriod, at most MaxSecretGracePeriod.
+	GracePeriod *time.Duration
+}
+
+// RotateWebhookDestinationSecret gives a destination a new signing secret,
+// returned once. During the grace period deliveries are signed with every
+// valid secret, so receivers can switch without losing any. Needs
+// webhooks:write; audited as webhook.destination.secret_rotated.
+func (a *App) RotateWebhookDestinationSecret(ctx context.Context, id Identity, in RotateWebhookDestinationSecretInput) (WebhookDestinationWithSecret, error) {
+	if err := authorize(id, PermissionWebhooksWrite, ""); err != nil {
+		return WebhookDestinationWithSecret{}, err
+	}
+	grace := DefaultSecretGracePeriod
+	if in.GracePeriod != nil {
+		grace = *in.GracePeriod
+		if grace < 0 || grace > MaxSecretGracePeriod {
+			return WebhookDestinationWithSecret{}, badInput("gracePeriodSeconds",
+				fmt.Sprintf("must be between 0 and %d", int(MaxSecretGracePeriod/time.Second)))
+		}
+	}
+	destID, err := parseID(in.DestinationID, ErrWebhookDestinationNotFound)
+	if err != nil {
+		return WebhookDestinationWithSecret{}, err
+	}
+	if a.webhooks.Box == nil {
+		return WebhookDestinationWithSecret{}, errors.New("webhooks: no master key configured")
+	}
+	var out WebhookDestinationWithSecret
+	err = a.retryTx(ctx, func(ctx context.Context) error {
+		d, err := a.visibleDestination(ctx, id, destID, true)
+		if err != nil {
+			return err
+		}
+		now := a.now().UTC()
+		plain, sealed, err := a.newSealedSecret(d.ID, now)
+		if err != nil {
+			return err
+		}
+		until := now.Add(grace)
+		if err := a.store.RotateWebhookDestinationSecret(ctx, d.ID, sealed, until); err != nil {
+			return err
+		}
+		details, _ := json.Marshal(map[string]any{"destinationId": d.ID.String(), "gracePeriodSeconds": int64(grace / time.Second)})
+		if _, err := a.recordCommandEvent(ctx, id, d.ProjectID, "webhook.destination.secret_rotated",
+			domain.Resource{Type: "webhook_destination", ID: d.ID.String()}, domain.RiskHigh, string(details), now); err != nil {
+			return err
+		}
+		d, err = a.store.GetWebhookDestination(ctx, id.TenantID, d.ID, false)
+		if err != nil {
+			return err
+		}
+		out = WebhookDestinationWithSecret{Destination: d, SigningSecret: plain, PreviousSecretsExpireAt: &until}
+		return nil
+	})
+	if err != nil {
+		return WebhookDestinationWithSecret{}, err
+	}
+	return out, nil
+}
+
+// visibleDestination reads a destination of id's tenant in one of its
+// projects; anything else is ErrWebhookDestinationNotFound.
+func (a *App) visibleDestination(ctx context.Context, id Identity, destID uuid.UUID, lock bool) (domain.WebhookDestination, error) {
+	d, err := a.store.GetWebhookDestination(ctx, id.TenantID, destID, lock)
+	if errors.Is(err, domain.ErrNotFound) || err == nil && !id.CanAccessProject(d.ProjectID) {
+		return domain.WebhookDestination{}, ErrWebhookDestinationNotFound
+	}
+	return d, err
+}
+
+// WebhookDestination returns one destination, never its secrets. Needs
+// webhooks:read; another tenant's or project's destination is not found.
+func (a *App) WebhookDestination(ctx context.Context, id Identity, destinationID string) (domain.WebhookDestination, error) {
+	if err := authorize(id, PermissionWebhooksRead, ""); err != nil {
+		return domain.WebhookDestination{}, err
+	}
+	destID, err := parseID(destinationID, ErrWebhookDestinationNotFound)
+	if err != nil {
+		return domain.WebhookDestination{}, err
+	}
+	return a.visibleDestination(ctx, id, destID, false)
+}
+
+// WebhookDestinations returns a project's destinations, oldest first (at
+// most MaxWebhookDestinationsPerProject). Needs webhooks:read.
+func (a *App) WebhookDestinations(ctx context.Context, id Identity, projectID string) ([]domain.WebhookDestination, error) {
+	if err := authorize(id, PermissionWebhooksRead, projectID); err != nil {
+		return nil, err
+	}
+	return a.store.ListWebhookDestinations(ctx, id.TenantID, projectID, uuid.Nil, MaxWebhookDestinationsPerProject)
+}

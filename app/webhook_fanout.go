@@ -1,0 +1,79 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/aetheriot/aether-audit/domain"
+)
+
+// FanOutWebhookDeliveries runs the outbox fact of recorded events: it
+// matches the events of args against the project's active subscriptions and
+// creates one WebhookDelivery per (subscription, event) with its delivery
+// job, in one transaction per chunk of events. It is idempotent: deliveries
+// are unique per (subscription, event), and a delivery job is enqueued only
+// for a delivery this run inserted, so running it twice (River retry,
+// rescue) creates nothing more.
+func (a *App) FanOutWebhookDeliveries(ctx context.Context, args WebhookFanoutArgs) (int, error) {
+	if args.FromSequence == 0 || args.ToSequence < args.FromSequence {
+		return 0, fmt.Errorf("webhook fan-out: bad sequence range [%d, %d]", args.FromSequence, args.ToSequence)
+	}
+	created := 0
+	for from := args.FromSequence; from <= args.ToSequence; from += webhookFanoutChunk {
+		to := min(from+webhookFanoutChunk-1, args.ToSequence)
+		err := a.retryTx(ctx, func(ctx context.Context) error {
+			n, err := a.fanOutChunk(ctx, args.TenantID, args.ProjectID, from, to)
+			created += n
+			return err
+		})
+		if err != nil {
+			return created, err
+		}
+	}
+	return created, nil
+}
+
+func (a *App) fanOutChunk(ctx context.Context, tenantID, projectID string, from, to uint64) (int, error) {
+	subs, err := a.store.ListWebhookSubscriptions(ctx, tenantID, projectID, true, uuid.Nil, MaxActiveWebhookSubscriptionsPerProject)
+	if err != nil || len(subs) == 0 {
+		return 0, err
+	}
+	refs, err := a.store.AuditEventRefs(ctx, tenantID, projectID, from, to)
+	if err != nil {
+		return 0, err
+	}
+	now := a.now().UTC()
+	maxAttempts := a.webhooks.RetrySchedule.MaxAttempts()
+	var ds []domain.WebhookDelivery
+	for _, ref := range refs {
+		for i := range subs {
+			if !subs[i].Matches(ref.Action, ref.Sequence) {
+				continue
+			}
+			id := uuid.Must(uuid.NewV7())
+			ds = append(ds, domain.WebhookDelivery{
+				ID: id, TenantID: tenantID, ProjectID: projectID, SubscriptionID: subs[i].ID,
+				DestinationID: subs[i].DestinationID, EventID: ref.ID, EventSequence: ref.Sequence,
+				EventType: ref.Action, IdempotencyKey: domain.WebhookDeliveryIdempotencyKey(id),
+				State: domain.WebhookDeliveryPending, MaxAttempts: maxAttempts,
+				CreatedAt: now, UpdatedAt: now,
+			})
+		}
+	}
+	inserted, err := a.store.InsertWebhookDeliveries(ctx, ds)
+	if err != nil || len(inserted) == 0 {
+		return 0, err
+	}
+	byID := make(map[uuid.UUID]*domain.WebhookDelivery, len(ds))
+	for i := range ds {
+		byID[ds[i].ID] = &ds[i]
+	}
+	jobs := make([]domain.OutboxJob, len(inserted))
+	for i, id := range inserted {
+		jobs[i] = webhookDeliveryJob(byID[id], time.Time{})
+	}
+	return len(inserted), a.store.EnqueueJobs(ctx, jobs...)
+}

@@ -1,0 +1,207 @@
+package app
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/aetheriot/aether-audit/domain"
+)
+
+// ErrWebhookSubscriptionNotFound answers a lookup of a subscription that is
+// missing or not visible to the caller.
+var ErrWebhookSubscriptionNotFound = newError(CodeNotFound, "webhook subscription not found")
+
+const operationCreateWebhookSubscription = "createWebhookSubscription"
+
+// CreateWebhookSubscriptionInput subscribes a destination to a project's
+// audit events.
+type CreateWebhookSubscriptionInput struct {
+	ProjectID     string
+	DestinationID string
+	// EventTypes are audit actions, exact or "prefix.*"; 1 to 50.
+	EventTypes  []string
+	Description string
+	// IdempotencyKey, when set, makes the call idempotent: a repeat with the
+	// same input returns the first call's subscription; with other input it
+	// fails with IDEMPOTENCY_CONFLICT.
+	IdempotencyKey string
+}
+
+// CreateWebhookSubscription subscribes a destination of the same project to
+// the audit events whose action matches EventTypes. The subscription
+// receives the events recorded after its own creation event
+// (webhook.subscription.created), written in the same transaction. Needs
+// webhooks:write.
+func (a *App) CreateWebhookSubscription(ctx context.Context, id Identity, in CreateWebhookSubscriptionInput) (domain.WebhookSubscription, error) {
+	if err := authorize(id, PermissionWebhooksWrite, in.ProjectID); err != nil {
+		return domain.WebhookSubscription{}, err
+	}
+	types, err := domain.ParseWebhookEventTypes("eventTypes", in.EventTypes)
+	if err != nil {
+		return domain.WebhookSubscription{}, err
+	}
+	if err := checkDescription(in.Description); err != nil {
+		return domain.WebhookSubscription{}, err
+	}
+	if len(in.IdempotencyKey) > MaxIdempotencyKeyLength {
+		return domain.WebhookSubscription{}, badInput("idempotencyKey", fmt.Sprintf("must be at most %d bytes", MaxIdempotencyKeyLength))
+	}
+	destID, err := parseID(in.DestinationID, ErrWebhookDestinationNotFound)
+	if err != nil {
+		return domain.WebhookSubscription{}, err
+	}
+	var out domain.WebhookSubscription
+	err = a.retryTx(ctx, func(ctx context.Context) error {
+		if in.IdempotencyKey != "" {
+			fp := subscriptionFingerprint(in.ProjectID, destID, types, in.Description)
+			prior, result, found, err := a.store.ClaimIdempotencyKey(ctx, id.TenantID, operationCreateWebhookSubscription, in.IdempotencyKey, fp, a.idempotencyTTL)
+			if err != nil {
+				return err
+			}
+			if found {
+				if prior != fp {
+					return &Error{Code: CodeIdempotencyConflict, Field: "idempotencyKey",
+						Message: "idempotency key was already used with a different request"}
+				}
+				var subID uuid.UUID
+				if err := json.Unmarshal(result, &subID); err != nil {
+					return fmt.Errorf("decoding idempotency result: %w", err)
+				}
+				out, err = a.store.GetWebhookSubscription(ctx, id.TenantID, subID, false)
+				return err
+			}
+		}
+		d, err := a.visibleDestination(ctx, id, destID, false)
+		if err != nil {
+			return err
+		}
+		if d.ProjectID != in.ProjectID {
+			return ErrWebhookDestinationNotFound
+		}
+		now := a.now().UTC()
+		sub := domain.WebhookSubscription{
+			ID: uuid.Must(uuid.NewV7()), TenantID: id.TenantID, ProjectID: in.ProjectID, DestinationID: d.ID,
+			EventTypes: types, Description: in.Description, State: domain.WebhookSubscriptionActive,
+			CreatedAt: now, CreatedBy: id.Subject,
+		}
+		details, _ := json.Marshal(map[string]any{"subscriptionId": sub.ID.String(), "destinationId": d.ID.String(), "eventTypes": types})
+		// The creation event locks the project's head: from here on no
+		// event of the project commits between it and the subscription.
+		event, err := a.recordCommandEvent(ctx, id, in.ProjectID, "webhook.subscription.created",
+			domain.Resource{Type: "webhook_subscription", ID: sub.ID.String()}, domain.RiskMedium, string(details), now)
+		if err != nil {
+			return err
+		}
+		active, err := a.store.ListWebhookSubscriptions(ctx, id.TenantID, in.ProjectID, true, uuid.Nil, MaxActiveWebhookSubscriptionsPerProject)
+		if err != nil {
+			return err
+		}
+		if len(active) >= MaxActiveWebhookSubscriptionsPerProject {
+			return newError(CodeQuotaExceeded, fmt.Sprintf("a project has at most %d active webhook subscriptions", MaxActiveWebhookSubscriptionsPerProject))
+		}
+		sub.AfterSequence = event.Sequence
+		if err := a.store.InsertWebhookSubscription(ctx, sub); err != nil {
+			return err
+		}
+		if in.IdempotencyKey != "" {
+			result, _ := json.Marshal(sub.ID)
+			if err := a.store.CompleteIdempotencyKey(ctx, id.TenantID, operationCreateWebhookSubscription, in.IdempotencyKey, result); err != nil {
+				return err
+			}
+		}
+		out = sub
+		return nil
+	})
+	if err != nil {
+		return domain.WebhookSubscription{}, err
+	}
+	return out, nil
+}
+
+func subscriptionFingerprint(projectID string, destID uuid.UUID, types []string, description string) domain.Hash {
+	b, _ := json.Marshal([]any{projectID, destID, types, description})
+	return sha256.Sum256(b)
+}
+
+// DisableWebhookSubscription moves a subscription to DISABLED: no new
+// deliveries are created for it. Disabling a disabled subscription is a
+// successful no-op (and is not audited again); there is no way back. Needs
+// webhooks:write; audited as webhook.subscription.disabled.
+func (a *App) DisableWebhookSubscription(ctx context.Context, id Identity, subscriptionID string) (domain.WebhookSubscription, error) {
+	if err := authorize(id, PermissionWebhooksWrite, ""); err != nil {
+		return domain.WebhookSubscription{}, err
+	}
+	subID, err := parseID(subscriptionID, ErrWebhookSubscriptionNotFound)
+	if err != nil {
+		return domain.WebhookSubscription{}, err
+	}
+	var out domain.WebhookSubscription
+	err = a.retryTx(ctx, func(ctx context.Context) error {
+		sub, err := a.visibleSubscription(ctx, id, subID, true)
+		if err != nil {
+			return err
+		}
+		now := a.now().UTC()
+		if !sub.Disable(now) {
+			out = sub
+			return nil
+		}
+		details, _ := json.Marshal(map[string]string{"subscriptionId": sub.ID.String()})
+		if _, err := a.recordCommandEvent(ctx, id, sub.ProjectID, "webhook.subscription.disabled",
+			domain.Resource{Type: "webhook_subscription", ID: sub.ID.String()}, domain.RiskMedium, string(details), now); err != nil {
+			return err
+		}
+		if err := a.store.DisableWebhookSubscription(ctx, sub); err != nil {
+			return err
+		}
+		out = sub
+		return nil
+	})
+	if err != nil {
+		return domain.WebhookSubscription{}, err
+	}
+	return out, nil
+}
+
+func (a *App) visibleSubscription(ctx context.Context, id Identity, subID uuid.UUID, lock bool) (domain.WebhookSubscription, error) {
+	sub, err := a.store.GetWebhookSubscription(ctx, id.TenantID, subID, lock)
+	if errors.Is(err, domain.ErrNotFound) || err == nil && !id.CanAccessProject(sub.ProjectID) {
+		return domain.WebhookSubscription{}, ErrWebhookSubscriptionNotFound
+	}
+	return sub, err
+}
+
+// WebhookSubscription returns one subscription. Needs webhooks:read; another
+// tenant's or project's subscription is not found.
+func (a *App) WebhookSubscription(ctx context.Context, id Identity, subscriptionID string) (domain.WebhookSubscription, error) {
+	if err := authorize(id, PermissionWebhooksRead, ""); err != nil {
+		return domain.WebhookSubscription{}, err
+	}
+	subID, err := parseID(subscriptionID, ErrWebhookSubscriptionNotFound)
+	if err != nil {
+		return domain.WebhookSubscription{}, err
+	}
+	return a.visibleSubscription(ctx, id, subID, false)
+}
+
+// WebhookSubscriptions returns a page of a project's subscriptions, oldest
+// first. Needs webhooks:read.
+func (a *App) WebhookSubscriptions(ctx context.Context, id Identity, projectID string, first *int, after string) (Page[domain.WebhookSubscription], error) {
+	if err := authorize(id, PermissionWebhooksRead, projectID); err != nil {
+		return Page[domain.WebhookSubscription]{}, err
+	}
+	limit, afterID, err := webhookPage(first, after)
+	if err != nil {
+		return Page[domain.WebhookSubscription]{}, err
+	}
+	subs, err := a.store.ListWebhookSubscriptions(ctx, id.TenantID, projectID, false, afterID, limit+1)
+	if err != nil {
+		return Page[domain.WebhookSubscription]{}, err
+	}
+	return pageOf(subs, limit), nil
+}

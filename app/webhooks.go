@@ -1,0 +1,276 @@
+package app
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/aetheriot/aether-audit/domain"
+	"github.com/aetheriot/aether-audit/secrets"
+	"github.com/aetheriot/aether-audit/webhook"
+)
+
+// WebhookStore is what the webhook use cases need of persistence.
+type WebhookStore interface {
+	InsertWebhookDestination(ctx context.Context, d domain.WebhookDestination, secret domain.SealedWebhookSecret) error
+	GetWebhookDestination(ctx context.Context, tenantID string, id uuid.UUID, lock bool) (domain.WebhookDestination, error)
+	ListWebhookDestinations(ctx context.Context, tenantID, projectID string, after uuid.UUID, limit int) ([]domain.WebhookDestination, error)
+	RotateWebhookDestinationSecret(ctx context.Context, destinationID uuid.UUID, secret domain.SealedWebhookSecret, graceUntil time.Time) error
+	WebhookDestinationSecrets(ctx context.Context, destinationID uuid.UUID, now time.Time) ([]domain.SealedWebhookSecret, error)
+
+	InsertWebhookSubscription(ctx context.Context, sub domain.WebhookSubscription) error
+	GetWebhookSubscription(ctx context.Context, tenantID string, id uuid.UUID, lock bool) (domain.WebhookSubscription, error)
+	DisableWebhookSubscription(ctx context.Context, sub domain.WebhookSubscription) error
+	ListWebhookSubscriptions(ctx context.Context, tenantID, projectID string, activeOnly bool, after uuid.UUID, limit int) ([]domain.WebhookSubscription, error)
+
+	AuditEventRefs(ctx context.Context, tenantID, projectID string, from, to uint64) ([]domain.AuditEventRef, error)
+	InsertWebhookDeliveries(ctx context.Context, ds []domain.WebhookDelivery) ([]uuid.UUID, error)
+	GetWebhookDelivery(ctx context.Context, tenantID string, id uuid.UUID, lock bool) (domain.WebhookDelivery, error)
+	UpdateWebhookDelivery(ctx context.Context, d domain.WebhookDelivery) error
+	WebhookDeliveryWithAttempts(ctx context.Context, tenantID string, id uuid.UUID) (domain.WebhookDelivery, error)
+	SearchWebhookDeliveries(ctx context.Context, tenantID, projectID string, f domain.WebhookDeliveryFilter, before uuid.UUID, limit int) ([]domain.WebhookDelivery, error)
+	LastWebhookAttempt(ctx context.Context, deliveryID uuid.UUID) (domain.WebhookDeliveryAttempt, error)
+	SaveWebhookAttempt(ctx context.Context, deliveryID uuid.UUID, a domain.WebhookDeliveryAttempt) error
+}
+
+// WebhookSender sends one signed request; *webhook.Sender implements it.
+type WebhookSender interface {
+	Send(ctx context.Context, r webhook.Request) webhook.Result
+}
+
+// WebhookConfig configures webhook destinations and deliveries.
+type WebhookConfig struct {
+	// Box seals signing secrets at rest; required to create destinations and
+	// to send.
+	Box *secrets.Box
+	// Sender sends deliveries; required to run the delivery worker.
+	Sender WebhookSender
+	// RetrySchedule is the delays between attempts; default
+	// domain.DefaultRetrySchedule.
+	RetrySchedule domain.RetrySchedule
+	// URLPolicy relaxes destination URL checks, for local development only.
+	URLPolicy webhook.URLPolicy
+	// MaxInFlightPerDestination bounds this process's concurrent requests to
+	// one destination, so that a slow receiver cannot take every worker;
+	// default 8.
+	MaxInFlightPerDestination int
+}
+
+// Limits of the webhook registry.
+const (
+	// DefaultSecretGracePeriod is how long a rotated-out secret keeps
+	// signing when the rotation does not say.
+	DefaultSecretGracePeriod = 24 * time.Hour
+	// MaxSecretGracePeriod bounds a rotation's grace period.
+	MaxSecretGracePeriod = 7 * 24 * time.Hour
+	// MaxWebhookDestinationsPerProject bounds a project's destinations.
+	MaxWebhookDestinationsPerProject = 100
+	// MaxActiveWebhookSubscriptionsPerProject bounds a project's active
+	// subscriptions (and so the fan-out of one event).
+	MaxActiveWebhookSubscriptionsPerProject = 100
+	// MaxWebhookPageSize bounds pages of subscriptions and deliveries.
+	MaxWebhookPageSize = 100
+	// webhookFanoutChunk is how many events one fan-out transaction covers.
+	webhookFanoutChunk = 500
+	// destinationWait is how long a delivery waits for a free slot of its
+	// destination before it gives its worker back (ErrDestinationBusy).
+	destinationWait = time.Second
+)
+
+// webhookRuntime is the App's webhook configuration with defaults applied
+// and the per-destination concurrency limits of this process.
+type webhookRuntime struct {
+	WebhookConfig
+	mu    sync.Mutex
+	slots map[uuid.UUID]*destinationSlots
+}
+
+type destinationSlots struct {
+	sem  chan struct{}
+	refs int
+}
+
+func newWebhookRuntime(cfg WebhookConfig) webhookRuntime {
+	if len(cfg.RetrySchedule) == 0 {
+		cfg.RetrySchedule = domain.DefaultRetrySchedule
+	}
+	if cfg.MaxInFlightPerDestination <= 0 {
+		cfg.MaxInFlightPerDestination = 8
+	}
+	return webhookRuntime{WebhookConfig: cfg, slots: map[uuid.UUID]*destinationSlots{}}
+}
+
+// ErrDestinationBusy is returned by DeliverWebhook when the destination
+// already has its maximum of requests in flight in this process; the worker
+// tries again a little later without using an attempt.
+var ErrDestinationBusy = fmt.Errorf("webhook destination has too many requests in flight")
+
+// acquire takes one of the destination's in-flight slots, waiting up to
+// destinationWait. The release func must be called once.
+func (w *webhookRuntime) acquire(ctx context.Context, destinationID uuid.UUID) (release func(), ok bool) {
+	w.mu.Lock()
+	s := w.slots[destinationID]
+	if s == nil {
+		s = &destinationSlots{sem: make(chan struct{}, w.MaxInFlightPerDestination)}
+		w.slots[destinationID] = s
+	}
+	s.refs++
+	w.mu.Unlock()
+	done := func() {
+		w.mu.Lock()
+		if s.refs--; s.refs == 0 {
+			delete(w.slots, destinationID)
+		}
+		w.mu.Unlock()
+	}
+	select {
+	case s.sem <- struct{}{}:
+	default:
+		t := time.NewTimer(destinationWait)
+		defer t.Stop()
+		select {
+		case s.sem <- struct{}{}:
+		case <-t.C:
+			done()
+			return nil, false
+		case <-ctx.Done():
+			done()
+			return nil, false
+		}
+	}
+	return func() { <-s.sem; done() }, true
+}
+
+// The River queue of webhook deliveries, kept apart from other work so that
+// slow receivers cannot delay it.
+const QueueWebhooks = "webhooks"
+
+// WebhookFanoutArgs is the outbox fact of recorded events: the events of
+// tenant/project with sequence in [FromSequence, ToSequence] are to be
+// matched against the project's webhook subscriptions.
+type WebhookFanoutArgs struct {
+	TenantID     string `json:"tenant_id"`
+	ProjectID    string `json:"project_id"`
+	FromSequence uint64 `json:"from_sequence,string"`
+	ToSequence   uint64 `json:"to_sequence,string"`
+}
+
+// Kind names the job.
+func (WebhookFanoutArgs) Kind() string { return "webhook_fanout" }
+
+// WebhookDeliveryArgs asks for attempt number Attempt of a delivery.
+type WebhookDeliveryArgs struct {
+	TenantID      string    `json:"tenant_id"`
+	DeliveryID    uuid.UUID `json:"delivery_id"`
+	DestinationID uuid.UUID `json:"destination_id"`
+	Attempt       int       `json:"attempt"`
+}
+
+// Kind names the job.
+func (WebhookDeliveryArgs) Kind() string { return "webhook_delivery" }
+
+func webhookFanoutJob(tenantID, projectID string, from, to uint64) domain.OutboxJob {
+	return domain.OutboxJob{Args: WebhookFanoutArgs{TenantID: tenantID, ProjectID: projectID, FromSequence: from, ToSequence: to}}
+}
+
+func webhookDeliveryJob(d *domain.WebhookDelivery, at time.Time) domain.OutboxJob {
+	return domain.OutboxJob{
+		Args:        WebhookDeliveryArgs{TenantID: d.TenantID, DeliveryID: d.ID, DestinationID: d.DestinationID, Attempt: d.AttemptCount + 1},
+		Queue:       QueueWebhooks,
+		ScheduledAt: at,
+	}
+}
+
+// recordCommandEvent appends the audit event of a command of id, in the
+// caller's transaction: the command's own evidence, sealed into the
+// project's chain like any recorded event (and fanned out to webhooks like
+// them).
+func (a *App) recordCommandEvent(ctx context.Context, id Identity, projectID, action string, resource domain.Resource, risk domain.Risk, details string, now time.Time) (domain.AuditEvent, error) {
+	subject := id.Subject
+	if subject == "" {
+		subject = "unknown"
+	}
+	draft := domain.AuditEventDraft{
+		ID:         uuid.Must(uuid.NewV7()),
+		ProjectID:  projectID,
+		Action:     action,
+		OccurredAt: now,
+		Subject:    domain.Subject{Type: domain.SubjectUser, ID: subject},
+		Resource:   resource,
+		Outcome:    domain.OutcomeSuccess,
+		Governance: &domain.Governance{Risk: risk},
+		Details:    []byte(details),
+	}
+	if t := TraceIDFromContext(ctx); t != "" {
+		draft.Correlation = &domain.Correlation{TraceID: t}
+	}
+	if err := draft.Normalize("", now); err != nil {
+		return domain.AuditEvent{}, fmt.Errorf("building %s audit event: %w", action, err)
+	}
+	head, webhooks, err := a.store.LockAuditHead(ctx, id.TenantID, projectID)
+	if err != nil {
+		return domain.AuditEvent{}, err
+	}
+	req := &appendRequest{drafts: []domain.AuditEventDraft{draft}, fingerprints: []domain.Hash{draft.Fingerprint()}}
+	req.reset()
+	if err := a.sealAndInsert(ctx, id.TenantID, projectID, lockedHead{head, webhooks}, newSealBatch(nil), []*appendRequest{req}, now); err != nil {
+		return domain.AuditEvent{}, err
+	}
+	return req.events[0], nil
+}
+
+// parseID reads a GraphQL ID that must be a UUID; a malformed one is simply
+// not found (it cannot name anything).
+func parseID(s string, notFound error) (uuid.UUID, error) {
+	u, err := uuid.Parse(s)
+	if err != nil {
+		return uuid.Nil, notFound
+	}
+	return u, nil
+}
+
+// webhookPage reads first/after of a list of webhook records: a page size
+// (default DefaultPageSize, at most MaxWebhookPageSize) and the id after
+// which the page starts.
+func webhookPage(first *int, after string) (int, uuid.UUID, error) {
+	limit := DefaultPageSize
+	if first != nil {
+		if *first < 1 || *first > MaxWebhookPageSize {
+			return 0, uuid.Nil, badInput("first", fmt.Sprintf("must be between 1 and %d", MaxWebhookPageSize))
+		}
+		limit = *first
+	}
+	if after == "" {
+		return limit, uuid.Nil, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(after)
+	if err != nil {
+		return 0, uuid.Nil, badInput("after", "is not a cursor of this list")
+	}
+	id, err := uuid.FromBytes(raw)
+	if err != nil {
+		return 0, uuid.Nil, badInput("after", "is not a cursor of this list")
+	}
+	return limit, id, nil
+}
+
+// WebhookCursor is the opaque cursor of a webhook record in its list.
+func WebhookCursor(id uuid.UUID) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+
+// Page is one page of a list: its items and whether more follow.
+type Page[T any] struct {
+	Items       []T
+	HasNextPage bool
+}
+
+// pageOf trims a result fetched with limit+1 rows into a page.
+func pageOf[T any](items []T, limit int) Page[T] {
+	if len(items) > limit {
+		return Page[T]{Items: items[:limit], HasNextPage: true}
+	}
+	return Page[T]{Items: items}
+}

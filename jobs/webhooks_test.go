@@ -1,0 +1,514 @@
+package jobs_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/aetheriot/aether-audit/app"
+	"github.com/aetheriot/aether-audit/domain"
+	"github.com/aetheriot/aether-audit/jobs"
+	"github.com/aetheriot/aether-audit/secrets"
+	"github.com/aetheriot/aether-audit/store"
+	"github.com/aetheriot/aether-audit/store/storetest"
+	"github.com/aetheriot/aether-audit/webhook"
+)
+
+// received is one request a test receiver got.
+type received struct {
+	header http.Header
+	body   []byte
+}
+
+// receiver is a real HTTPS server on 127.0.0.1 that records requests and
+// answers with status(n) for the n-th request (1-based).
+type receiver struct {
+	srv    *httptest.Server
+	mu     sync.Mutex
+	got    []received
+	status func(n int) int
+	// hold, when set, is waited on before answering.
+	hold chan struct{}
+	// arrived gets a value per request as it arrives.
+	arrived chan struct{}
+}
+
+func newReceiver(t *testing.T, status func(n int) int) *receiver {
+	r := &receiver{status: status, arrived: make(chan struct{}, 1000)}
+	r.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		r.got = append(r.got, received{header: req.Header.Clone(), body: body})
+		n := len(r.got)
+		hold := r.hold
+		r.mu.Unlock()
+		r.arrived <- struct{}{}
+		if hold != nil {
+			select {
+			case <-hold:
+			case <-req.Context().Done():
+				return
+			}
+		}
+		code := r.status(n)
+		if code == http.StatusTooManyRequests {
+			w.Header().Set("Retry-After", "1")
+		}
+		w.WriteHeader(code)
+		_, _ = io.WriteString(w, `{"ok":true}`)
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *receiver) requests() []received {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]received(nil), r.got...)
+}
+
+func always(code int) func(int) int { return func(int) int { return code } }
+
+// bundle is a webhook test's world: the app with a real sender, a River
+// client running every worker, and identities.
+type bundle struct {
+	app    *app.App
+	pool   *pgxpool.Pool
+	river  *river.Client[pgx.Tx]
+	cfg    app.WebhookConfig
+	admin  app.Identity
+	writer app.Identity
+}
+
+type setupOpts struct {
+	schedule string
+	// noPrefixes leaves the sender's SSRF defence fully on (the registry
+	// still accepts 127.0.0.1 URLs).
+	noPrefixes bool
+	// noWorkers leaves River stopped.
+	noWorkers bool
+	rootCAs   *receiver
+}
+
+func setupWebhooks(t *testing.T, o setupOpts) *bundle {
+	t.Helper()
+	pool := storetest.NewPool(t)
+	box, err := secrets.NewBox(make([]byte, secrets.KeySize))
+	require.NoError(t, err)
+	schedule, err := domain.ParseRetrySchedule(o.schedule)
+	require.NoError(t, err)
+	loopback := []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+	senderCfg := webhook.SenderConfig{Timeout: 5 * time.Second, AllowPrefixes: loopback}
+	if o.noPrefixes {
+		senderCfg.AllowPrefixes = nil
+	}
+	if o.rootCAs != nil {
+		senderCfg.RootCAs = o.rootCAs.srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+	}
+	cfg := app.WebhookConfig{
+		Box: box, Sender: webhook.NewSender(senderCfg), RetrySchedule: schedule,
+		URLPolicy: webhook.URLPolicy{AllowPrefixes: loopback},
+	}
+	b := &bundle{
+		app: app.New(store.New(pool), app.Config{Webhooks: cfg}), pool: pool, cfg: cfg,
+		admin: app.Identity{Subject: "ops", TenantID: "t1", ProjectIDs: []string{"p1"}, Permissions: []app.Permission{
+			app.PermissionWebhooksRead, app.PermissionWebhooksWrite, app.PermissionDeliveriesRedrive, app.PermissionAuditRead}},
+		writer: app.Identity{Subject: "svc", TenantID: "t1", ProjectIDs: []string{"p1"}, Permissions: []app.Permission{app.PermissionAuditWrite}},
+	}
+	if !o.noWorkers {
+		b.startWorkers(t)
+	}
+	return b
+}
+
+func (b *bundle) startWorkers(t *testing.T) {
+	t.Helper()
+	client, err := jobs.NewClient(b.pool, store.New(b.pool), jobs.ClientConfig{App: b.app, FetchCooldown: 10 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, client.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = client.Stop(ctx)
+	})
+	b.river = client
+}
+
+// subscribe registers the receiver's URL and subscribes it to eventTypes.
+func (b *bundle) subscribe(t *testing.T, r *receiver, eventTypes ...string) (app.WebhookDestinationWithSecret, domain.WebhookSubscription) {
+	t.Helper()
+	ctx := context.Background()
+	dest, err := b.app.CreateWebhookDestination(ctx, b.admin, app.CreateWebhookDestinationInput{ProjectID: "p1", URL: r.srv.URL + "/hook"})
+	require.NoError(t, err)
+	sub, err := b.app.CreateWebhookSubscription(ctx, b.admin, app.CreateWebhookSubscriptionInput{
+		ProjectID: "p1", DestinationID: dest.Destination.ID.String(), EventTypes: eventTypes})
+	require.NoError(t, err)
+	return dest, sub
+}
+
+func (b *bundle) record(t *testing.T, action string) domain.AuditEvent {
+	t.Helper()
+	e, err := b.app.RecordAuditEvent(context.Background(), b.writer, domain.AuditEventDraft{
+		ProjectID: "p1", Action: action, OccurredAt: time.Now().Add(-time.Second),
+		Subject:  domain.Subject{Type: domain.SubjectUser, ID: "u1"},
+		Resource: domain.Resource{Type: "device", ID: "d1"}, Outcome: domain.OutcomeSuccess,
+		Details: json.RawMessage(`{"k":"v"}`),
+	}, "")
+	require.NoError(t, err)
+	return e
+}
+
+// awaitDelivery waits until the only delivery of event reaches state.
+func (b *bundle) awaitDelivery(t *testing.T, event domain.AuditEvent, state domain.WebhookDeliveryState) domain.WebhookDelivery {
+	t.Helper()
+	var last domain.WebhookDelivery
+	require.Eventually(t, func() bool {
+		page, err := b.app.WebhookDeliveries(context.Background(), b.admin, app.WebhookDeliveriesInput{ProjectID: "p1", EventID: event.ID.String()})
+		require.NoError(t, err)
+		if len(page.Items) != 1 {
+			return false
+		}
+		last = page.Items[0]
+		return last.State == state
+	}, 30*time.Second, 20*time.Millisecond, "delivery of %s never reached %s (last %+v)", event.Action, state, last)
+	return last
+}
+
+func verify(t *testing.T, secret string, got received) {
+	t.Helper()
+	wh, err := standardwebhooks.NewWebhook(secret)
+	require.NoError(t, err)
+	require.NoError(t, wh.Verify(got.body, got.header), "signature verifies with an independent Standard Webhooks implementation")
+}
+
+func TestWebhookDeliveredSignedOnce(t *testing.T) {
+	r := newReceiver(t, always(200))
+	b := setupWebhooks(t, setupOpts{rootCAs: r})
+	dest, _ := b.subscribe(t, r, "device.*")
+
+	ignored := b.record(t, "user.login")
+	e := b.record(t, "device.firmware.updated")
+	d := b.awaitDelivery(t, e, domain.WebhookDeliveryDelivered)
+
+	reqs := r.requests()
+	require.Len(t, reqs, 1, "only the matching event is delivered")
+	verify(t, dest.SigningSecret, reqs[0])
+	require.Equal(t, d.IdempotencyKey, reqs[0].header.Get("webhook-id"))
+	require.Equal(t, "application/json", reqs[0].header.Get("content-type"))
+	require.NotEmpty(t, reqs[0].header.Get("user-agent"))
+
+	var payload struct {
+		Type      string          `json:"type"`
+		Timestamp time.Time       `json:"timestamp"`
+		Data      json.RawMessage `json:"data"`
+	}
+	require.NoError(t, json.Unmarshal(reqs[0].body, &payload))
+	require.Equal(t, "device.firmware.updated", payload.Type)
+	require.True(t, payload.Timestamp.Equal(e.RecordedAt))
+	want, err := json.Marshal(e)
+	require.NoError(t, err)
+	require.JSONEq(t, string(want), string(payload.Data), "data is the event in its API shape")
+
+	require.Len(t, d.Attempts, 1)
+	require.Equal(t, domain.WebhookAttemptSucceeded, d.Attempts[0].Outcome)
+	require.Equal(t, 200, *d.Attempts[0].StatusCode)
+	require.Equal(t, `{"ok":true}`, d.Attempts[0].ResponseBody)
+	require.NotNil(t, d.DeliveredAt)
+
+	page, err := b.app.WebhookDeliveries(context.Background(), b.admin, app.WebhookDeliveriesInput{ProjectID: "p1", EventID: ignored.ID.String()})
+	require.NoError(t, err)
+	require.Empty(t, page.Items)
+}
+
+func TestWebhookRetriesDeadLetterAndRedrive(t *testing.T) {
+	failing := true
+	var mu sync.Mutex
+	r := newReceiver(t, func(int) int {
+		mu.Lock()
+		defer mu.Unlock()
+		if failing {
+			return 503
+		}
+		return 204
+	})
+	b := setupWebhooks(t, setupOpts{rootCAs: r, schedule: "50ms,100ms"})
+	dest, _ := b.subscribe(t, r, "device.*")
+	e := b.record(t, "device.rebooted")
+
+	d := b.awaitDelivery(t, e, domain.WebhookDeliveryDeadLettered)
+	require.Equal(t, 3, d.AttemptCount, "a schedule of 2 delays allows 3 attempts")
+	require.Len(t, d.Attempts, 3)
+	for _, a := range d.Attempts {
+		require.Equal(t, domain.WebhookAttemptFailed, a.Outcome)
+		require.Equal(t, 503, *a.StatusCode)
+		require.Equal(t, "http_status", a.ErrorClass)
+	}
+	require.NotEmpty(t, d.LastError)
+	require.NotNil(t, d.DeadLetteredAt)
+
+	dead, err := b.app.WebhookDeliveries(context.Background(), b.admin, app.WebhookDeliveriesInput{ProjectID: "p1", State: domain.WebhookDeliveryDeadLettered})
+	require.NoError(t, err)
+	require.Len(t, dead.Items, 1, "dead letters are visible by filter")
+
+	ctx := context.Background()
+	_, err = b.app.RedriveWebhookDelivery(ctx, b.admin, d.ID.String(), false)
+	require.Equal(t, app.CodeConfirmationRequired, app.ErrorOf(err).Code)
+	noRedrive := b.admin
+	noRedrive.Permissions = []app.Permission{app.PermissionWebhooksRead}
+	_, err = b.app.RedriveWebhookDelivery(ctx, noRedrive, d.ID.String(), true)
+	require.Equal(t, app.CodeForbidden, app.ErrorOf(err).Code)
+
+	mu.Lock()
+	failing = false
+	mu.Unlock()
+	redriven, err := b.app.RedriveWebhookDelivery(ctx, b.admin, d.ID.String(), true)
+	require.NoError(t, err)
+	require.Contains(t, []domain.WebhookDeliveryState{domain.WebhookDeliveryPending, domain.WebhookDeliveryDelivering, domain.WebhookDeliveryDelivered}, redriven.State)
+	d = b.awaitDelivery(t, e, domain.WebhookDeliveryDelivered)
+	require.Equal(t, 4, d.AttemptCount)
+
+	reqs := r.requests()
+	require.Len(t, reqs, 4)
+	for _, req := range reqs {
+		require.Equal(t, d.IdempotencyKey, req.header.Get("webhook-id"), "one webhook-id across retries and the redrive")
+		verify(t, dest.SigningSecret, req)
+	}
+
+	_, err = b.app.RedriveWebhookDelivery(ctx, b.admin, d.ID.String(), true)
+	require.Equal(t, app.CodeInvalidState, app.ErrorOf(err).Code, "only a dead letter can be redriven")
+
+	events, err := b.app.SearchAuditEvents(ctx, b.admin, app.SearchAuditEventsInput{ProjectID: "p1",
+		Filter: app.AuditEventFilterInput{Action: "webhook.delivery.redriven"}})
+	require.NoError(t, err)
+	require.Len(t, events.Edges, 1, "the redrive is audited")
+}
+
+func TestWebhookRetryAfterIsHonoured(t *testing.T) {
+	r := newReceiver(t, func(n int) int {
+		if n == 1 {
+			return 429
+		}
+		return 200
+	})
+	b := setupWebhooks(t, setupOpts{rootCAs: r, schedule: "10ms"})
+	b.subscribe(t, r, "device.*")
+	e := b.record(t, "device.rebooted")
+	d := b.awaitDelivery(t, e, domain.WebhookDeliveryDelivered)
+	require.Len(t, d.Attempts, 2)
+	require.Equal(t, 429, *d.Attempts[0].StatusCode)
+	gap := d.Attempts[1].StartedAt.Sub(*d.Attempts[0].FinishedAt)
+	require.GreaterOrEqual(t, gap, 900*time.Millisecond, "Retry-After: 1 outweighs a 10ms schedule")
+}
+
+// TestWebhookCrashBetweenDeliveringAndOutcome kills the attempt after its
+// DELIVERING intent committed and its request reached the receiver, before
+// the outcome is recorded (the goroutine exits as a crashed process would:
+// nothing after the request runs). A rerun of the same job, as River's rescue
+// does, records the attempt as UNKNOWN and the resend carries the same
+// webhook-id.
+func TestWebhookCrashBetweenDeliveringAndOutcome(t *testing.T) {
+	r := newReceiver(t, always(200))
+	b := setupWebhooks(t, setupOpts{rootCAs: r, noWorkers: true})
+	b.subscribe(t, r, "device.*")
+	e := b.record(t, "device.rebooted")
+	ctx := context.Background()
+
+	// The fan-out job was committed with the event; run it by hand.
+	fanout := lastJobArgs[app.WebhookFanoutArgs](t, b.pool, "webhook_fanout")
+	n, err := b.app.FanOutWebhookDeliveries(ctx, fanout)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	n, err = b.app.FanOutWebhookDeliveries(ctx, fanout)
+	require.NoError(t, err)
+	require.Zero(t, n, "a second run of the fan-out creates nothing")
+	var deliveries, deliveryJobs int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries`).Scan(&deliveries))
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = 'webhook_delivery'`).Scan(&deliveryJobs))
+	require.Equal(t, 1, deliveries)
+	require.Equal(t, 1, deliveryJobs, "and enqueues nothing")
+
+	args := lastJobArgs[app.WebhookDeliveryArgs](t, b.pool, "webhook_delivery")
+	hold := make(chan struct{})
+	r.mu.Lock()
+	r.hold = hold
+	r.mu.Unlock()
+	crashed := make(chan struct{})
+	go func() {
+		defer close(crashed)
+		crashCtx, crash := context.WithCancel(ctx)
+		go func() {
+			<-r.arrived
+			crash() // the process dies with its request in flight
+		}()
+		cfg := b.cfg
+		cfg.Sender = crashingSender{b.cfg.Sender}
+		crashApp := app.New(store.New(b.pool), app.Config{Webhooks: cfg})
+		_ = crashApp.DeliverWebhook(crashCtx, args)
+	}()
+	<-crashed
+	close(hold)
+
+	d, err := b.app.WebhookDelivery(ctx, b.admin, args.DeliveryID.String())
+	require.NoError(t, err)
+	require.Equal(t, domain.WebhookDeliveryDelivering, d.State, "the intent was committed before the request")
+	require.Equal(t, domain.WebhookAttemptDelivering, d.Attempts[0].Outcome)
+
+	// River rescues the job and runs it again.
+	require.NoError(t, b.app.DeliverWebhook(ctx, args))
+	d, err = b.app.WebhookDelivery(ctx, b.admin, args.DeliveryID.String())
+	require.NoError(t, err)
+	require.Equal(t, domain.WebhookAttemptUnknown, d.Attempts[0].Outcome, "a leftover DELIVERING attempt has an unknown outcome")
+	require.Equal(t, domain.WebhookDeliveryRetrying, d.State)
+
+	b.startWorkers(t)
+	d = b.awaitDelivery(t, e, domain.WebhookDeliveryDelivered)
+	require.Len(t, d.Attempts, 2)
+	reqs := r.requests()
+	require.Len(t, reqs, 2, "the receiver saw the lost attempt and the resend")
+	require.Equal(t, reqs[0].header.Get("webhook-id"), reqs[1].header.Get("webhook-id"))
+	require.Equal(t, d.IdempotencyKey, reqs[1].header.Get("webhook-id"))
+}
+
+// crashingSender sends for real, then ends its goroutine as a crash would:
+// the caller never learns the outcome.
+type crashingSender struct{ real app.WebhookSender }
+
+func (s crashingSender) Send(ctx context.Context, req webhook.Request) webhook.Result {
+	s.real.Send(ctx, req)
+	runtime.Goexit()
+	panic("unreachable")
+}
+
+func lastJobArgs[T any](t *testing.T, pool *pgxpool.Pool, kind string) T {
+	t.Helper()
+	var raw []byte
+	require.NoError(t, pool.QueryRow(context.Background(),
+		`SELECT args FROM river_job WHERE kind = $1 ORDER BY id DESC LIMIT 1`, kind).Scan(&raw))
+	var args T
+	require.NoError(t, json.Unmarshal(raw, &args))
+	return args
+}
+
+func TestWebhookSSRFAtSendTime(t *testing.T) {
+	r := newReceiver(t, always(200))
+	// The registry accepts 127.0.0.1 here, but the sender's dial-time check
+	// has no exception: the request must never leave.
+	b := setupWebhooks(t, setupOpts{rootCAs: r, noPrefixes: true, schedule: "10ms"})
+	b.subscribe(t, r, "device.*")
+	e := b.record(t, "device.rebooted")
+	d := b.awaitDelivery(t, e, domain.WebhookDeliveryDeadLettered)
+	for _, a := range d.Attempts {
+		require.Equal(t, "ssrf_blocked", a.ErrorClass)
+		require.Nil(t, a.StatusCode)
+	}
+	require.Empty(t, r.requests(), "nothing reached the receiver")
+}
+
+func TestWebhookDestinationURLRules(t *testing.T) {
+	b := setupWebhooks(t, setupOpts{noWorkers: true})
+	b.app = app.New(store.New(b.pool), app.Config{Webhooks: app.WebhookConfig{Box: mustBox(t)}})
+	for _, url := range []string{
+		"http://example.com/hook", "https://localhost/hook", "https://127.0.0.1/hook", "https://10.0.0.8/hook",
+		"https://169.254.169.254/latest", "https://[::1]/hook", "https://[::ffff:127.0.0.1]/hook",
+		"https://[64:ff9b::a00:1]/hook", "https://100.64.0.1/", "https://user:pw@example.com/", "not a url",
+	} {
+		_, err := b.app.CreateWebhookDestination(context.Background(), b.admin, app.CreateWebhookDestinationInput{ProjectID: "p1", URL: url})
+		appErr := app.ErrorOf(err)
+		require.Equal(t, app.CodeBadUserInput, appErr.Code, url)
+		require.Equal(t, "url", appErr.Field, url)
+		require.NotEmpty(t, appErr.Message, url)
+	}
+	var n int
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM webhook_destinations`).Scan(&n))
+	require.Zero(t, n)
+	out, err := b.app.CreateWebhookDestination(context.Background(), b.admin, app.CreateWebhookDestinationInput{ProjectID: "p1", URL: "https://hooks.example.com/aether?x=1"})
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(out.SigningSecret, "whsec_"))
+	_, err = webhook.ParseSecret(out.SigningSecret)
+	require.NoError(t, err)
+}
+
+func mustBox(t *testing.T) *secrets.Box {
+	box, err := secrets.NewBox(make([]byte, secrets.KeySize))
+	require.NoError(t, err)
+	return box
+}
+
+func TestWebhookDisabledSubscriptionGetsNoNewDeliveries(t *testing.T) {
+	r := newReceiver(t, always(200))
+	b := setupWebhooks(t, setupOpts{rootCAs: r})
+	_, sub := b.subscribe(t, r, "device.*")
+	ctx := context.Background()
+	first := b.record(t, "device.rebooted")
+	b.awaitDelivery(t, first, domain.WebhookDeliveryDelivered)
+
+	disabled, err := b.app.DisableWebhookSubscription(ctx, b.admin, sub.ID.String())
+	require.NoError(t, err)
+	require.Equal(t, domain.WebhookSubscriptionDisabled, disabled.State)
+	again, err := b.app.DisableWebhookSubscription(ctx, b.admin, sub.ID.String())
+	require.NoError(t, err, "disabling twice is a no-op success")
+	require.Equal(t, disabled.DisabledAt.UnixMicro(), again.DisabledAt.UnixMicro())
+
+	// A second, active subscription shows when the fan-out of the later
+	// event has run.
+	_, other := b.subscribe(t, r, "device.*")
+	second := b.record(t, "device.rebooted")
+	require.Eventually(t, func() bool {
+		page, err := b.app.WebhookDeliveries(ctx, b.admin, app.WebhookDeliveriesInput{ProjectID: "p1", EventID: second.ID.String()})
+		require.NoError(t, err)
+		return len(page.Items) == 1 && page.Items[0].SubscriptionID == other.ID
+	}, 30*time.Second, 20*time.Millisecond)
+	page, err := b.app.WebhookDeliveries(ctx, b.admin, app.WebhookDeliveriesInput{ProjectID: "p1", SubscriptionID: sub.ID.String()})
+	require.NoError(t, err)
+	require.Len(t, page.Items, 1, "the disabled subscription kept only its earlier delivery")
+
+	events, err := b.app.SearchAuditEvents(ctx, b.admin, app.SearchAuditEventsInput{ProjectID: "p1",
+		Filter: app.AuditEventFilterInput{Action: "webhook.subscription.disabled"}})
+	require.NoError(t, err)
+	require.Len(t, events.Edges, 1, "disabled once, audited once")
+}
+
+func TestWebhookSecretRotationSignsWithBoth(t *testing.T) {
+	r := newReceiver(t, always(200))
+	b := setupWebhooks(t, setupOpts{rootCAs: r})
+	dest, _ := b.subscribe(t, r, "device.*")
+	ctx := context.Background()
+	grace := time.Hour
+	rotated, err := b.app.RotateWebhookDestinationSecret(ctx, b.admin, app.RotateWebhookDestinationSecretInput{
+		DestinationID: dest.Destination.ID.String(), GracePeriod: &grace})
+	require.NoError(t, err)
+	require.NotEqual(t, dest.SigningSecret, rotated.SigningSecret)
+	require.Equal(t, 2, rotated.Destination.ActiveSecrets)
+
+	e := b.record(t, "device.rebooted")
+	b.awaitDelivery(t, e, domain.WebhookDeliveryDelivered)
+	reqs := r.requests()
+	require.Len(t, reqs, 1)
+	require.Len(t, strings.Fields(reqs[0].header.Get("webhook-signature")), 2)
+	verify(t, dest.SigningSecret, reqs[0])
+	verify(t, rotated.SigningSecret, reqs[0])
+
+	tooLong := 8 * 24 * time.Hour
+	_, err = b.app.RotateWebhookDestinationSecret(ctx, b.admin, app.RotateWebhookDestinationSecretInput{
+		DestinationID: dest.Destination.ID.String(), GracePeriod: &tooLong})
+	require.Equal(t, app.CodeBadUserInput, app.ErrorOf(err).Code)
+
+	var sealed []byte
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT sealed FROM webhook_destination_secrets ORDER BY created_at DESC LIMIT 1`).Scan(&sealed))
+	require.NotContains(t, string(sealed), rotated.SigningSecret, "secrets are encrypted at rest")
+	require.NotContains(t, string(sealed), strings.TrimPrefix(rotated.SigningSecret, "whsec_"))
+}

@@ -1,0 +1,451 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/aetheriot/aether-audit/domain"
+)
+
+const destinationColumns = `d.tenant_id, d.project_id, d.id, d.url, d.description, d.created_at, d.created_by,
+	d.secret_rotated_at, (SELECT count(*) FROM webhook_destination_secrets s
+		WHERE s.destination_id = d.id AND (s.expires_at IS NULL OR s.expires_at > now()))`
+
+func scanDestination(row pgx.CollectableRow) (domain.WebhookDestination, error) {
+	var d domain.WebhookDestination
+	err := row.Scan(&d.TenantID, &d.ProjectID, &d.ID, &d.URL, &d.Description, &d.CreatedAt, &d.CreatedBy,
+		&d.SecretRotatedAt, &d.ActiveSecrets)
+	d.CreatedAt = d.CreatedAt.UTC()
+	d.SecretRotatedAt = utcPtr(d.SecretRotatedAt)
+	return d, err
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// InsertWebhookDestination stores a new destination with its first secret.
+func (s *Store) InsertWebhookDestination(ctx context.Context, d domain.WebhookDestination, secret domain.SealedWebhookSecret) error {
+	tx, err := s.tx(ctx)
+	if err != nil {
+		return err
+	}
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO webhook_destinations (tenant_id, project_id, id, url, description, created_at, created_by)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`, d.TenantID, d.ProjectID, d.ID, d.URL, d.Description, d.CreatedAt, d.CreatedBy)
+	b.Queue(`INSERT INTO webhook_destination_secrets (destination_id, id, sealed, created_at) VALUES ($1, $2, $3, $4)`,
+		d.ID, secret.ID, secret.Sealed, secret.CreatedAt)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("inserting webhook destination: %w", err)
+	}
+	return nil
+}
+
+// GetWebhookDestination returns a destination of the tenant; ErrNotFound when
+// the tenant has none with this id. With lock, the row stays locked for the
+// rest of the transaction.
+func (s *Store) GetWebhookDestination(ctx context.Context, tenantID string, id uuid.UUID, lock bool) (domain.WebhookDestination, error) {
+	q := `SELECT ` + destinationColumns + ` FROM webhook_destinations d WHERE d.tenant_id = $1 AND d.id = $2`
+	if lock {
+		q += ` FOR UPDATE OF d`
+	}
+	rows, _ := s.q(ctx).Query(ctx, q, tenantID, id)
+	d, err := pgx.CollectExactlyOneRow(rows, scanDestination)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return d, ErrNotFound
+	}
+	if err != nil {
+		return d, fmt.Errorf("reading webhook destination: %w", err)
+	}
+	return d, nil
+}
+
+// ListWebhookDestinations returns up to limit destinations of tenant/project
+// with ids after after (uuid.Nil: from the start), oldest first.
+func (s *Store) ListWebhookDestinations(ctx context.Context, tenantID, projectID string, after uuid.UUID, limit int) ([]domain.WebhookDestination, error) {
+	rows, _ := s.q(ctx).Query(ctx, `SELECT `+destinationColumns+` FROM webhook_destinations d
+		WHERE d.tenant_id = $1 AND d.project_id = $2 AND d.id > $3 ORDER BY d.id LIMIT $4`,
+		tenantID, projectID, after, limit)
+	out, err := pgx.CollectRows(rows, scanDestination)
+	if err != nil {
+		return nil, fmt.Errorf("listing webhook destinations: %w", err)
+	}
+	return out, nil
+}
+
+// RotateWebhookDestinationSecret makes secret the destination's current
+// secret. Secrets still valid keep signing until graceUntil (or their own
+// earlier expiry).
+func (s *Store) RotateWebhookDestinationSecret(ctx context.Context, destinationID uuid.UUID, secret domain.SealedWebhookSecret, graceUntil time.Time) error {
+	tx, err := s.tx(ctx)
+	if err != nil {
+		return err
+	}
+	b := &pgx.Batch{}
+	b.Queue(`UPDATE webhook_destination_secrets SET expires_at = LEAST(COALESCE(expires_at, $2), $2)
+		WHERE destination_id = $1 AND (expires_at IS NULL OR expires_at > $3)`, destinationID, graceUntil, secret.CreatedAt)
+	b.Queue(`INSERT INTO webhook_destination_secrets (destination_id, id, sealed, created_at) VALUES ($1, $2, $3, $4)`,
+		destinationID, secret.ID, secret.Sealed, secret.CreatedAt)
+	b.Queue(`UPDATE webhook_destinations SET secret_rotated_at = $2 WHERE id = $1`, destinationID, secret.CreatedAt)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("rotating webhook secret: %w", err)
+	}
+	return nil
+}
+
+// WebhookDestinationSecrets returns the destination's secrets valid at now,
+// newest first.
+func (s *Store) WebhookDestinationSecrets(ctx context.Context, destinationID uuid.UUID, now time.Time) ([]domain.SealedWebhookSecret, error) {
+	rows, _ := s.q(ctx).Query(ctx, `SELECT id, sealed, created_at, expires_at FROM webhook_destination_secrets
+		WHERE destination_id = $1 AND (expires_at IS NULL OR expires_at > $2) ORDER BY created_at DESC, id DESC`,
+		destinationID, now)
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.SealedWebhookSecret, error) {
+		var sec domain.SealedWebhookSecret
+		err := row.Scan(&sec.ID, &sec.Sealed, &sec.CreatedAt, &sec.ExpiresAt)
+		return sec, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading webhook secrets: %w", err)
+	}
+	return out, nil
+}
+
+const subscriptionColumns = `tenant_id, project_id, id, destination_id, event_types, description, state,
+	after_sequence, created_at, created_by, disabled_at`
+
+func scanSubscription(row pgx.CollectableRow) (domain.WebhookSubscription, error) {
+	var (
+		sub   domain.WebhookSubscription
+		state string
+		after int64
+	)
+	err := row.Scan(&sub.TenantID, &sub.ProjectID, &sub.ID, &sub.DestinationID, &sub.EventTypes, &sub.Description,
+		&state, &after, &sub.CreatedAt, &sub.CreatedBy, &sub.DisabledAt)
+	sub.State = domain.WebhookSubscriptionState(state)
+	sub.AfterSequence = uint64(after)
+	sub.CreatedAt = sub.CreatedAt.UTC()
+	sub.DisabledAt = utcPtr(sub.DisabledAt)
+	return sub, err
+}
+
+// InsertWebhookSubscription stores a new subscription.
+func (s *Store) InsertWebhookSubscription(ctx context.Context, sub domain.WebhookSubscription) error {
+	_, err := s.q(ctx).Exec(ctx, `INSERT INTO webhook_subscriptions (`+subscriptionColumns+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		sub.TenantID, sub.ProjectID, sub.ID, sub.DestinationID, sub.EventTypes, sub.Description, string(sub.State),
+		clampInt64(sub.AfterSequence), sub.CreatedAt, sub.CreatedBy, sub.DisabledAt)
+	if err != nil {
+		return fmt.Errorf("inserting webhook subscription: %w", err)
+	}
+	return nil
+}
+
+// GetWebhookSubscription returns a subscription of the tenant; ErrNotFound
+// when the tenant has none with this id. With lock, the row stays locked for
+// the rest of the transaction.
+func (s *Store) GetWebhookSubscription(ctx context.Context, tenantID string, id uuid.UUID, lock bool) (domain.WebhookSubscription, error) {
+	q := `SELECT ` + subscriptionColumns + ` FROM webhook_subscriptions WHERE tenant_id = $1 AND id = $2`
+	if lock {
+		q += ` FOR UPDATE`
+	}
+	rows, _ := s.q(ctx).Query(ctx, q, tenantID, id)
+	sub, err := pgx.CollectExactlyOneRow(rows, scanSubscription)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return sub, ErrNotFound
+	}
+	if err != nil {
+		return sub, fmt.Errorf("reading webhook subscription: %w", err)
+	}
+	return sub, nil
+}
+
+// DisableWebhookSubscription persists a subscription disabled by the domain.
+func (s *Store) DisableWebhookSubscription(ctx context.Context, sub domain.WebhookSubscription) error {
+	_, err := s.q(ctx).Exec(ctx, `UPDATE webhook_subscriptions SET state = $3, disabled_at = $4
+		WHERE tenant_id = $1 AND id = $2`, sub.TenantID, sub.ID, string(sub.State), sub.DisabledAt)
+	if err != nil {
+		return fmt.Errorf("disabling webhook subscription: %w", err)
+	}
+	return nil
+}
+
+// ListWebhookSubscriptions returns up to limit subscriptions of
+// tenant/project with ids after after, oldest first. With activeOnly, only
+// ACTIVE ones.
+func (s *Store) ListWebhookSubscriptions(ctx context.Context, tenantID, projectID string, activeOnly bool, after uuid.UUID, limit int) ([]domain.WebhookSubscription, error) {
+	q := `SELECT ` + subscriptionColumns + ` FROM webhook_subscriptions
+		WHERE tenant_id = $1 AND project_id = $2 AND id > $3`
+	if activeOnly {
+		q += ` AND state = 'ACTIVE'`
+	}
+	rows, _ := s.q(ctx).Query(ctx, q+` ORDER BY id LIMIT $4`, tenantID, projectID, after, limit)
+	out, err := pgx.CollectRows(rows, scanSubscription)
+	if err != nil {
+		return nil, fmt.Errorf("listing webhook subscriptions: %w", err)
+	}
+	return out, nil
+}
+
+// AuditEventRefs returns id, sequence and action of the events of
+// tenant/project with sequence in [from, to], in sequence order.
+func (s *Store) AuditEventRefs(ctx context.Context, tenantID, projectID string, from, to uint64) ([]domain.AuditEventRef, error) {
+	rows, _ := s.q(ctx).Query(ctx, `SELECT id, sequence, action FROM audit_events
+		WHERE tenant_id = $1 AND project_id = $2 AND sequence BETWEEN $3 AND $4 ORDER BY sequence`,
+		tenantID, projectID, clampInt64(from), clampInt64(to))
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.AuditEventRef, error) {
+		var (
+			r   domain.AuditEventRef
+			seq int64
+		)
+		err := row.Scan(&r.ID, &seq, &r.Action)
+		r.Sequence = uint64(seq)
+		return r, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading audit event refs: %w", err)
+	}
+	return out, nil
+}
+
+// InsertWebhookDeliveries stores new deliveries, skipping any whose
+// (subscription, event) already has one, and returns the ids of those it
+// inserted. This is what makes the fan-out exactly-once.
+func (s *Store) InsertWebhookDeliveries(ctx context.Context, ds []domain.WebhookDelivery) ([]uuid.UUID, error) {
+	if len(ds) == 0 {
+		return nil, nil
+	}
+	n := len(ds)
+	var (
+		tenants, projects, types, keys, states = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		ids, subs, dests, events               = make([]uuid.UUID, n), make([]uuid.UUID, n), make([]uuid.UUID, n), make([]uuid.UUID, n)
+		seqs                                   = make([]int64, n)
+		maxAttempts                            = make([]int32, n)
+		created                                = make([]time.Time, n)
+	)
+	for i, d := range ds {
+		tenants[i], projects[i], types[i], keys[i], states[i] = d.TenantID, d.ProjectID, d.EventType, d.IdempotencyKey, string(d.State)
+		ids[i], subs[i], dests[i], events[i] = d.ID, d.SubscriptionID, d.DestinationID, d.EventID
+		seqs[i] = clampInt64(d.EventSequence)
+		maxAttempts[i] = int32(d.MaxAttempts)
+		created[i] = d.CreatedAt
+	}
+	rows, _ := s.q(ctx).Query(ctx, `INSERT INTO webhook_deliveries (tenant_id, project_id, id, subscription_id,
+			destination_id, event_id, event_sequence, event_type, idempotency_key, state, max_attempts,
+			next_attempt_at, created_at, updated_at)
+		SELECT t, p, i, s, d, e, q, y, k, st, m, c, c, c
+		FROM unnest($1::text[], $2::text[], $3::uuid[], $4::uuid[], $5::uuid[], $6::uuid[], $7::bigint[],
+			$8::text[], $9::text[], $10::text[], $11::int[], $12::timestamptz[]) AS u(t, p, i, s, d, e, q, y, k, st, m, c)
+		ON CONFLICT (subscription_id, event_id) DO NOTHING
+		RETURNING id`,
+		tenants, projects, ids, subs, dests, events, seqs, types, keys, states, maxAttempts, created)
+	out, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, fmt.Errorf("inserting webhook deliveries: %w", err)
+	}
+	return out, nil
+}
+
+const deliveryColumns = `tenant_id, project_id, id, subscription_id, destination_id, event_id, event_sequence,
+	event_type, idempotency_key, state, attempt_count, max_attempts, next_attempt_at, created_at, updated_at,
+	delivered_at, dead_lettered_at, last_error`
+
+func scanDelivery(row pgx.CollectableRow) (domain.WebhookDelivery, error) {
+	var (
+		d     domain.WebhookDelivery
+		seq   int64
+		state string
+	)
+	err := row.Scan(&d.TenantID, &d.ProjectID, &d.ID, &d.SubscriptionID, &d.DestinationID, &d.EventID, &seq,
+		&d.EventType, &d.IdempotencyKey, &state, &d.AttemptCount, &d.MaxAttempts, &d.NextAttemptAt,
+		&d.CreatedAt, &d.UpdatedAt, &d.DeliveredAt, &d.DeadLetteredAt, &d.LastError)
+	d.EventSequence = uint64(seq)
+	d.State = domain.WebhookDeliveryState(state)
+	d.CreatedAt, d.UpdatedAt = d.CreatedAt.UTC(), d.UpdatedAt.UTC()
+	d.NextAttemptAt, d.DeliveredAt, d.DeadLetteredAt = utcPtr(d.NextAttemptAt), utcPtr(d.DeliveredAt), utcPtr(d.DeadLetteredAt)
+	return d, err
+}
+
+// GetWebhookDelivery returns a delivery of the tenant (without attempts);
+// ErrNotFound when the tenant has none with this id. With lock, the row stays
+// locked for the rest of the transaction.
+func (s *Store) GetWebhookDelivery(ctx context.Context, tenantID string, id uuid.UUID, lock bool) (domain.WebhookDelivery, error) {
+	q := `SELECT ` + deliveryColumns + ` FROM webhook_deliveries WHERE tenant_id = $1 AND id = $2`
+	if lock {
+		q += ` FOR UPDATE`
+	}
+	rows, _ := s.q(ctx).Query(ctx, q, tenantID, id)
+	d, err := pgx.CollectExactlyOneRow(rows, scanDelivery)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return d, ErrNotFound
+	}
+	if err != nil {
+		return d, fmt.Errorf("reading webhook delivery: %w", err)
+	}
+	return d, nil
+}
+
+// UpdateWebhookDelivery persists the state fields of a delivery changed by
+// the domain.
+func (s *Store) UpdateWebhookDelivery(ctx context.Context, d domain.WebhookDelivery) error {
+	_, err := s.q(ctx).Exec(ctx, `UPDATE webhook_deliveries SET state = $3, attempt_count = $4, max_attempts = $5,
+			next_attempt_at = $6, updated_at = $7, delivered_at = $8, dead_lettered_at = $9, last_error = $10
+		WHERE tenant_id = $1 AND id = $2`,
+		d.TenantID, d.ID, string(d.State), d.AttemptCount, d.MaxAttempts, d.NextAttemptAt, d.UpdatedAt,
+		d.DeliveredAt, d.DeadLetteredAt, d.LastError)
+	if err != nil {
+		return fmt.Errorf("updating webhook delivery: %w", err)
+	}
+	return nil
+}
+
+// SearchWebhookDeliveries returns up to limit deliveries of tenant/project
+// matching f, newest first, with ids before before (uuid.Nil: from the
+// newest), each with its attempts.
+func (s *Store) SearchWebhookDeliveries(ctx context.Context, tenantID, projectID string, f domain.WebhookDeliveryFilter, before uuid.UUID, limit int) ([]domain.WebhookDelivery, error) {
+	var sb strings.Builder
+	sb.WriteString(`SELECT ` + deliveryColumns + ` FROM webhook_deliveries WHERE tenant_id = $1 AND project_id = $2`)
+	args := []any{tenantID, projectID}
+	add := func(cond string, v any) {
+		args = append(args, v)
+		fmt.Fprintf(&sb, " AND %s $%d", cond, len(args))
+	}
+	if before != uuid.Nil {
+		add("id <", before)
+	}
+	if f.SubscriptionID != uuid.Nil {
+		add("subscription_id =", f.SubscriptionID)
+	}
+	if f.EventID != uuid.Nil {
+		add("event_id =", f.EventID)
+	}
+	if f.State != "" {
+		add("state =", string(f.State))
+	}
+	args = append(args, limit)
+	fmt.Fprintf(&sb, " ORDER BY id DESC LIMIT $%d", len(args))
+	rows, _ := s.q(ctx).Query(ctx, sb.String(), args...)
+	out, err := pgx.CollectRows(rows, scanDelivery)
+	if err != nil {
+		return nil, fmt.Errorf("searching webhook deliveries: %w", err)
+	}
+	if err := s.fillAttempts(ctx, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// WebhookDeliveryWithAttempts returns a delivery of the tenant with its
+// attempts; ErrNotFound when the tenant has none with this id.
+func (s *Store) WebhookDeliveryWithAttempts(ctx context.Context, tenantID string, id uuid.UUID) (domain.WebhookDelivery, error) {
+	d, err := s.GetWebhookDelivery(ctx, tenantID, id, false)
+	if err != nil {
+		return d, err
+	}
+	ds := []domain.WebhookDelivery{d}
+	if err := s.fillAttempts(ctx, ds); err != nil {
+		return d, err
+	}
+	return ds[0], nil
+}
+
+const attemptColumns = `number, outcome, started_at, finished_at, status_code, latency_us, error_class, error, response_body`
+
+func (s *Store) fillAttempts(ctx context.Context, ds []domain.WebhookDelivery) error {
+	if len(ds) == 0 {
+		return nil
+	}
+	ids := make([]uuid.UUID, len(ds))
+	index := make(map[uuid.UUID]int, len(ds))
+	for i := range ds {
+		ids[i] = ds[i].ID
+		index[ds[i].ID] = i
+		ds[i].Attempts = []domain.WebhookDeliveryAttempt{}
+	}
+	rows, err := s.q(ctx).Query(ctx, `SELECT delivery_id, `+attemptColumns+` FROM webhook_delivery_attempts
+		WHERE delivery_id = ANY($1) ORDER BY delivery_id, number`, ids)
+	if err != nil {
+		return fmt.Errorf("reading webhook attempts: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			id      uuid.UUID
+			a       domain.WebhookDeliveryAttempt
+			outcome string
+			latency *int64
+			status  *int32
+		)
+		if err := rows.Scan(&id, &a.Number, &outcome, &a.StartedAt, &a.FinishedAt, &status, &latency,
+			&a.ErrorClass, &a.Error, &a.ResponseBody); err != nil {
+			return fmt.Errorf("reading webhook attempts: %w", err)
+		}
+		a.Outcome = domain.WebhookAttemptOutcome(outcome)
+		a.StartedAt = a.StartedAt.UTC()
+		a.FinishedAt = utcPtr(a.FinishedAt)
+		if status != nil {
+			code := int(*status)
+			a.StatusCode = &code
+		}
+		if latency != nil {
+			a.Latency = time.Duration(*latency) * time.Microsecond
+		}
+		i := index[id]
+		ds[i].Attempts = append(ds[i].Attempts, a)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("reading webhook attempts: %w", err)
+	}
+	return nil
+}
+
+// LastWebhookAttempt returns the delivery's latest attempt; ErrNotFound when
+// it has none.
+func (s *Store) LastWebhookAttempt(ctx context.Context, deliveryID uuid.UUID) (domain.WebhookDeliveryAttempt, error) {
+	var (
+		a       domain.WebhookDeliveryAttempt
+		outcome string
+		latency *int64
+		status  *int32
+	)
+	err := s.q(ctx).QueryRow(ctx, `SELECT `+attemptColumns+` FROM webhook_delivery_attempts
+		WHERE delivery_id = $1 ORDER BY number DESC LIMIT 1`, deliveryID).Scan(&a.Number, &outcome, &a.StartedAt,
+		&a.FinishedAt, &status, &latency, &a.ErrorClass, &a.Error, &a.ResponseBody)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return a, ErrNotFound
+	}
+	if err != nil {
+		return a, fmt.Errorf("reading webhook attempt: %w", err)
+	}
+	a.Outcome = domain.WebhookAttemptOutcome(outcome)
+	return a, nil
+}
+
+// SaveWebhookAttempt inserts or updates (by number) an attempt of a delivery.
+func (s *Store) SaveWebhookAttempt(ctx context.Context, deliveryID uuid.UUID, a domain.WebhookDeliveryAttempt) error {
+	var latency *int64
+	if a.Outcome != domain.WebhookAttemptDelivering {
+		us := a.Latency.Microseconds()
+		latency = &us
+	}
+	_, err := s.q(ctx).Exec(ctx, `INSERT INTO webhook_delivery_attempts (delivery_id, `+attemptColumns+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+		ON CONFLICT (delivery_id, number) DO UPDATE SET outcome = EXCLUDED.outcome, finished_at = EXCLUDED.finished_at,
+			status_code = EXCLUDED.status_code, latency_us = EXCLUDED.latency_us, error_class = EXCLUDED.error_class,
+			error = EXCLUDED.error, response_body = EXCLUDED.response_body`,
+		deliveryID, a.Number, string(a.Outcome), a.StartedAt, a.FinishedAt, a.StatusCode, latency,
+		a.ErrorClass, a.Error, a.ResponseBody)
+	if err != nil {
+		return fmt.Errorf("saving webhook attempt: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,273 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Defaults applied by [NewSender] to zero-valued [SenderConfig] fields.
+const (
+	DefaultConnectTimeout   = 5 * time.Second
+	DefaultTimeout          = 15 * time.Second
+	DefaultMaxResponseBytes = 4096
+	DefaultUserAgent        = "AetherAudit-Webhooks/1.0"
+)
+
+const (
+	// drainBytes bounds how much of an unwanted response body is read
+	// after the kept part, so the connection can be reused without letting
+	// a receiver make us download an arbitrary amount.
+	drainBytes = 16 << 10
+	// maxResponseHeaderBytes bounds the response header size.
+	maxResponseHeaderBytes = 64 << 10
+	// defaultIdlePerHost is the number of idle keep-alive connections kept
+	// per receiver when MaxConnsPerHost is unlimited.
+	defaultIdlePerHost = 32
+)
+
+// SenderConfig configures a [Sender]. Zero values select the defaults.
+type SenderConfig struct {
+	// ConnectTimeout bounds the TCP connect and, separately, the TLS
+	// handshake of a new connection. Default [DefaultConnectTimeout].
+	ConnectTimeout time.Duration
+	// Timeout bounds the whole attempt, from name resolution to reading the
+	// kept part of the response body. Default [DefaultTimeout].
+	Timeout time.Duration
+	// MaxResponseBytes is how many response body bytes are kept in
+	// [Result.Body]. At most a further small, bounded amount is read and
+	// discarded to allow connection reuse. Default [DefaultMaxResponseBytes].
+	MaxResponseBytes int
+	// AllowHTTP permits http URLs. For development and tests only.
+	AllowHTTP bool
+	// AllowPrefixes lists address ranges that pass the SSRF checks, both for
+	// literal URL hosts and for resolved addresses (e.g. 127.0.0.0/8). For
+	// development and tests only.
+	AllowPrefixes []netip.Prefix
+	// RootCAs verifies receivers' certificates; nil means the system roots.
+	RootCAs *x509.CertPool
+	// MaxConnsPerHost limits connections per receiver (dialing, active and
+	// idle); 0 means unlimited. Idle connections are kept alive and reused.
+	MaxConnsPerHost int
+	// UserAgent is sent as User-Agent. Default [DefaultUserAgent].
+	UserAgent string
+}
+
+// withDefaults returns c with zero fields replaced by defaults.
+func (c SenderConfig) withDefaults() SenderConfig {
+	if c.ConnectTimeout <= 0 {
+		c.ConnectTimeout = DefaultConnectTimeout
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.MaxResponseBytes <= 0 {
+		c.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	if c.UserAgent == "" {
+		c.UserAgent = DefaultUserAgent
+	}
+	if c.MaxConnsPerHost < 0 {
+		c.MaxConnsPerHost = 0
+	}
+	return c
+}
+
+// Sender delivers signed webhook requests. It owns one connection pool with
+// keep-alive and is safe for concurrent use; create one per process (or per
+// configuration) with [NewSender] and share it.
+type Sender struct {
+	cfg       SenderConfig
+	policy    *addrPolicy
+	transport *http.Transport
+	client    *http.Client
+}
+
+// NewSender returns a Sender for cfg, filling in defaults. The Sender's
+// transport ignores proxy environment variables, dials only addresses that
+// pass the SSRF policy (checked on every new connection after DNS
+// resolution), requires TLS 1.2 or later, never follows redirects and keeps
+// no cookies.
+func NewSender(cfg SenderConfig) *Sender {
+	cfg = cfg.withDefaults()
+	policy := newAddrPolicy(cfg.AllowPrefixes)
+	dialer := &net.Dialer{
+		Timeout:   cfg.ConnectTimeout,
+		KeepAlive: 30 * time.Second,
+		Control:   policy.control,
+	}
+	idle := defaultIdlePerHost
+	if cfg.MaxConnsPerHost > 0 {
+		idle = cfg.MaxConnsPerHost
+	}
+	transport := &http.Transport{
+		Proxy:       nil, // never a proxy, whatever the environment says
+		DialContext: dialer.DialContext,
+		TLSClientConfig: &tls.Config{
+			RootCAs:    cfg.RootCAs,
+			MinVersion: tls.VersionTLS12,
+		},
+		TLSHandshakeTimeout:    cfg.ConnectTimeout,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           0, // bounded per host below
+		MaxIdleConnsPerHost:    idle,
+		MaxConnsPerHost:        cfg.MaxConnsPerHost,
+		IdleConnTimeout:        90 * time.Second,
+		DisableCompression:     true,
+		MaxResponseHeaderBytes: maxResponseHeaderBytes,
+	}
+	return &Sender{
+		cfg:       cfg,
+		policy:    policy,
+		transport: transport,
+		client: &http.Client{
+			Transport: transport,
+			CheckRedirect: func(*http.Request, []*http.Request) error {
+				return http.ErrUseLastResponse
+			},
+		},
+	}
+}
+
+// CloseIdleConnections closes the Sender's idle keep-alive connections. The
+// Sender stays usable; call it on shutdown or after configuration changes.
+func (s *Sender) CloseIdleConnections() {
+	if s != nil && s.transport != nil {
+		s.transport.CloseIdleConnections()
+	}
+}
+
+// Send makes exactly one delivery attempt: a POST of r.Body to r.URL with
+// the headers
+//
+//	content-type:      application/json
+//	webhook-id:        r.ID
+//	webhook-timestamp: r.Timestamp as Unix seconds
+//	webhook-signature: Sign(r.ID, r.Timestamp, r.Body, r.Keys)
+//	user-agent:        SenderConfig.UserAgent
+//
+// Before any network activity the URL is checked with the [ValidateURL]
+// rules under the Sender's AllowHTTP and AllowPrefixes; a refused
+// destination yields [ErrorClassSSRF] or [ErrorClassInvalidURL]. Every
+// connection the attempt opens is checked again at dial time, after DNS
+// resolution, and a forbidden address yields [ErrorClassSSRF] with nothing
+// sent. Redirects are reported as [ErrorClassRedirect] and never followed;
+// no proxy and no cookies are used.
+//
+// Send does not retry; the caller schedules retries from the Result. It
+// never panics and is safe for concurrent use. ctx bounds the attempt in
+// addition to SenderConfig.Timeout.
+func (s *Sender) Send(ctx context.Context, r Request) (res Result) {
+	defer func() {
+		if p := recover(); p != nil {
+			// The outcome is unknown, so assume the request may have gone out.
+			res = Result{ErrorClass: ErrorClassOther, Error: "internal error while sending", MayHaveReached: true}
+		}
+	}()
+	if s == nil || s.client == nil {
+		return Result{ErrorClass: ErrorClassOther, Error: "sender is not initialized"}
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	u, v := checkURL(r.URL, s.cfg.AllowHTTP, s.policy)
+	if v != nil {
+		class := ErrorClassInvalidURL
+		if v.ssrf {
+			class = ErrorClassSSRF
+		}
+		return Result{ErrorClass: class, Error: v.reason}
+	}
+	if err := r.validate(); err != nil {
+		return Result{ErrorClass: ErrorClassOther, Error: "invalid request: " + err.Error()}
+	}
+	return s.deliver(ctx, u, r)
+}
+
+// deliver performs the HTTP exchange for an already validated URL and
+// request. The dial-time address check still applies.
+func (s *Sender) deliver(parent context.Context, u *url.URL, r Request) Result {
+	ts := r.Timestamp
+	if ts.IsZero() {
+		ts = time.Now()
+	}
+	ctx, cancel := context.WithTimeout(parent, s.cfg.Timeout)
+	defer cancel()
+	trace := &attemptTrace{}
+	ctx = httptrace.WithClientTrace(ctx, trace.clientTrace())
+
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(r.Body))
+	if err != nil {
+		return Result{ErrorClass: ErrorClassInvalidURL, Error: "url cannot be used for a request"}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Webhook-Id", r.ID)
+	req.Header.Set("Webhook-Timestamp", strconv.FormatInt(ts.Unix(), 10))
+	req.Header.Set("Webhook-Signature", Sign(r.ID, ts, r.Body, r.Keys))
+	req.Header.Set("User-Agent", s.cfg.UserAgent)
+
+	start := time.Now()
+	resp, err := s.client.Do(req)
+	latency := time.Since(start)
+	if err != nil {
+		class, msg := classify(err, parent, trace)
+		reached := trace.mayHaveReached()
+		switch class {
+		case ErrorClassSSRF, ErrorClassDNS, ErrorClassConnect, ErrorClassTLS:
+			reached = false
+		}
+		return Result{Latency: latency, ErrorClass: class, Error: msg, MayHaveReached: reached}
+	}
+	defer resp.Body.Close()
+
+	res := Result{
+		StatusCode: resp.StatusCode,
+		Latency:    latency,
+		Body:       readBody(resp.Body, s.cfg.MaxResponseBytes),
+	}
+	code := resp.StatusCode
+	switch {
+	case code >= 200 && code <= 299:
+		res.Delivered = true
+	case code >= 300 && code <= 399:
+		res.ErrorClass = ErrorClassRedirect
+		res.Error = fmt.Sprintf("receiver redirected with HTTP %d; redirects are not followed, register the final URL", code)
+	default:
+		res.ErrorClass = ErrorClassHTTPStatus
+		res.Error = statusMessage(code)
+	}
+	if code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable {
+		res.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	}
+	return res
+}
+
+// readBody keeps up to limit bytes of body, then reads and discards at
+// most drainBytes more so that a short remainder does not cost the
+// keep-alive connection. Read errors end reading; what was read is kept.
+func readBody(body io.Reader, limit int) []byte {
+	kept, _ := io.ReadAll(io.LimitReader(body, int64(limit)))
+	_, _ = io.CopyN(io.Discard, body, drainBytes)
+	if len(kept) == 0 {
+		return nil
+	}
+	return kept
+}
+
+// statusMessage describes a non-2xx, non-3xx status.
+func statusMessage(code int) string {
+	if text := http.StatusText(code); text != "" {
+		return fmt.Sprintf("receiver responded with HTTP %d %s", code, text)
+	}
+	return fmt.Sprintf("receiver responded with HTTP %d", code)
+}
