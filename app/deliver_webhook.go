@@ -30,25 +30,26 @@ type WebhookPayload struct {
 // preparedAttempt is an attempt committed as DELIVERING, ready to send.
 type preparedAttempt struct {
 	delivery domain.WebhookDelivery
-	number   int
 	started  time.Time
 	url      string
 	keys     [][]byte
 	body     []byte
 }
 
-// DeliverWebhook runs the attempt a delivery job asks for. In one
-// transaction it locks the delivery and, when it is due, commits a new
-// attempt as DELIVERING; only then does it send the signed request; then a
-// second transaction records the outcome and moves the delivery to
-// DELIVERED, RETRYING (enqueuing the next attempt's job at its scheduled
-// time, in that transaction) or DEAD_LETTERED.
+// DeliverWebhook runs the attempt a delivery job asks for. It reads the
+// delivery and, when the attempt is due, commits it as DELIVERING; only then
+// does it send the signed request; then it records the outcome and moves the
+// delivery to DELIVERED, RETRYING (enqueuing the next attempt's job at its
+// scheduled time, in the same transaction) or DEAD_LETTERED. Each write is
+// the domain's transition saved only if the delivery is still in the state
+// the transition was computed from, so concurrent runs of one delivery
+// cannot both act.
 //
 // A job whose attempt is already DELIVERING is a rerun after a crash,
 // rescue or interrupted shutdown: that attempt is recorded as UNKNOWN (the
 // receiver may or may not have it) and the delivery is resent at once under
-// the same webhook-id. A job that is stale (its attempt already finished) does
-// nothing. ErrDestinationBusy means the destination has its maximum of
+// the same webhook-id. A job that is stale (its attempt already finished)
+// does nothing. ErrDestinationBusy means the destination has its maximum of
 // requests in flight in this process; the job should be tried again shortly.
 func (a *App) DeliverWebhook(ctx context.Context, args WebhookDeliveryArgs) error {
 	if a.webhooks.Sender == nil || a.webhooks.Box == nil {
@@ -60,12 +61,7 @@ func (a *App) DeliverWebhook(ctx context.Context, args WebhookDeliveryArgs) erro
 	}
 	defer release()
 
-	var prep *preparedAttempt
-	err := a.retryTx(ctx, func(ctx context.Context) error {
-		var err error
-		prep, err = a.startWebhookAttempt(ctx, args)
-		return err
-	})
+	prep, err := a.startWebhookAttempt(ctx, args)
 	if err != nil || prep == nil {
 		return err
 	}
@@ -74,77 +70,71 @@ func (a *App) DeliverWebhook(ctx context.Context, args WebhookDeliveryArgs) erro
 	})
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
-	return a.retryTx(fctx, func(fctx context.Context) error {
-		return a.finishWebhookAttempt(fctx, args, prep, res)
-	})
+	return a.finishWebhookAttempt(fctx, prep, res)
 }
 
 // startWebhookAttempt commits the attempt of args as DELIVERING and returns
 // what to send, or nil when there is nothing to send.
 func (a *App) startWebhookAttempt(ctx context.Context, args WebhookDeliveryArgs) (*preparedAttempt, error) {
-	d, err := a.store.GetWebhookDelivery(ctx, args.TenantID, args.DeliveryID, true)
+	now := a.now().UTC()
+	sc, err := a.store.WebhookSendContext(ctx, args.TenantID, args.ProjectID, args.DeliveryID, args.DestinationID, args.EventID, now)
 	if errors.Is(err, domain.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	now := a.now().UTC()
+	d := sc.Delivery
 	switch {
 	case d.State == domain.WebhookDeliveryDelivering && d.AttemptCount == args.Attempt:
-		return nil, a.recordLostAttempt(ctx, &d, now)
+		return nil, a.retryTx(ctx, func(ctx context.Context) error { return a.recordLostAttempt(ctx, args) })
 	case (d.State == domain.WebhookDeliveryPending || d.State == domain.WebhookDeliveryRetrying) && d.AttemptCount == args.Attempt-1:
 	default:
 		return nil, nil // stale: this attempt already ran to an end
 	}
 
-	dest, err := a.store.GetWebhookDestination(ctx, d.TenantID, d.DestinationID, false)
-	if err != nil {
-		return nil, fmt.Errorf("reading destination of delivery %s: %w", d.ID, err)
-	}
-	sealed, err := a.store.WebhookDestinationSecrets(ctx, dest.ID, now)
-	if err != nil {
-		return nil, err
-	}
-	keys := make([][]byte, 0, len(sealed))
-	for _, s := range sealed {
-		plain, err := a.webhooks.Box.Open(s.Sealed, secretAAD(dest.ID, s.ID))
+	keys := make([][]byte, 0, len(sc.Secrets))
+	for _, s := range sc.Secrets {
+		plain, err := a.webhooks.Box.Open(s.Sealed, secretAAD(sc.Destination.ID, s.ID))
 		if err != nil {
-			return nil, fmt.Errorf("opening secret %s of destination %s: %w", s.ID, dest.ID, err)
+			return nil, fmt.Errorf("opening secret %s of destination %s: %w", s.ID, sc.Destination.ID, err)
 		}
 		key, err := webhook.ParseSecret(string(plain))
 		if err != nil {
-			return nil, fmt.Errorf("secret %s of destination %s: %w", s.ID, dest.ID, err)
+			return nil, fmt.Errorf("secret %s of destination %s: %w", s.ID, sc.Destination.ID, err)
 		}
 		keys = append(keys, key)
 	}
-	event, err := a.store.GetAuditEvent(ctx, d.TenantID, d.ProjectID, d.EventID)
-	if err != nil {
-		return nil, fmt.Errorf("reading event of delivery %s: %w", d.ID, err)
-	}
-	body, err := json.Marshal(WebhookPayload{Type: event.Action, Timestamp: event.RecordedAt, Data: &event})
+	body, err := json.Marshal(WebhookPayload{Type: sc.Event.Action, Timestamp: sc.Event.RecordedAt, Data: &sc.Event})
 	if err != nil {
 		return nil, fmt.Errorf("encoding webhook payload: %w", err)
 	}
+	prevState, prevAttempts := d.State, d.AttemptCount
 	n, err := d.StartAttempt(now)
 	if err != nil {
 		return nil, err
 	}
-	if err := a.store.SaveWebhookAttempt(ctx, d.ID, domain.WebhookDeliveryAttempt{
+	saved, err := a.store.SaveWebhookDeliveryIf(ctx, prevState, prevAttempts, d, domain.WebhookDeliveryAttempt{
 		Number: n, Outcome: domain.WebhookAttemptDelivering, StartedAt: now,
-	}); err != nil {
-		return nil, err
+	})
+	if err != nil || !saved {
+		return nil, err // not saved: another run of this delivery got there first
 	}
-	if err := a.store.UpdateWebhookDelivery(ctx, d); err != nil {
-		return nil, err
-	}
-	return &preparedAttempt{delivery: d, number: n, started: now, url: dest.URL, keys: keys, body: body}, nil
+	return &preparedAttempt{delivery: d, started: now, url: sc.Destination.URL, keys: keys, body: body}, nil
 }
 
 // recordLostAttempt closes a DELIVERING attempt whose worker is gone as
 // UNKNOWN and schedules the resend at once (or dead-letters the delivery if
-// it was the last attempt).
-func (a *App) recordLostAttempt(ctx context.Context, d *domain.WebhookDelivery, now time.Time) error {
+// it was the last attempt), in the caller's transaction.
+func (a *App) recordLostAttempt(ctx context.Context, args WebhookDeliveryArgs) error {
+	d, err := a.store.GetWebhookDelivery(ctx, args.TenantID, args.DeliveryID, true)
+	if err != nil {
+		return err
+	}
+	if d.State != domain.WebhookDeliveryDelivering || d.AttemptCount != args.Attempt {
+		return nil // resolved meanwhile
+	}
+	now := a.now().UTC()
 	last, err := a.store.LastWebhookAttempt(ctx, d.ID)
 	if err != nil {
 		return err
@@ -159,75 +149,74 @@ func (a *App) recordLostAttempt(ctx context.Context, d *domain.WebhookDelivery, 
 			return err
 		}
 	}
-	return a.failDelivery(ctx, d, now, now, unknownOutcome)
-}
-
-// failDelivery moves a DELIVERING delivery to RETRYING (enqueuing its next
-// attempt for next) or DEAD_LETTERED, and persists it.
-func (a *App) failDelivery(ctx context.Context, d *domain.WebhookDelivery, now, next time.Time, reason string) error {
-	retry, err := d.Fail(now, next, reason)
+	retry, err := d.Fail(now, now, unknownOutcome)
 	if err != nil {
 		return err
 	}
-	if err := a.store.UpdateWebhookDelivery(ctx, *d); err != nil {
+	if err := a.store.UpdateWebhookDelivery(ctx, d); err != nil {
 		return err
 	}
 	if !retry {
 		return nil
 	}
-	at := next
-	if !next.After(now) {
-		at = time.Time{}
-	}
-	return a.store.EnqueueJobs(ctx, webhookDeliveryJob(d, at))
+	return a.store.EnqueueJobs(ctx, webhookDeliveryJob(&d, time.Time{}))
 }
 
-// finishWebhookAttempt records the outcome of a sent attempt.
-func (a *App) finishWebhookAttempt(ctx context.Context, args WebhookDeliveryArgs, prep *preparedAttempt, res webhook.Result) error {
-	d, err := a.store.GetWebhookDelivery(ctx, args.TenantID, args.DeliveryID, true)
-	if err != nil {
-		return err
-	}
-	if d.State != domain.WebhookDeliveryDelivering || d.AttemptCount != prep.number {
-		// Another run took the attempt over (recorded it as unknown); the
-		// outcome we saw is still evidence.
-		return nil
-	}
+// finishWebhookAttempt records the outcome of a sent attempt: the
+// delivery's transition and the attempt's evidence in one statement, with
+// the next attempt's job in the same transaction when one is due. Nothing is
+// written when another run took the attempt over meanwhile (it recorded the
+// attempt as unknown).
+func (a *App) finishWebhookAttempt(ctx context.Context, prep *preparedAttempt, res webhook.Result) error {
+	d := prep.delivery
 	now := a.now().UTC()
 	attempt := domain.WebhookDeliveryAttempt{
-		Number: prep.number, StartedAt: prep.started, FinishedAt: &now, Latency: res.Latency,
+		Number: d.AttemptCount, StartedAt: prep.started, FinishedAt: &now, Latency: res.Latency,
 		ErrorClass: string(res.ErrorClass), Error: res.Error, ResponseBody: cleanBody(res.Body),
 	}
 	if res.StatusCode != 0 {
 		code := res.StatusCode
 		attempt.StatusCode = &code
 	}
+	var (
+		retry bool
+		next  time.Time
+		err   error
+	)
 	switch {
 	case res.Delivered:
 		attempt.Outcome = domain.WebhookAttemptSucceeded
-		if err := a.store.SaveWebhookAttempt(ctx, d.ID, attempt); err != nil {
-			return err
-		}
-		if err := d.Succeed(now); err != nil {
-			return err
-		}
-		return a.store.UpdateWebhookDelivery(ctx, d)
+		err = d.Succeed(now)
 	case res.ErrorClass == webhook.ErrorClassCanceled && res.MayHaveReached:
 		// Interrupted (shutdown): unknown outcome, resend at once.
 		attempt.Outcome = domain.WebhookAttemptUnknown
+		attempt.ErrorClass = "unknown"
 		attempt.Error = unknownOutcome
-		if err := a.store.SaveWebhookAttempt(ctx, d.ID, attempt); err != nil {
-			return err
-		}
-		return a.failDelivery(ctx, &d, now, now, unknownOutcome)
+		next = now
+		retry, err = d.Fail(now, next, unknownOutcome)
 	default:
 		attempt.Outcome = domain.WebhookAttemptFailed
-		if err := a.store.SaveWebhookAttempt(ctx, d.ID, attempt); err != nil {
+		next = now.Add(a.webhooks.RetrySchedule.Delay(d.AttemptCount, res.RetryAfter))
+		retry, err = d.Fail(now, next, attemptReason(res))
+	}
+	if err != nil {
+		return err
+	}
+	save := func(ctx context.Context) error {
+		saved, err := a.store.SaveWebhookDeliveryIf(ctx, domain.WebhookDeliveryDelivering, attempt.Number, d, attempt)
+		if err != nil || !saved || !retry {
 			return err
 		}
-		next := now.Add(a.webhooks.RetrySchedule.Delay(prep.number, res.RetryAfter))
-		return a.failDelivery(ctx, &d, now, next, attemptReason(res))
+		at := next
+		if !next.After(now) {
+			at = time.Time{}
+		}
+		return a.store.EnqueueJobs(ctx, webhookDeliveryJob(&d, at))
 	}
+	if !retry {
+		return save(ctx) // one statement: its own transaction
+	}
+	return a.retryTx(ctx, save)
 }
 
 // attemptReason is the delivery's lastError for a failed attempt.

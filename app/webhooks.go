@@ -20,7 +20,6 @@ type WebhookStore interface {
 	GetWebhookDestination(ctx context.Context, tenantID string, id uuid.UUID, lock bool) (domain.WebhookDestination, error)
 	ListWebhookDestinations(ctx context.Context, tenantID, projectID string, after uuid.UUID, limit int) ([]domain.WebhookDestination, error)
 	RotateWebhookDestinationSecret(ctx context.Context, destinationID uuid.UUID, secret domain.SealedWebhookSecret, graceUntil time.Time) error
-	WebhookDestinationSecrets(ctx context.Context, destinationID uuid.UUID, now time.Time) ([]domain.SealedWebhookSecret, error)
 
 	InsertWebhookSubscription(ctx context.Context, sub domain.WebhookSubscription) error
 	GetWebhookSubscription(ctx context.Context, tenantID string, id uuid.UUID, lock bool) (domain.WebhookSubscription, error)
@@ -35,6 +34,8 @@ type WebhookStore interface {
 	SearchWebhookDeliveries(ctx context.Context, tenantID, projectID string, f domain.WebhookDeliveryFilter, before uuid.UUID, limit int) ([]domain.WebhookDelivery, error)
 	LastWebhookAttempt(ctx context.Context, deliveryID uuid.UUID) (domain.WebhookDeliveryAttempt, error)
 	SaveWebhookAttempt(ctx context.Context, deliveryID uuid.UUID, a domain.WebhookDeliveryAttempt) error
+	WebhookSendContext(ctx context.Context, tenantID, projectID string, deliveryID, destinationID, eventID uuid.UUID, now time.Time) (domain.WebhookSendContext, error)
+	SaveWebhookDeliveryIf(ctx context.Context, prev domain.WebhookDeliveryState, prevAttempts int, d domain.WebhookDelivery, a domain.WebhookDeliveryAttempt) (bool, error)
 }
 
 // WebhookSender sends one signed request; *webhook.Sender implements it.
@@ -165,8 +166,10 @@ func (WebhookFanoutArgs) Kind() string { return "webhook_fanout" }
 // WebhookDeliveryArgs asks for attempt number Attempt of a delivery.
 type WebhookDeliveryArgs struct {
 	TenantID      string    `json:"tenant_id"`
+	ProjectID     string    `json:"project_id"`
 	DeliveryID    uuid.UUID `json:"delivery_id"`
 	DestinationID uuid.UUID `json:"destination_id"`
+	EventID       uuid.UUID `json:"event_id"`
 	Attempt       int       `json:"attempt"`
 }
 
@@ -179,7 +182,8 @@ func webhookFanoutJob(tenantID, projectID string, from, to uint64) domain.Outbox
 
 func webhookDeliveryJob(d *domain.WebhookDelivery, at time.Time) domain.OutboxJob {
 	return domain.OutboxJob{
-		Args:        WebhookDeliveryArgs{TenantID: d.TenantID, DeliveryID: d.ID, DestinationID: d.DestinationID, Attempt: d.AttemptCount + 1},
+		Args: WebhookDeliveryArgs{TenantID: d.TenantID, ProjectID: d.ProjectID, DeliveryID: d.ID,
+			DestinationID: d.DestinationID, EventID: d.EventID, Attempt: d.AttemptCount + 1},
 		Queue:       QueueWebhooks,
 		ScheduledAt: at,
 	}

@@ -354,3 +354,13 @@ type WebhookDeliveryFilter struct {
 	EventID        uuid.UUID
 	State          WebhookDeliveryState
 }
+
+// WebhookSendContext is everything one attempt of a delivery needs, read
+// together: the delivery, its destination, the destination's valid sealed
+// secrets and the audit event to send.
+type WebhookSendContext struct {
+	Delivery    WebhookDelivery
+	Destination WebhookDestination
+	Secrets     []SealedWebhookSecret
+	Event       AuditEvent
+}

@@ -102,6 +102,9 @@ type setupOpts struct {
 	// noWorkers leaves River stopped.
 	noWorkers bool
 	rootCAs   *receiver
+	// workers and perDestination bound River's webhook workers and each
+	// destination's requests in flight; zero for the defaults.
+	workers, perDestination int
 }
 
 func setupWebhooks(t *testing.T, o setupOpts) *bundle {
@@ -121,7 +124,7 @@ func setupWebhooks(t *testing.T, o setupOpts) *bundle {
 	}
 	cfg := app.WebhookConfig{
 		Box: box, Sender: webhook.NewSender(senderCfg), RetrySchedule: schedule,
-		URLPolicy: webhook.URLPolicy{AllowPrefixes: loopback},
+		URLPolicy: webhook.URLPolicy{AllowPrefixes: loopback}, MaxInFlightPerDestination: o.perDestination,
 	}
 	b := &bundle{
 		app: app.New(store.New(pool), app.Config{Webhooks: cfg}), pool: pool, cfg: cfg,
@@ -130,14 +133,14 @@ func setupWebhooks(t *testing.T, o setupOpts) *bundle {
 		writer: app.Identity{Subject: "svc", TenantID: "t1", ProjectIDs: []string{"p1"}, Permissions: []app.Permission{app.PermissionAuditWrite}},
 	}
 	if !o.noWorkers {
-		b.startWorkers(t)
+		b.startWorkers(t, o.workers)
 	}
 	return b
 }
 
-func (b *bundle) startWorkers(t *testing.T) {
+func (b *bundle) startWorkers(t *testing.T, workers int) {
 	t.Helper()
-	client, err := jobs.NewClient(b.pool, store.New(b.pool), jobs.ClientConfig{App: b.app, FetchCooldown: 10 * time.Millisecond})
+	client, err := jobs.NewClient(b.pool, store.New(b.pool), jobs.ClientConfig{App: b.app, FetchCooldown: 10 * time.Millisecond, WebhookWorkers: workers})
 	require.NoError(t, err)
 	require.NoError(t, client.Start(context.Background()))
 	t.Cleanup(func() {
@@ -374,7 +377,7 @@ func TestWebhookCrashBetweenDeliveringAndOutcome(t *testing.T) {
 	require.Equal(t, domain.WebhookAttemptUnknown, d.Attempts[0].Outcome, "a leftover DELIVERING attempt has an unknown outcome")
 	require.Equal(t, domain.WebhookDeliveryRetrying, d.State)
 
-	b.startWorkers(t)
+	b.startWorkers(t, 0)
 	d = b.awaitDelivery(t, e, domain.WebhookDeliveryDelivered)
 	require.Len(t, d.Attempts, 2)
 	reqs := r.requests()
@@ -511,4 +514,29 @@ func TestWebhookSecretRotationSignsWithBoth(t *testing.T) {
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT sealed FROM webhook_destination_secrets ORDER BY created_at DESC LIMIT 1`).Scan(&sealed))
 	require.NotContains(t, string(sealed), rotated.SigningSecret, "secrets are encrypted at rest")
 	require.NotContains(t, string(sealed), strings.TrimPrefix(rotated.SigningSecret, "whsec_"))
+}
+
+// TestWebhookSlowDestinationDoesNotStarveOthers holds every request to one
+// receiver; with 4 workers and at most 2 requests in flight per
+// destination, deliveries to another receiver still go through.
+func TestWebhookSlowDestinationDoesNotStarveOthers(t *testing.T) {
+	slow := newReceiver(t, always(200))
+	hold := make(chan struct{})
+	slow.hold = hold
+	fast := newReceiver(t, always(200))
+	b := setupWebhooks(t, setupOpts{rootCAs: slow, workers: 4, perDestination: 2})
+	// Both httptest servers share one CA, so one pool trusts both.
+	b.subscribe(t, slow, "slow.*")
+	b.subscribe(t, fast, "fast.*")
+	for range 6 {
+		b.record(t, "slow.event")
+	}
+	for range 2 {
+		<-slow.arrived // two slow requests hold their slots
+	}
+	e := b.record(t, "fast.event")
+	b.awaitDelivery(t, e, domain.WebhookDeliveryDelivered)
+	require.Len(t, slow.requests(), 2, "the slow destination never had more than its limit in flight")
+	close(hold)
+	require.Eventually(t, func() bool { return len(slow.requests()) == 6 }, 30*time.Second, 20*time.Millisecond)
 }

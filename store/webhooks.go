@@ -103,23 +103,6 @@ func (s *Store) RotateWebhookDestinationSecret(ctx context.Context, destinationI
 	return nil
 }
 
-// WebhookDestinationSecrets returns the destination's secrets valid at now,
-// newest first.
-func (s *Store) WebhookDestinationSecrets(ctx context.Context, destinationID uuid.UUID, now time.Time) ([]domain.SealedWebhookSecret, error) {
-	rows, _ := s.q(ctx).Query(ctx, `SELECT id, sealed, created_at, expires_at FROM webhook_destination_secrets
-		WHERE destination_id = $1 AND (expires_at IS NULL OR expires_at > $2) ORDER BY created_at DESC, id DESC`,
-		destinationID, now)
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.SealedWebhookSecret, error) {
-		var sec domain.SealedWebhookSecret
-		err := row.Scan(&sec.ID, &sec.Sealed, &sec.CreatedAt, &sec.ExpiresAt)
-		return sec, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("reading webhook secrets: %w", err)
-	}
-	return out, nil
-}
-
 const subscriptionColumns = `tenant_id, project_id, id, destination_id, event_types, description, state,
 	after_sequence, created_at, created_by, disabled_at`
 
@@ -448,4 +431,82 @@ func (s *Store) SaveWebhookAttempt(ctx context.Context, deliveryID uuid.UUID, a 
 		return fmt.Errorf("saving webhook attempt: %w", err)
 	}
 	return nil
+}
+
+// WebhookSendContext reads, in one round trip, what an attempt of the
+// delivery needs (see domain.WebhookSendContext). ErrNotFound when the
+// tenant has no such delivery.
+func (s *Store) WebhookSendContext(ctx context.Context, tenantID, projectID string, deliveryID, destinationID, eventID uuid.UUID, now time.Time) (domain.WebhookSendContext, error) {
+	var out domain.WebhookSendContext
+	b := &pgx.Batch{}
+	b.Queue(`SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE tenant_id = $1 AND id = $2`, tenantID, deliveryID)
+	b.Queue(`SELECT `+destinationColumns+` FROM webhook_destinations d WHERE d.tenant_id = $1 AND d.id = $2`, tenantID, destinationID)
+	b.Queue(`SELECT id, sealed, created_at, expires_at FROM webhook_destination_secrets
+		WHERE destination_id = $1 AND (expires_at IS NULL OR expires_at > $2) ORDER BY created_at DESC, id DESC`, destinationID, now)
+	b.Queue(`SELECT `+auditEventColumns+` FROM audit_events WHERE tenant_id = $1 AND project_id = $2 AND id = $3`, tenantID, projectID, eventID)
+	br := s.q(ctx).SendBatch(ctx, b)
+	defer br.Close()
+	rows, _ := br.Query()
+	d, err := pgx.CollectExactlyOneRow(rows, scanDelivery)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return out, ErrNotFound
+	}
+	if err != nil {
+		return out, fmt.Errorf("reading webhook delivery: %w", err)
+	}
+	out.Delivery = d
+	rows, _ = br.Query()
+	if out.Destination, err = pgx.CollectExactlyOneRow(rows, scanDestination); err != nil {
+		return out, fmt.Errorf("reading destination of delivery %s: %w", deliveryID, err)
+	}
+	rows, _ = br.Query()
+	out.Secrets, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.SealedWebhookSecret, error) {
+		var sec domain.SealedWebhookSecret
+		err := row.Scan(&sec.ID, &sec.Sealed, &sec.CreatedAt, &sec.ExpiresAt)
+		return sec, err
+	})
+	if err != nil {
+		return out, fmt.Errorf("reading webhook secrets: %w", err)
+	}
+	rows, _ = br.Query()
+	if out.Event, err = pgx.CollectExactlyOneRow(rows, scanAuditEvent); err != nil {
+		return out, fmt.Errorf("reading event of delivery %s: %w", deliveryID, err)
+	}
+	return out, br.Close()
+}
+
+// SaveWebhookDeliveryIf persists a delivery changed by the domain together
+// with one of its attempts, in one statement, only if the stored delivery is
+// still in state prev with prevAttempts attempts (compare and set: the
+// domain's transition was computed from that state). It reports whether it
+// did; false means another run moved the delivery meanwhile.
+func (s *Store) SaveWebhookDeliveryIf(ctx context.Context, prev domain.WebhookDeliveryState, prevAttempts int, d domain.WebhookDelivery, a domain.WebhookDeliveryAttempt) (bool, error) {
+	var latency *int64
+	if a.Outcome != domain.WebhookAttemptDelivering {
+		us := a.Latency.Microseconds()
+		latency = &us
+	}
+	var saved int
+	err := s.q(ctx).QueryRow(ctx, `WITH d AS (
+			UPDATE webhook_deliveries SET state = $5, attempt_count = $6, max_attempts = $7, next_attempt_at = $8,
+				updated_at = $9, delivered_at = $10, dead_lettered_at = $11, last_error = $12
+			WHERE tenant_id = $1 AND id = $2 AND state = $3 AND attempt_count = $4
+			RETURNING id
+		), a AS (
+			INSERT INTO webhook_delivery_attempts (delivery_id, `+attemptColumns+`)
+			SELECT id, $13, $14, $15, $16, $17, $18, $19, $20, $21 FROM d
+			ON CONFLICT (delivery_id, number) DO UPDATE SET outcome = EXCLUDED.outcome, finished_at = EXCLUDED.finished_at,
+				status_code = EXCLUDED.status_code, latency_us = EXCLUDED.latency_us, error_class = EXCLUDED.error_class,
+				error = EXCLUDED.error, response_body = EXCLUDED.response_body
+			RETURNING 1
+		)
+		SELECT count(*) FROM a`,
+		d.TenantID, d.ID, string(prev), prevAttempts,
+		string(d.State), d.AttemptCount, d.MaxAttempts, d.NextAttemptAt, d.UpdatedAt, d.DeliveredAt, d.DeadLetteredAt, d.LastError,
+		a.Number, string(a.Outcome), a.StartedAt, a.FinishedAt, a.StatusCode, latency, a.ErrorClass, a.Error, a.ResponseBody,
+	).Scan(&saved)
+	if err != nil {
+		return false, fmt.Errorf("saving webhook delivery: %w", err)
+	}
+	return saved == 1, nil
 }
