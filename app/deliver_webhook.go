@@ -76,7 +76,7 @@ func (a *App) DeliverWebhook(ctx context.Context, args WebhookDeliveryArgs) erro
 // startWebhookAttempt commits the attempt of args as DELIVERING and returns
 // what to send, or nil when there is nothing to send.
 func (a *App) startWebhookAttempt(ctx context.Context, args WebhookDeliveryArgs) (*preparedAttempt, error) {
-	now := a.now().UTC()
+	now := a.storedNow()
 	sc, err := a.store.WebhookSendContext(ctx, args.TenantID, args.ProjectID, args.DeliveryID, args.DestinationID, args.EventID, now)
 	if errors.Is(err, domain.ErrNotFound) {
 		return nil, nil
@@ -134,7 +134,7 @@ func (a *App) recordLostAttempt(ctx context.Context, args WebhookDeliveryArgs) e
 	if d.State != domain.WebhookDeliveryDelivering || d.AttemptCount != args.Attempt {
 		return nil // resolved meanwhile
 	}
-	now := a.now().UTC()
+	now := a.storedNow()
 	last, err := a.store.LastWebhookAttempt(ctx, d.ID)
 	if err != nil {
 		return err
@@ -169,7 +169,7 @@ func (a *App) recordLostAttempt(ctx context.Context, args WebhookDeliveryArgs) e
 // attempt as unknown).
 func (a *App) finishWebhookAttempt(ctx context.Context, prep *preparedAttempt, res webhook.Result) error {
 	d := prep.delivery
-	now := a.now().UTC()
+	now := a.storedNow()
 	attempt := domain.WebhookDeliveryAttempt{
 		Number: d.AttemptCount, StartedAt: prep.started, FinishedAt: &now, Latency: res.Latency,
 		ErrorClass: string(res.ErrorClass), Error: res.Error, ResponseBody: cleanBody(res.Body),

@@ -101,7 +101,7 @@ func (a *App) RedriveWebhookDelivery(ctx context.Context, id Identity, deliveryI
 		if err != nil {
 			return err
 		}
-		now := a.now().UTC()
+		now := a.storedNow()
 		if err := d.Redrive(now, a.webhooks.RetrySchedule.MaxAttempts()); err != nil {
 			return &Error{Code: CodeInvalidState, Message: err.Error() + "; this one is " + string(d.State), Err: err}
 		}

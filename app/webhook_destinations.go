@@ -60,7 +60,7 @@ func (a *App) CreateWebhookDestination(ctx context.Context, id Identity, in Crea
 	if a.webhooks.Box == nil {
 		return WebhookDestinationWithSecret{}, errors.New("webhooks: no master key configured")
 	}
-	now := a.now().UTC()
+	now := a.storedNow()
 	d := domain.WebhookDestination{
 		ID: uuid.Must(uuid.NewV7()), TenantID: id.TenantID, ProjectID: in.ProjectID, URL: url,
 		Description: in.Description, CreatedAt: now, CreatedBy: id.Subject, ActiveSecrets: 1,
@@ -164,7 +164,7 @@ func (a *App) RotateWebhookDestinationSecret(ctx context.Context, id Identity, i
 		if err != nil {
 			return err
 		}
-		now := a.now().UTC()
+		now := a.storedNow()
 		plain, sealed, err := a.newSealedSecret(d.ID, now)
 		if err != nil {
 			return err

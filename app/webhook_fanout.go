@@ -45,7 +45,7 @@ func (a *App) fanOutChunk(ctx context.Context, tenantID, projectID string, from,
 	if err != nil {
 		return 0, err
 	}
-	now := a.now().UTC()
+	now := a.storedNow()
 	maxAttempts := a.webhooks.RetrySchedule.MaxAttempts()
 	var ds []domain.WebhookDelivery
 	for _, ref := range refs {

@@ -83,7 +83,7 @@ func (a *App) CreateWebhookSubscription(ctx context.Context, id Identity, in Cre
 		if d.ProjectID != in.ProjectID {
 			return ErrWebhookDestinationNotFound
 		}
-		now := a.now().UTC()
+		now := a.storedNow()
 		sub := domain.WebhookSubscription{
 			ID: uuid.Must(uuid.NewV7()), TenantID: id.TenantID, ProjectID: in.ProjectID, DestinationID: d.ID,
 			EventTypes: types, Description: in.Description, State: domain.WebhookSubscriptionActive,
@@ -146,7 +146,7 @@ func (a *App) DisableWebhookSubscription(ctx context.Context, id Identity, subsc
 		if err != nil {
 			return err
 		}
-		now := a.now().UTC()
+		now := a.storedNow()
 		if !sub.Disable(now) {
 			out = sub
 			return nil

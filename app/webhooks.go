@@ -278,3 +278,8 @@ func pageOf[T any](items []T, limit int) Page[T] {
 	}
 	return Page[T]{Items: items}
 }
+
+// storedNow is the current time at the precision PostgreSQL keeps
+// (microseconds, UTC), so that a command's answer and later reads of what it
+// stored show the same instant.
+func (a *App) storedNow() time.Time { return a.now().UTC().Truncate(time.Microsecond) }
