@@ -34,6 +34,9 @@ type preparedAttempt struct {
 	url      string
 	keys     [][]byte
 	body     []byte
+	// unsendable, when set, is the outcome of an attempt that could not be
+	// sent at all (no signing key); it is recorded without a request.
+	unsendable *webhook.Result
 }
 
 // DeliverWebhook runs the attempt a delivery job asks for. It reads the
@@ -65,9 +68,14 @@ func (a *App) DeliverWebhook(ctx context.Context, args WebhookDeliveryArgs) erro
 	if err != nil || prep == nil {
 		return err
 	}
-	res := a.webhooks.Sender.Send(ctx, webhook.Request{
-		URL: prep.url, ID: prep.delivery.IdempotencyKey, Timestamp: a.now(), Body: prep.body, Keys: prep.keys,
-	})
+	var res webhook.Result
+	if prep.unsendable != nil {
+		res = *prep.unsendable
+	} else {
+		res = a.webhooks.Sender.Send(ctx, webhook.Request{
+			URL: prep.url, ID: prep.delivery.IdempotencyKey, Timestamp: a.now(), Body: prep.body, Keys: prep.keys,
+		})
+	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
 	return a.finishWebhookAttempt(fctx, prep, res)
@@ -89,22 +97,25 @@ func (a *App) startWebhookAttempt(ctx context.Context, args WebhookDeliveryArgs)
 	case d.State == domain.WebhookDeliveryDelivering && d.AttemptCount == args.Attempt:
 		return nil, a.retryTx(ctx, func(ctx context.Context) error { return a.recordLostAttempt(ctx, args) })
 	case (d.State == domain.WebhookDeliveryPending || d.State == domain.WebhookDeliveryRetrying) && d.AttemptCount == args.Attempt-1:
+		// A retry due within the scheduler's granularity was enqueued
+		// available at once: wait for its time here.
+		if d.NextAttemptAt != nil {
+			if wait := d.NextAttemptAt.Sub(now); wait > 0 {
+				t := time.NewTimer(min(wait, jobScheduleGranularity))
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+					t.Stop()
+					return nil, ctx.Err()
+				}
+				now = a.storedNow()
+			}
+		}
 	default:
 		return nil, nil // stale: this attempt already ran to an end
 	}
 
-	keys := make([][]byte, 0, len(sc.Secrets))
-	for _, s := range sc.Secrets {
-		plain, err := a.webhooks.Box.Open(s.Sealed, secretAAD(sc.Destination.ID, s.ID))
-		if err != nil {
-			return nil, fmt.Errorf("opening secret %s of destination %s: %w", s.ID, sc.Destination.ID, err)
-		}
-		key, err := webhook.ParseSecret(string(plain))
-		if err != nil {
-			return nil, fmt.Errorf("secret %s of destination %s: %w", s.ID, sc.Destination.ID, err)
-		}
-		keys = append(keys, key)
-	}
+	keys, keyErr := a.openSigningKeys(sc)
 	body, err := json.Marshal(WebhookPayload{Type: sc.Event.Action, Timestamp: sc.Event.RecordedAt, Data: &sc.Event})
 	if err != nil {
 		return nil, fmt.Errorf("encoding webhook payload: %w", err)
@@ -120,7 +131,37 @@ func (a *App) startWebhookAttempt(ctx context.Context, args WebhookDeliveryArgs)
 	if err != nil || !saved {
 		return nil, err // not saved: another run of this delivery got there first
 	}
-	return &preparedAttempt{delivery: d, started: now, url: sc.Destination.URL, keys: keys, body: body}, nil
+	prep := &preparedAttempt{delivery: d, started: now, url: sc.Destination.URL, keys: keys, body: body}
+	if keyErr != nil {
+		a.logger.ErrorContext(ctx, "webhook signing secret unavailable", "destination", sc.Destination.ID, "err", keyErr)
+		prep.unsendable = &webhook.Result{ErrorClass: errorClassSecret,
+			Error: "the destination's signing secret cannot be opened (was the master key changed?); rotate the destination's secret"}
+	}
+	return prep, nil
+}
+
+// errorClassSecret marks an attempt that could not be signed.
+const errorClassSecret webhook.ErrorClass = "secret_unavailable"
+
+// openSigningKeys opens the destination's valid secrets. Without one that
+// opens, nothing can be signed.
+func (a *App) openSigningKeys(sc domain.WebhookSendContext) ([][]byte, error) {
+	keys := make([][]byte, 0, len(sc.Secrets))
+	for _, s := range sc.Secrets {
+		plain, err := a.webhooks.Box.Open(s.Sealed, secretAAD(sc.Destination.ID, s.ID))
+		if err != nil {
+			return nil, fmt.Errorf("opening secret %s of destination %s: %w", s.ID, sc.Destination.ID, err)
+		}
+		key, err := webhook.ParseSecret(string(plain))
+		if err != nil {
+			return nil, fmt.Errorf("secret %s of destination %s: %w", s.ID, sc.Destination.ID, err)
+		}
+		keys = append(keys, key)
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("destination %s has no valid signing secret", sc.Destination.ID)
+	}
+	return keys, nil
 }
 
 // recordLostAttempt closes a DELIVERING attempt whose worker is gone as
@@ -196,7 +237,10 @@ func (a *App) finishWebhookAttempt(ctx context.Context, prep *preparedAttempt, r
 		retry, err = d.Fail(now, next, unknownOutcome)
 	default:
 		attempt.Outcome = domain.WebhookAttemptFailed
-		next = now.Add(a.webhooks.RetrySchedule.Delay(d.AttemptCount, res.RetryAfter))
+		// The schedule restarts with each budget of attempts (a redrive
+		// grants a fresh one).
+		sinceBudget := d.AttemptCount - (d.MaxAttempts - a.webhooks.RetrySchedule.MaxAttempts())
+		next = now.Add(a.webhooks.RetrySchedule.Delay(sinceBudget, res.RetryAfter))
 		retry, err = d.Fail(now, next, attemptReason(res))
 	}
 	if err != nil {

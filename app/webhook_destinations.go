@@ -70,6 +70,13 @@ func (a *App) CreateWebhookDestination(ctx context.Context, id Identity, in Crea
 		return WebhookDestinationWithSecret{}, err
 	}
 	err = a.retryTx(ctx, func(ctx context.Context) error {
+		// The audit event locks the project's head first, which also
+		// serializes this quota check among concurrent creations.
+		details, _ := json.Marshal(map[string]string{"destinationId": d.ID.String(), "host": urlHost(url)})
+		if _, err := a.recordCommandEvent(ctx, id, d.ProjectID, "webhook.destination.created",
+			domain.Resource{Type: "webhook_destination", ID: d.ID.String()}, domain.RiskMedium, string(details), now); err != nil {
+			return err
+		}
 		existing, err := a.store.ListWebhookDestinations(ctx, id.TenantID, in.ProjectID, uuid.Nil, MaxWebhookDestinationsPerProject)
 		if err != nil {
 			return err
@@ -77,13 +84,7 @@ func (a *App) CreateWebhookDestination(ctx context.Context, id Identity, in Crea
 		if len(existing) >= MaxWebhookDestinationsPerProject {
 			return newError(CodeQuotaExceeded, fmt.Sprintf("a project has at most %d webhook destinations", MaxWebhookDestinationsPerProject))
 		}
-		if err := a.store.InsertWebhookDestination(ctx, d, sealed); err != nil {
-			return err
-		}
-		details, _ := json.Marshal(map[string]string{"destinationId": d.ID.String(), "host": urlHost(url)})
-		_, err = a.recordCommandEvent(ctx, id, d.ProjectID, "webhook.destination.created",
-			domain.Resource{Type: "webhook_destination", ID: d.ID.String()}, domain.RiskMedium, string(details), now)
-		return err
+		return a.store.InsertWebhookDestination(ctx, d, sealed)
 	})
 	if err != nil {
 		return WebhookDestinationWithSecret{}, err

@@ -180,7 +180,17 @@ func webhookFanoutJob(tenantID, projectID string, from, to uint64) domain.Outbox
 	return domain.OutboxJob{Args: WebhookFanoutArgs{TenantID: tenantID, ProjectID: projectID, FromSequence: from, ToSequence: to}}
 }
 
+// jobScheduleGranularity is how late River may make a scheduled job
+// available (its scheduler runs every few seconds). A retry due sooner is
+// enqueued available at once and its worker waits for the due time itself.
+const jobScheduleGranularity = 5 * time.Second
+
+// webhookDeliveryJob is the job of the delivery's next attempt, due at at
+// (zero: now).
 func webhookDeliveryJob(d *domain.WebhookDelivery, at time.Time) domain.OutboxJob {
+	if time.Until(at) < jobScheduleGranularity {
+		at = time.Time{}
+	}
 	return domain.OutboxJob{
 		Args: WebhookDeliveryArgs{TenantID: d.TenantID, ProjectID: d.ProjectID, DeliveryID: d.ID,
 			DestinationID: d.DestinationID, EventID: d.EventID, Attempt: d.AttemptCount + 1},

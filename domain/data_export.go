@@ -225,3 +225,9 @@ type TelemetryPoint struct {
 	Value      float64   `json:"value"`
 	Unit       string    `json:"unit"`
 }
+
+// DataExportFilter selects exports of a project; zero fields match all.
+type DataExportFilter struct {
+	State DataExportState
+	Kind  DataExportKind
+}

@@ -540,3 +540,53 @@ func TestWebhookSlowDestinationDoesNotStarveOthers(t *testing.T) {
 	close(hold)
 	require.Eventually(t, func() bool { return len(slow.requests()) == 6 }, 30*time.Second, 20*time.Millisecond)
 }
+
+// TestWebhookRedriveRestartsTheSchedule: after a redrive the retries follow
+// the schedule from its first delay again, not its last.
+func TestWebhookRedriveRestartsTheSchedule(t *testing.T) {
+	r := newReceiver(t, always(500))
+	b := setupWebhooks(t, setupOpts{rootCAs: r, schedule: "10ms,3s"})
+	b.subscribe(t, r, "device.*")
+	e := b.record(t, "device.rebooted")
+	d := b.awaitDelivery(t, e, domain.WebhookDeliveryDeadLettered)
+	require.Equal(t, 3, d.AttemptCount)
+
+	_, err := b.app.RedriveWebhookDelivery(context.Background(), b.admin, d.ID.String(), true)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		d, err = b.app.WebhookDelivery(context.Background(), b.admin, d.ID.String())
+		require.NoError(t, err)
+		return len(d.Attempts) >= 5
+	}, 30*time.Second, 20*time.Millisecond)
+	gap := d.Attempts[4].StartedAt.Sub(*d.Attempts[3].FinishedAt)
+	require.Less(t, gap, 2*time.Second, "the first retry after a redrive waits the first delay (10ms), not the last (3s)")
+}
+
+// TestWebhookUnopenableSecretIsAVisibleFailure: a delivery whose secret
+// does not open under the master key (the key was changed) fails its
+// attempts without sending anything and ends dead-lettered, visible with a
+// reason, rather than stuck.
+func TestWebhookUnopenableSecretIsAVisibleFailure(t *testing.T) {
+	r := newReceiver(t, always(200))
+	b := setupWebhooks(t, setupOpts{rootCAs: r, schedule: "10ms", noWorkers: true})
+	b.subscribe(t, r, "device.*")
+	e := b.record(t, "device.rebooted")
+
+	other := make([]byte, secrets.KeySize)
+	other[0] = 1
+	box, err := secrets.NewBox(other)
+	require.NoError(t, err)
+	cfg := b.cfg
+	cfg.Box = box
+	b.app = app.New(store.New(b.pool), app.Config{Webhooks: cfg})
+	b.startWorkers(t, 0)
+
+	d := b.awaitDelivery(t, e, domain.WebhookDeliveryDeadLettered)
+	require.Len(t, d.Attempts, 2)
+	for _, a := range d.Attempts {
+		require.Equal(t, domain.WebhookAttemptFailed, a.Outcome)
+		require.Equal(t, "secret_unavailable", a.ErrorClass)
+	}
+	require.Contains(t, d.LastError, "rotate")
+	require.Empty(t, r.requests(), "nothing unsigned was sent")
+}

@@ -15,7 +15,7 @@ import (
 
 const destinationColumns = `d.tenant_id, d.project_id, d.id, d.url, d.description, d.created_at, d.created_by,
 	d.secret_rotated_at, (SELECT count(*) FROM webhook_destination_secrets s
-		WHERE s.destination_id = d.id AND (s.expires_at IS NULL OR s.expires_at > now()))`
+		WHERE s.destination_id = d.id AND (s.expires_at IS NULL OR s.expires_at > clock_timestamp()))`
 
 func scanDestination(row pgx.CollectableRow) (domain.WebhookDestination, error) {
 	var d domain.WebhookDestination
