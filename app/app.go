@@ -42,6 +42,7 @@ type Store interface {
 	EnqueueJobs(ctx context.Context, jobs ...domain.OutboxJob) error
 
 	WebhookStore
+	DataExportStore
 }
 
 // App runs the use cases.
@@ -57,6 +58,11 @@ type App struct {
 	live LiveFeed
 	// webhooks configures the webhook registry and delivery.
 	webhooks webhookRuntime
+	// exports configures data exports.
+	exports ExportConfig
+	// exportWatch signals changes of exports; nil disables their
+	// subscriptions.
+	exportWatch DataExportWatcher
 }
 
 // Config configures an App. Zero fields take defaults.
@@ -71,6 +77,11 @@ type Config struct {
 	Live LiveFeed
 	// Webhooks configures webhook destinations and deliveries.
 	Webhooks WebhookConfig
+	// Exports configures data exports.
+	Exports ExportConfig
+	// ExportWatch signals changes of exports for their subscriptions; nil
+	// disables them.
+	ExportWatch DataExportWatcher
 }
 
 // New returns an App over store.
@@ -86,5 +97,7 @@ func New(store Store, cfg Config) *App {
 		a.idempotencyTTL = 24 * time.Hour
 	}
 	a.webhooks = newWebhookRuntime(cfg.Webhooks)
+	a.exports = cfg.Exports.withDefaults()
+	a.exportWatch = cfg.ExportWatch
 	return a
 }

@@ -29,3 +29,17 @@ func TraceIDFromContext(ctx context.Context) string {
 	s, _ := ctx.Value(traceIDKey{}).(string)
 	return s
 }
+
+type baseURLKey struct{}
+
+// ContextWithBaseURL returns ctx carrying the base URL (scheme://host) the
+// client reached the service at, for links the service hands out.
+func ContextWithBaseURL(ctx context.Context, base string) context.Context {
+	return context.WithValue(ctx, baseURLKey{}, base)
+}
+
+// BaseURLFromContext returns the base URL ContextWithBaseURL stored, or "".
+func BaseURLFromContext(ctx context.Context) string {
+	s, _ := ctx.Value(baseURLKey{}).(string)
+	return s
+}

@@ -19,6 +19,9 @@ const (
 	PermissionExportsRead       Permission = "exports:read"
 	PermissionExportsWrite      Permission = "exports:write"
 	PermissionExportsDownload   Permission = "exports:download"
+	// PermissionHistoryWrite lets the platform's alarm and telemetry
+	// services append their history (exported by data exports).
+	PermissionHistoryWrite Permission = "history:write"
 	PermissionAdmin             Permission = "admin"
 )
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -204,19 +205,32 @@ func webhookDeliveryJob(d *domain.WebhookDelivery, at time.Time) domain.OutboxJo
 // project's chain like any recorded event (and fanned out to webhooks like
 // them).
 func (a *App) recordCommandEvent(ctx context.Context, id Identity, projectID, action string, resource domain.Resource, risk domain.Risk, details string, now time.Time) (domain.AuditEvent, error) {
-	subject := id.Subject
-	if subject == "" {
-		subject = "unknown"
+	return a.recordCommandEventWith(ctx, id, projectID, action, resource, domain.Governance{Risk: risk}, details, now)
+}
+
+// commandSubject is the audit subject of a command's identity: the system
+// for the service's own identities ("system:..."), else the token's subject.
+func commandSubject(id Identity) domain.Subject {
+	if strings.HasPrefix(id.Subject, "system:") {
+		return domain.Subject{Type: domain.SubjectSystem, ID: id.Subject}
 	}
+	if id.Subject == "" {
+		return domain.Subject{Type: domain.SubjectUser, ID: "unknown"}
+	}
+	return domain.Subject{Type: domain.SubjectUser, ID: id.Subject}
+}
+
+// recordCommandEventWith is recordCommandEvent with full governance.
+func (a *App) recordCommandEventWith(ctx context.Context, id Identity, projectID, action string, resource domain.Resource, gov domain.Governance, details string, now time.Time) (domain.AuditEvent, error) {
 	draft := domain.AuditEventDraft{
 		ID:         uuid.Must(uuid.NewV7()),
 		ProjectID:  projectID,
 		Action:     action,
 		OccurredAt: now,
-		Subject:    domain.Subject{Type: domain.SubjectUser, ID: subject},
+		Subject:    commandSubject(id),
 		Resource:   resource,
 		Outcome:    domain.OutcomeSuccess,
-		Governance: &domain.Governance{Risk: risk},
+		Governance: &gov,
 		Details:    []byte(details),
 	}
 	if t := TraceIDFromContext(ctx); t != "" {

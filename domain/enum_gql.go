@@ -108,3 +108,83 @@ func (o *WebhookAttemptOutcome) UnmarshalGQL(v any) error {
 	}
 	return fmt.Errorf("%q is not a valid WebhookAttemptOutcome", str)
 }
+
+// marshalEnum writes an enum value as a GraphQL string.
+func marshalEnum(w io.Writer, v string) { _, _ = io.WriteString(w, strconv.Quote(v)) }
+
+// unmarshalEnum reads an enum value and checks it with valid.
+func unmarshalEnum(v any, typeName string, valid func(string) bool) (string, error) {
+	s, _ := v.(string)
+	if !valid(s) {
+		return "", fmt.Errorf("%q is not a valid %s", s, typeName)
+	}
+	return s, nil
+}
+
+// MarshalGQL writes the enum value.
+func (k DataExportKind) MarshalGQL(w io.Writer) { marshalEnum(w, string(k)) }
+
+// UnmarshalGQL reads and validates an enum value.
+func (k *DataExportKind) UnmarshalGQL(v any) error {
+	s, err := unmarshalEnum(v, "DataExportKind", func(s string) bool { return DataExportKind(s).Valid() })
+	*k = DataExportKind(s)
+	return err
+}
+
+// MarshalGQL writes the enum value.
+func (f DataExportFormat) MarshalGQL(w io.Writer) { marshalEnum(w, string(f)) }
+
+// UnmarshalGQL reads and validates an enum value.
+func (f *DataExportFormat) UnmarshalGQL(v any) error {
+	s, err := unmarshalEnum(v, "DataExportFormat", func(s string) bool { return DataExportFormat(s).Valid() })
+	*f = DataExportFormat(s)
+	return err
+}
+
+// MarshalGQL writes the enum value.
+func (c DataExportCompression) MarshalGQL(w io.Writer) { marshalEnum(w, string(c)) }
+
+// UnmarshalGQL reads and validates an enum value.
+func (c *DataExportCompression) UnmarshalGQL(v any) error {
+	s, err := unmarshalEnum(v, "DataExportCompression", func(s string) bool { return DataExportCompression(s).Valid() })
+	*c = DataExportCompression(s)
+	return err
+}
+
+// MarshalGQL writes the enum value.
+func (s DataExportState) MarshalGQL(w io.Writer) { marshalEnum(w, string(s)) }
+
+// UnmarshalGQL reads and validates an enum value.
+func (s *DataExportState) UnmarshalGQL(v any) error {
+	str, err := unmarshalEnum(v, "DataExportState", func(s string) bool { return DataExportState(s).Valid() })
+	*s = DataExportState(str)
+	return err
+}
+
+// MarshalGQL writes the enum value.
+func (s AlarmSeverity) MarshalGQL(w io.Writer) { marshalEnum(w, string(s)) }
+
+// UnmarshalGQL reads and validates an enum value.
+func (s *AlarmSeverity) UnmarshalGQL(v any) error {
+	str, err := unmarshalEnum(v, "AlarmSeverity", func(s string) bool {
+		switch AlarmSeverity(s) {
+		case AlarmCritical, AlarmMajor, AlarmMinor, AlarmWarning, AlarmInfo:
+			return true
+		}
+		return false
+	})
+	*s = AlarmSeverity(str)
+	return err
+}
+
+// MarshalGQL writes the enum value.
+func (s AlarmState) MarshalGQL(w io.Writer) { marshalEnum(w, string(s)) }
+
+// UnmarshalGQL reads and validates an enum value.
+func (s *AlarmState) UnmarshalGQL(v any) error {
+	str, err := unmarshalEnum(v, "AlarmState", func(s string) bool {
+		return AlarmState(s) == AlarmRaised || AlarmState(s) == AlarmAcknowledged || AlarmState(s) == AlarmCleared
+	})
+	*s = AlarmState(str)
+	return err
+}

@@ -24,6 +24,9 @@ func Complexity() generated.ComplexityRoot {
 	c.Query.WebhookDeliveries = func(child int, _ string, _ *model.WebhookDeliveryFilter, first *int, _ *string) int {
 		return 1 + webhookPageSize(first)*child
 	}
+	c.Query.DataExports = func(child int, _ string, _ *model.DataExportFilter, first *int, _ *string) int {
+		return 1 + webhookPageSize(first)*child
+	}
 	// A delivery's attempts are bounded by the retry schedule (at most 21
 	// per budget); count a typical handful.
 	c.WebhookDelivery.Attempts = func(child int) int { return 1 + 5*child }

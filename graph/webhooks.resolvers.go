@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/aetheriot/aether-audit/app"
-
 	"github.com/aetheriot/aether-audit/domain"
 	"github.com/aetheriot/aether-audit/graph/generated"
 	"github.com/aetheriot/aether-audit/graph/model"

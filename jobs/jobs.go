@@ -36,6 +36,9 @@ type ClientConfig struct {
 	// WebhookSendTimeout is the sender's total timeout per request, from
 	// which the delivery job's timeout follows; default 15 s.
 	WebhookSendTimeout time.Duration
+	// ExpiryInterval is how often READY exports past their expiry are
+	// expired; default one minute.
+	ExpiryInterval time.Duration
 	// FetchCooldown is the least time between two fetches of a queue;
 	// default 20 ms, for low delivery lag.
 	FetchCooldown time.Duration
@@ -60,6 +63,9 @@ func NewClient(pool *pgxpool.Pool, store Store, cfg ClientConfig) (*river.Client
 	if cfg.WebhookSendTimeout <= 0 {
 		cfg.WebhookSendTimeout = 15 * time.Second
 	}
+	if cfg.ExpiryInterval <= 0 {
+		cfg.ExpiryInterval = time.Minute
+	}
 	if cfg.FetchCooldown <= 0 {
 		cfg.FetchCooldown = 20 * time.Millisecond
 	}
@@ -68,6 +74,9 @@ func NewClient(pool *pgxpool.Pool, store Store, cfg ClientConfig) (*river.Client
 		river.AddWorkerSafely(workers, &PruneIdempotencyKeysWorker{Store: store}),
 		river.AddWorkerSafely(workers, &WebhookFanoutWorker{App: cfg.App}),
 		river.AddWorkerSafely(workers, &WebhookDeliveryWorker{App: cfg.App, SendTimeout: cfg.WebhookSendTimeout}),
+		river.AddWorkerSafely(workers, &DataExportWorker{App: cfg.App}),
+		river.AddWorkerSafely(workers, &DeleteExportObjectWorker{App: cfg.App}),
+		river.AddWorkerSafely(workers, &ExpireDataExportsWorker{App: cfg.App}),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("registering workers: %w", err)
@@ -87,6 +96,9 @@ func NewClient(pool *pgxpool.Pool, store Store, cfg ClientConfig) (*river.Client
 			river.NewPeriodicJob(river.PeriodicInterval(cfg.PruneInterval),
 				func() (river.JobArgs, *river.InsertOpts) { return PruneIdempotencyKeysArgs{}, nil },
 				&river.PeriodicJobOpts{ID: "prune_idempotency_keys", RunOnStart: true}),
+			river.NewPeriodicJob(river.PeriodicInterval(cfg.ExpiryInterval),
+				func() (river.JobArgs, *river.InsertOpts) { return ExpireDataExportsArgs{}, nil },
+				&river.PeriodicJobOpts{ID: "expire_data_exports", RunOnStart: true}),
 		},
 	})
 	if err != nil {

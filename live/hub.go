@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -57,6 +58,13 @@ type Hub struct {
 	mu        sync.Mutex
 	feeds     map[feedKey]*feed
 	listening bool // the LISTEN connection is up
+	// exportWatches are the watchers of each data export.
+	exportWatches map[exportKey]map[chan struct{}]struct{}
+}
+
+type exportKey struct {
+	tenantID string
+	exportID uuid.UUID
 }
 
 type feedKey struct{ tenantID, projectID string }
@@ -76,7 +84,8 @@ func New(pool *pgxpool.Pool, store Store, cfg Config) *Hub {
 	if cfg.FetchBatch <= 0 {
 		cfg.FetchBatch = 500
 	}
-	return &Hub{pool: pool, store: store, cfg: cfg, feeds: map[feedKey]*feed{}}
+	return &Hub{pool: pool, store: store, cfg: cfg, feeds: map[feedKey]*feed{},
+		exportWatches: map[exportKey]map[chan struct{}]struct{}{}}
 }
 
 // Run listens for notifications until ctx ends, reconnecting with backoff
@@ -121,7 +130,7 @@ func (h *Hub) listen(ctx context.Context) error {
 		return fmt.Errorf("connecting: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+store.AuditEventsChannel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+store.AuditEventsChannel+"; LISTEN "+store.DataExportsChannel); err != nil {
 		return fmt.Errorf("listening: %w", err)
 	}
 	h.setListening(true)
@@ -131,6 +140,13 @@ func (h *Hub) listen(ctx context.Context) error {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
 			return err
+		}
+		if n.Channel == store.DataExportsChannel {
+			var note store.DataExportNotification
+			if err := json.Unmarshal([]byte(n.Payload), &note); err == nil {
+				h.signalExport(exportKey{note.TenantID, note.ExportID})
+			}
+			continue
 		}
 		var note store.AuditEventsNotification
 		if err := json.Unmarshal([]byte(n.Payload), &note); err != nil {
@@ -166,6 +182,11 @@ func (h *Hub) wakeAll() {
 	feeds := make([]*feed, 0, len(h.feeds))
 	for _, f := range h.feeds {
 		feeds = append(feeds, f)
+	}
+	for _, watchers := range h.exportWatches {
+		for ch := range watchers {
+			signal(ch)
+		}
 	}
 	h.mu.Unlock()
 	for _, f := range feeds {
@@ -216,3 +237,44 @@ func (h *Hub) release(f *feed) {
 }
 
 var _ app.LiveFeed = (*Hub)(nil)
+
+// WatchDataExport implements app.DataExportWatcher: the channel receives a
+// value after each notified change of the export, after a reconnect and at
+// every poll (coalesced: one pending value at most).
+func (h *Hub) WatchDataExport(tenantID string, exportID uuid.UUID) (<-chan struct{}, func()) {
+	key := exportKey{tenantID, exportID}
+	ch := make(chan struct{}, 1)
+	h.mu.Lock()
+	if h.exportWatches[key] == nil {
+		h.exportWatches[key] = map[chan struct{}]struct{}{}
+	}
+	h.exportWatches[key][ch] = struct{}{}
+	h.mu.Unlock()
+	var once sync.Once
+	return ch, func() {
+		once.Do(func() {
+			h.mu.Lock()
+			delete(h.exportWatches[key], ch)
+			if len(h.exportWatches[key]) == 0 {
+				delete(h.exportWatches, key)
+			}
+			h.mu.Unlock()
+		})
+	}
+}
+
+func (h *Hub) signalExport(key exportKey) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for ch := range h.exportWatches[key] {
+		signal(ch)
+	}
+}
+
+// signal sends on a coalescing channel without blocking.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}

@@ -96,3 +96,15 @@ func isWebSocketUpgrade(r *http.Request) bool {
 	}
 	return false
 }
+
+// withBaseURL puts the base URL the client used (scheme and host of the
+// request) into the context, for links the use cases hand out.
+func withBaseURL(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		scheme := "http"
+		if r.TLS != nil {
+			scheme = "https"
+		}
+		next.ServeHTTP(w, r.WithContext(app.ContextWithBaseURL(r.Context(), scheme+"://"+r.Host)))
+	})
+}

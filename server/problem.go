@@ -25,7 +25,12 @@ const problemTypeBase = "https://aether.invalid/problems/"
 // writeProblem answers err as application/problem+json with the status of
 // its code.
 func writeProblem(w http.ResponseWriter, r *http.Request, err *app.Error) {
-	status := err.Code.HTTPStatus()
+	writeProblemStatus(w, r, err.Code.HTTPStatus(), err)
+}
+
+// writeProblemStatus is writeProblem with a status other than the code's
+// usual one (a download's 403 and 410).
+func writeProblemStatus(w http.ResponseWriter, r *http.Request, status int, err *app.Error) {
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Cache-Control", "no-store")
 	if err.Code == app.CodeUnauthenticated {

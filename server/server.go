@@ -116,9 +116,11 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 
 	gql := s.graphQLHandler()
-	s.mux.Handle("/graphql", s.traced(s.limitBody(s.authenticated(graphQLRequestGate(gql), graphQLUnauthenticated))))
+	s.mux.Handle("/graphql", s.traced(withBaseURL(s.limitBody(s.authenticated(graphQLRequestGate(gql), graphQLUnauthenticated)))))
 	s.mux.Handle("GET /api/v1/audit/events", s.traced(s.authenticated(http.HandlerFunc(s.listAuditEvents), problemUnauthenticated)))
 	s.mux.Handle("GET /api/v1/audit/events/stream", s.traced(s.authenticated(http.HandlerFunc(s.streamAuditEvents), problemUnauthenticated)))
+	// The capability in the path is the download's only credential.
+	s.mux.Handle("GET /api/v1/exports/download/{token}", s.traced(http.HandlerFunc(s.downloadExport)))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, &app.Error{Code: app.CodeNotFound, Message: "no such endpoint"})
 	})

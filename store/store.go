@@ -60,21 +60,22 @@ type querier interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
-// txFromContext returns the transaction InTx put in ctx, if any.
-func txFromContext(ctx context.Context) (pgx.Tx, bool) {
+// TxFromContext returns the transaction InTx put in ctx, if any: for River
+// calls that must join it (completing a job in the transaction of its result).
+func TxFromContext(ctx context.Context) (pgx.Tx, bool) {
 	tx, ok := ctx.Value(txKey{}).(pgx.Tx)
 	return tx, ok
 }
 
 func (s *Store) q(ctx context.Context) querier {
-	if tx, ok := txFromContext(ctx); ok {
+	if tx, ok := TxFromContext(ctx); ok {
 		return tx
 	}
 	return s.pool
 }
 
 func (s *Store) tx(ctx context.Context) (pgx.Tx, error) {
-	if tx, ok := txFromContext(ctx); ok {
+	if tx, ok := TxFromContext(ctx); ok {
 		return tx, nil
 	}
 	return nil, ErrNoTx
@@ -84,7 +85,7 @@ func (s *Store) tx(ctx context.Context) (pgx.Tx, error) {
 // receives. It commits when fn returns nil and rolls back otherwise. Nested
 // calls join the outer transaction.
 func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context) error) error {
-	if _, ok := txFromContext(ctx); ok {
+	if _, ok := TxFromContext(ctx); ok {
 		return fn(ctx)
 	}
 	tx, err := s.pool.Begin(ctx)

@@ -40,6 +40,7 @@ type serveCmd struct {
 	SSEHeartbeat           time.Duration `name:"sse-heartbeat" env:"AETHER_SSE_HEARTBEAT" default:"15s" help:"Interval of heartbeat comments on live SSE streams."`
 	ShutdownTimeout        time.Duration `name:"shutdown-timeout" env:"AETHER_SHUTDOWN_TIMEOUT" default:"20s" help:"How long in-flight requests may take to finish on shutdown."`
 	webhookFlags
+	exportFlags
 }
 
 // Run implements the serve command.
@@ -68,13 +69,22 @@ func (c *serveCmd) Run() error {
 	}
 	defer db.close(ctx)
 
-	webhooks, err := c.webhookFlags.config(c.dataDirFlags, logger)
+	masterKey, err := c.masterKey(c.dataDirFlags)
 	if err != nil {
 		return err
 	}
+	webhooks, err := c.webhookFlags.config(masterKey, logger)
+	if err != nil {
+		return err
+	}
+	exports, err := c.exportFlags.config(ctx, c.dataDirFlags, masterKey)
+	if err != nil {
+		return err
+	}
+	defer exports.Bucket.Close()
 	st := store.New(db.Pool)
 	hub := live.New(db.Pool, st, live.Config{Logger: logger})
-	application := app.New(st, app.Config{Logger: logger, Live: hub, Webhooks: webhooks})
+	application := app.New(st, app.Config{Logger: logger, Live: hub, Webhooks: webhooks, Exports: exports, ExportWatch: hub})
 	river, err := jobs.NewClient(db.Pool, st, jobs.ClientConfig{
 		Logger:             logger,
 		App:                application,

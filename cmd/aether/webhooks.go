@@ -26,23 +26,25 @@ type webhookFlags struct {
 	WebhookAllowHTTP         bool          `name:"webhook-allow-http" env:"AETHER_WEBHOOK_ALLOW_HTTP" help:"DEVELOPMENT ONLY: allow http:// webhook destinations."`
 }
 
-// config builds the app's webhook configuration: the master key (given or
-// generated into the data dir), the retry schedule and the sender.
-func (f webhookFlags) config(dir dataDirFlags, logger *slog.Logger) (app.WebhookConfig, error) {
-	var key []byte
-	var err error
+// masterKey returns the master key: --master-key, or the one generated into
+// the data dir.
+func (f webhookFlags) masterKey(dir dataDirFlags) ([]byte, error) {
 	if f.MasterKey != "" {
-		key, err = secrets.ParseKey(f.MasterKey)
-	} else {
-		if err = os.MkdirAll(dir.DataDir, 0o755); err != nil {
-			return app.WebhookConfig{}, fmt.Errorf("creating data dir: %w", err)
-		}
-		key, err = secrets.LoadOrCreateKeyFile(filepath.Join(dir.DataDir, "master-key"), "master key", secrets.KeySize)
-		key = key[:min(len(key), secrets.KeySize)]
+		return secrets.ParseKey(f.MasterKey)
 	}
+	if err := os.MkdirAll(dir.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating data dir: %w", err)
+	}
+	key, err := secrets.LoadOrCreateKeyFile(filepath.Join(dir.DataDir, "master-key"), "master key", secrets.KeySize)
 	if err != nil {
-		return app.WebhookConfig{}, err
+		return nil, err
 	}
+	return key[:secrets.KeySize], nil
+}
+
+// config builds the app's webhook configuration: the master key's box, the
+// retry schedule and the sender.
+func (f webhookFlags) config(key []byte, logger *slog.Logger) (app.WebhookConfig, error) {
 	box, err := secrets.NewBox(key)
 	if err != nil {
 		return app.WebhookConfig{}, err

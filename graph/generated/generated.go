@@ -33,6 +33,7 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
+	DataExport() DataExportResolver
 	Mutation() MutationResolver
 	Query() QueryResolver
 	Subscription() SubscriptionResolver
@@ -43,6 +44,10 @@ type DirectiveRoot struct {
 }
 
 type ComplexityRoot struct {
+	AppendHistoryPayload struct {
+		Appended func(childComplexity int) int
+	}
+
 	AuditChainVerification struct {
 		CheckedCount         func(childComplexity int) int
 		FirstInvalidSequence func(childComplexity int) int
@@ -108,6 +113,49 @@ type ComplexityRoot struct {
 		SigningSecret func(childComplexity int) int
 	}
 
+	DataExport struct {
+		ByteLength    func(childComplexity int) int
+		Compression   func(childComplexity int) int
+		ContentDigest func(childComplexity int) int
+		ExpiredAt     func(childComplexity int) int
+		ExpiresAt     func(childComplexity int) int
+		FailedAt      func(childComplexity int) int
+		FailureReason func(childComplexity int) int
+		Format        func(childComplexity int) int
+		From          func(childComplexity int) int
+		ID            func(childComplexity int) int
+		Kind          func(childComplexity int) int
+		ObjectRef     func(childComplexity int) int
+		ProgressBytes func(childComplexity int) int
+		ProgressRows  func(childComplexity int) int
+		ProjectID     func(childComplexity int) int
+		ReadyAt       func(childComplexity int) int
+		RequestedAt   func(childComplexity int) int
+		RowCount      func(childComplexity int) int
+		StartedAt     func(childComplexity int) int
+		State         func(childComplexity int) int
+		To            func(childComplexity int) int
+	}
+
+	DataExportConnection struct {
+		Edges    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	DataExportDownload struct {
+		ExpiresAt func(childComplexity int) int
+		URL       func(childComplexity int) int
+	}
+
+	DataExportEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
+	DataExportPayload struct {
+		Export func(childComplexity int) int
+	}
+
 	EvidenceDigest struct {
 		Algorithm func(childComplexity int) int
 		Label     func(childComplexity int) int
@@ -115,12 +163,17 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
+		AppendAlarmHistory             func(childComplexity int, input model.AppendAlarmHistoryInput) int
+		AppendTelemetryHistory         func(childComplexity int, input model.AppendTelemetryHistoryInput) int
+		CreateDataExportDownload       func(childComplexity int, input model.CreateDataExportDownloadInput) int
 		CreateWebhookDestination       func(childComplexity int, input model.CreateWebhookDestinationInput) int
 		CreateWebhookSubscription      func(childComplexity int, input model.CreateWebhookSubscriptionInput) int
 		DisableWebhookSubscription     func(childComplexity int, input model.DisableWebhookSubscriptionInput) int
+		ExpireDataExport               func(childComplexity int, input model.ExpireDataExportInput) int
 		RecordAuditEvent               func(childComplexity int, input model.RecordAuditEventInput) int
 		RecordAuditEvents              func(childComplexity int, input model.RecordAuditEventsInput) int
 		RedriveWebhookDelivery         func(childComplexity int, input model.RedriveWebhookDeliveryInput) int
+		RequestDataExport              func(childComplexity int, input model.RequestDataExportInput) int
 		RotateWebhookDestinationSecret func(childComplexity int, input model.RotateWebhookDestinationSecretInput) int
 	}
 
@@ -132,6 +185,8 @@ type ComplexityRoot struct {
 	Query struct {
 		AuditEvent           func(childComplexity int, projectID string, id string) int
 		AuditEvents          func(childComplexity int, projectID string, filter *model.AuditEventFilter, first *int, after *string, order *model.AuditOrder) int
+		DataExport           func(childComplexity int, id string) int
+		DataExports          func(childComplexity int, projectID string, filter *model.DataExportFilter, first *int, after *string) int
 		VerifyAuditChain     func(childComplexity int, projectID string, fromSequence *uint64, toSequence *uint64) int
 		WebhookDeliveries    func(childComplexity int, projectID string, filter *model.WebhookDeliveryFilter, first *int, after *string) int
 		WebhookDelivery      func(childComplexity int, id string) int
@@ -157,6 +212,7 @@ type ComplexityRoot struct {
 
 	Subscription struct {
 		AuditEventRecorded func(childComplexity int, projectID string, afterSequence *uint64, filter *model.AuditEventFilter) int
+		DataExportUpdated  func(childComplexity int, exportID string) int
 	}
 
 	WebhookDelivery struct {
@@ -247,9 +303,22 @@ type ComplexityRoot struct {
 
 // region    ************************** generated!.gotpl **************************
 
+type DataExportResolver interface {
+	ObjectRef(ctx context.Context, obj *domain.DataExport) (*string, error)
+	ContentDigest(ctx context.Context, obj *domain.DataExport) (*string, error)
+	ByteLength(ctx context.Context, obj *domain.DataExport) (*uint64, error)
+	RowCount(ctx context.Context, obj *domain.DataExport) (*uint64, error)
+
+	FailureReason(ctx context.Context, obj *domain.DataExport) (*string, error)
+}
 type MutationResolver interface {
 	RecordAuditEvent(ctx context.Context, input model.RecordAuditEventInput) (*model.RecordAuditEventPayload, error)
 	RecordAuditEvents(ctx context.Context, input model.RecordAuditEventsInput) (*model.RecordAuditEventsPayload, error)
+	RequestDataExport(ctx context.Context, input model.RequestDataExportInput) (*model.DataExportPayload, error)
+	ExpireDataExport(ctx context.Context, input model.ExpireDataExportInput) (*model.DataExportPayload, error)
+	CreateDataExportDownload(ctx context.Context, input model.CreateDataExportDownloadInput) (*model.DataExportDownload, error)
+	AppendAlarmHistory(ctx context.Context, input model.AppendAlarmHistoryInput) (*model.AppendHistoryPayload, error)
+	AppendTelemetryHistory(ctx context.Context, input model.AppendTelemetryHistoryInput) (*model.AppendHistoryPayload, error)
 	CreateWebhookDestination(ctx context.Context, input model.CreateWebhookDestinationInput) (*model.CreateWebhookDestinationPayload, error)
 	RotateWebhookDestinationSecret(ctx context.Context, input model.RotateWebhookDestinationSecretInput) (*model.RotateWebhookDestinationSecretPayload, error)
 	CreateWebhookSubscription(ctx context.Context, input model.CreateWebhookSubscriptionInput) (*model.WebhookSubscriptionPayload, error)
@@ -260,6 +329,8 @@ type QueryResolver interface {
 	AuditEvents(ctx context.Context, projectID string, filter *model.AuditEventFilter, first *int, after *string, order *model.AuditOrder) (*model.AuditEventConnection, error)
 	AuditEvent(ctx context.Context, projectID string, id string) (*domain.AuditEvent, error)
 	VerifyAuditChain(ctx context.Context, projectID string, fromSequence *uint64, toSequence *uint64) (*app.ChainVerification, error)
+	DataExport(ctx context.Context, id string) (*domain.DataExport, error)
+	DataExports(ctx context.Context, projectID string, filter *model.DataExportFilter, first *int, after *string) (*model.DataExportConnection, error)
 	WebhookDestination(ctx context.Context, id string) (*domain.WebhookDestination, error)
 	WebhookDestinations(ctx context.Context, projectID string) ([]domain.WebhookDestination, error)
 	WebhookSubscription(ctx context.Context, id string) (*domain.WebhookSubscription, error)
@@ -269,6 +340,7 @@ type QueryResolver interface {
 }
 type SubscriptionResolver interface {
 	AuditEventRecorded(ctx context.Context, projectID string, afterSequence *uint64, filter *model.AuditEventFilter) (<-chan *domain.AuditEvent, error)
+	DataExportUpdated(ctx context.Context, exportID string) (<-chan *domain.DataExport, error)
 }
 type WebhookDeliveryAttemptResolver interface {
 	LatencyMs(ctx context.Context, obj *domain.WebhookDeliveryAttempt) (*float64, error)
@@ -291,6 +363,13 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 	ec := newExecutionContext(nil, e, nil)
 	_ = ec
 	switch typeName + "." + field {
+
+	case "AppendHistoryPayload.appended":
+		if e.ComplexityRoot.AppendHistoryPayload.Appended == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AppendHistoryPayload.Appended(childComplexity), true
 
 	case "AuditChainVerification.checkedCount":
 		if e.ComplexityRoot.AuditChainVerification.CheckedCount == nil {
@@ -529,6 +608,179 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.CreateWebhookDestinationPayload.SigningSecret(childComplexity), true
 
+	case "DataExport.byteLength":
+		if e.ComplexityRoot.DataExport.ByteLength == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExport.ByteLength(childComplexity), true
+	case "DataExport.compression":
+		if e.ComplexityRoot.DataExport.Compression == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExport.Compression(childComplexity), true
+	case "DataExport.contentDigest":
+		if e.ComplexityRoot.DataExport.ContentDigest == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExport.ContentDigest(childComplexity), true
+	case "DataExport.expiredAt":
+		if e.ComplexityRoot.DataExport.ExpiredAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExport.ExpiredAt(childComplexity), true
+	case "DataExport.expiresAt":
+		if e.ComplexityRoot.DataExport.ExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExport.ExpiresAt(childComplexity), true
+	case "DataExport.failedAt":
+		if e.ComplexityRoot.DataExport.FailedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExport.FailedAt(childComplexity), true
+	case "DataExport.failureReason":
+		if e.ComplexityRoot.DataExport.FailureReason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExport.FailureReason(childComplexity), true
+	case "DataExport.format":
+		if e.ComplexityRoot.DataExport.Format == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExport.Format(childComplexity), true
+	case "DataExport.from":
+		if e.ComplexityRoot.DataExport.From == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExport.From(childComplexity), true
+	case "DataExport.id":
+		if e.ComplexityRoot.DataExport.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExport.ID(childComplexity), true
+	case "DataExport.kind":
+		if e.ComplexityRoot.DataExport.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExport.Kind(childComplexity), true
+	case "DataExport.objectRef":
+		if e.ComplexityRoot.DataExport.ObjectRef == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExport.ObjectRef(childComplexity), true
+	case "DataExport.progressBytes":
+		if e.ComplexityRoot.DataExport.ProgressBytes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExport.ProgressBytes(childComplexity), true
+	case "DataExport.progressRows":
+		if e.ComplexityRoot.DataExport.ProgressRows == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExport.ProgressRows(childComplexity), true
+	case "DataExport.projectId":
+		if e.ComplexityRoot.DataExport.ProjectID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExport.ProjectID(childComplexity), true
+	case "DataExport.readyAt":
+		if e.ComplexityRoot.DataExport.ReadyAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExport.ReadyAt(childComplexity), true
+	case "DataExport.requestedAt":
+		if e.ComplexityRoot.DataExport.RequestedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExport.RequestedAt(childComplexity), true
+	case "DataExport.rowCount":
+		if e.ComplexityRoot.DataExport.RowCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExport.RowCount(childComplexity), true
+	case "DataExport.startedAt":
+		if e.ComplexityRoot.DataExport.StartedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExport.StartedAt(childComplexity), true
+	case "DataExport.state":
+		if e.ComplexityRoot.DataExport.State == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExport.State(childComplexity), true
+	case "DataExport.to":
+		if e.ComplexityRoot.DataExport.To == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExport.To(childComplexity), true
+
+	case "DataExportConnection.edges":
+		if e.ComplexityRoot.DataExportConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExportConnection.Edges(childComplexity), true
+	case "DataExportConnection.pageInfo":
+		if e.ComplexityRoot.DataExportConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExportConnection.PageInfo(childComplexity), true
+
+	case "DataExportDownload.expiresAt":
+		if e.ComplexityRoot.DataExportDownload.ExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExportDownload.ExpiresAt(childComplexity), true
+	case "DataExportDownload.url":
+		if e.ComplexityRoot.DataExportDownload.URL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExportDownload.URL(childComplexity), true
+
+	case "DataExportEdge.cursor":
+		if e.ComplexityRoot.DataExportEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExportEdge.Cursor(childComplexity), true
+	case "DataExportEdge.node":
+		if e.ComplexityRoot.DataExportEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExportEdge.Node(childComplexity), true
+
+	case "DataExportPayload.export":
+		if e.ComplexityRoot.DataExportPayload.Export == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExportPayload.Export(childComplexity), true
+
 	case "EvidenceDigest.algorithm":
 		if e.ComplexityRoot.EvidenceDigest.Algorithm == nil {
 			break
@@ -548,6 +800,39 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.EvidenceDigest.Value(childComplexity), true
 
+	case "Mutation.appendAlarmHistory":
+		if e.ComplexityRoot.Mutation.AppendAlarmHistory == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_appendAlarmHistory_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.AppendAlarmHistory(childComplexity, args["input"].(model.AppendAlarmHistoryInput)), true
+	case "Mutation.appendTelemetryHistory":
+		if e.ComplexityRoot.Mutation.AppendTelemetryHistory == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_appendTelemetryHistory_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.AppendTelemetryHistory(childComplexity, args["input"].(model.AppendTelemetryHistoryInput)), true
+	case "Mutation.createDataExportDownload":
+		if e.ComplexityRoot.Mutation.CreateDataExportDownload == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createDataExportDownload_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateDataExportDownload(childComplexity, args["input"].(model.CreateDataExportDownloadInput)), true
 	case "Mutation.createWebhookDestination":
 		if e.ComplexityRoot.Mutation.CreateWebhookDestination == nil {
 			break
@@ -581,6 +866,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DisableWebhookSubscription(childComplexity, args["input"].(model.DisableWebhookSubscriptionInput)), true
+	case "Mutation.expireDataExport":
+		if e.ComplexityRoot.Mutation.ExpireDataExport == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_expireDataExport_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ExpireDataExport(childComplexity, args["input"].(model.ExpireDataExportInput)), true
 	case "Mutation.recordAuditEvent":
 		if e.ComplexityRoot.Mutation.RecordAuditEvent == nil {
 			break
@@ -614,6 +910,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RedriveWebhookDelivery(childComplexity, args["input"].(model.RedriveWebhookDeliveryInput)), true
+	case "Mutation.requestDataExport":
+		if e.ComplexityRoot.Mutation.RequestDataExport == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_requestDataExport_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RequestDataExport(childComplexity, args["input"].(model.RequestDataExportInput)), true
 	case "Mutation.rotateWebhookDestinationSecret":
 		if e.ComplexityRoot.Mutation.RotateWebhookDestinationSecret == nil {
 			break
@@ -661,6 +968,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.AuditEvents(childComplexity, args["projectId"].(string), args["filter"].(*model.AuditEventFilter), args["first"].(*int), args["after"].(*string), args["order"].(*model.AuditOrder)), true
+	case "Query.dataExport":
+		if e.ComplexityRoot.Query.DataExport == nil {
+			break
+		}
+
+		args, err := ec.field_Query_dataExport_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.DataExport(childComplexity, args["id"].(string)), true
+	case "Query.dataExports":
+		if e.ComplexityRoot.Query.DataExports == nil {
+			break
+		}
+
+		args, err := ec.field_Query_dataExports_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.DataExports(childComplexity, args["projectId"].(string), args["filter"].(*model.DataExportFilter), args["first"].(*int), args["after"].(*string)), true
 
 	case "Query.verifyAuditChain":
 		if e.ComplexityRoot.Query.VerifyAuditChain == nil {
@@ -784,6 +1113,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Subscription.AuditEventRecorded(childComplexity, args["projectId"].(string), args["afterSequence"].(*uint64), args["filter"].(*model.AuditEventFilter)), true
+	case "Subscription.dataExportUpdated":
+		if e.ComplexityRoot.Subscription.DataExportUpdated == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_dataExportUpdated_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.DataExportUpdated(childComplexity, args["exportId"].(string)), true
 
 	case "WebhookDelivery.attemptCount":
 		if e.ComplexityRoot.WebhookDelivery.AttemptCount == nil {
@@ -1122,19 +1462,27 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 	ec := newExecutionContext(opCtx, e, make(chan graphql.DeferredResult))
 	inputUnmarshalers := func() *graphql.InputUnmarshalerIndex {
 		return graphql.NewInputUnmarshalerIndex(
+			graphql.NewInputUnmarshaler("AlarmHistoryEntryInput", ec.unmarshalInputAlarmHistoryEntryInput),
+			graphql.NewInputUnmarshaler("AppendAlarmHistoryInput", ec.unmarshalInputAppendAlarmHistoryInput),
+			graphql.NewInputUnmarshaler("AppendTelemetryHistoryInput", ec.unmarshalInputAppendTelemetryHistoryInput),
 			graphql.NewInputUnmarshaler("AuditCorrelationInput", ec.unmarshalInputAuditCorrelationInput),
 			graphql.NewInputUnmarshaler("AuditEventFilter", ec.unmarshalInputAuditEventFilter),
 			graphql.NewInputUnmarshaler("AuditGovernanceInput", ec.unmarshalInputAuditGovernanceInput),
 			graphql.NewInputUnmarshaler("AuditResourceInput", ec.unmarshalInputAuditResourceInput),
 			graphql.NewInputUnmarshaler("AuditSubjectInput", ec.unmarshalInputAuditSubjectInput),
+			graphql.NewInputUnmarshaler("CreateDataExportDownloadInput", ec.unmarshalInputCreateDataExportDownloadInput),
 			graphql.NewInputUnmarshaler("CreateWebhookDestinationInput", ec.unmarshalInputCreateWebhookDestinationInput),
 			graphql.NewInputUnmarshaler("CreateWebhookSubscriptionInput", ec.unmarshalInputCreateWebhookSubscriptionInput),
+			graphql.NewInputUnmarshaler("DataExportFilter", ec.unmarshalInputDataExportFilter),
 			graphql.NewInputUnmarshaler("DisableWebhookSubscriptionInput", ec.unmarshalInputDisableWebhookSubscriptionInput),
 			graphql.NewInputUnmarshaler("EvidenceDigestInput", ec.unmarshalInputEvidenceDigestInput),
+			graphql.NewInputUnmarshaler("ExpireDataExportInput", ec.unmarshalInputExpireDataExportInput),
 			graphql.NewInputUnmarshaler("RecordAuditEventInput", ec.unmarshalInputRecordAuditEventInput),
 			graphql.NewInputUnmarshaler("RecordAuditEventsInput", ec.unmarshalInputRecordAuditEventsInput),
 			graphql.NewInputUnmarshaler("RedriveWebhookDeliveryInput", ec.unmarshalInputRedriveWebhookDeliveryInput),
+			graphql.NewInputUnmarshaler("RequestDataExportInput", ec.unmarshalInputRequestDataExportInput),
 			graphql.NewInputUnmarshaler("RotateWebhookDestinationSecretInput", ec.unmarshalInputRotateWebhookDestinationSecretInput),
+			graphql.NewInputUnmarshaler("TelemetryPointInput", ec.unmarshalInputTelemetryPointInput),
 			graphql.NewInputUnmarshaler("WebhookDeliveryFilter", ec.unmarshalInputWebhookDeliveryFilter),
 		)
 	}
@@ -1405,6 +1753,215 @@ input RecordAuditEventsInput {
 
 type RecordAuditEventsPayload {
   events: [AuditEvent!]!
+}
+`, BuiltIn: false},
+	{Name: "../../schema/exports.graphqls", Input: `extend type Query {
+  "One data export (never its bytes); null when missing or not visible. Needs exports:read."
+  dataExport(id: ID!): DataExport
+
+  "A page of a project's data exports, newest first (1-100, default 50). Needs exports:read."
+  dataExports(projectId: ID!, filter: DataExportFilter, first: Int, after: String): DataExportConnection!
+}
+
+extend type Mutation {
+  """
+  Queues an export of a project's history in [from, to) (at most 31 days by
+  default). Needs exports:write and confirm: true (else CONFIRMATION_REQUIRED,
+  and nothing is created). A tenant has at most 3 queued or running exports
+  by default (QUOTA_EXCEEDED). Audited as export.requested (risk HIGH).
+  """
+  requestDataExport(input: RequestDataExportInput!): DataExportPayload!
+
+  """
+  Expires a QUEUED, READY or FAILED export now and deletes its object. Needs
+  exports:write and confirm: true. Audited as export.expired.
+  """
+  expireDataExport(input: ExpireDataExportInput!): DataExportPayload!
+
+  """
+  Mints a short-lived download link of a READY export (default 10 minutes, at
+  most 1 hour). Needs exports:download. Audited as export.download_created.
+  """
+  createDataExportDownload(input: CreateDataExportDownloadInput!): DataExportDownload!
+
+  """
+  Appends a batch (1-5,000) of a project's alarm history, for the platform's
+  alarm service. Needs history:write. Entries whose id the tenant already has
+  are skipped.
+  """
+  appendAlarmHistory(input: AppendAlarmHistoryInput!): AppendHistoryPayload!
+
+  """
+  Appends a batch (1-5,000) of a project's telemetry history, for the
+  platform's telemetry service. Needs history:write. Points the project
+  already has (same time, device and metric) are skipped.
+  """
+  appendTelemetryHistory(input: AppendTelemetryHistoryInput!): AppendHistoryPayload!
+}
+
+extend type Subscription {
+  """
+  An export's current state, then each change of its state or progress;
+  completes after EXPIRED. Needs exports:read.
+  """
+  dataExportUpdated(exportId: ID!): DataExport!
+}
+
+enum DataExportKind {
+  AUDIT
+  ALARM
+  TELEMETRY
+}
+
+enum DataExportFormat {
+  "One JSON object per line, in the API's shape."
+  NDJSON
+  "RFC 4180 CSV with a documented header row."
+  CSV
+}
+
+enum DataExportCompression {
+  NONE
+  GZIP
+}
+
+"QUEUED -> RUNNING -> READY | FAILED; QUEUED | READY | FAILED -> EXPIRED."
+enum DataExportState {
+  QUEUED
+  RUNNING
+  READY
+  FAILED
+  EXPIRED
+}
+
+"A bounded export of a project's history. Its bytes are fetched through createDataExportDownload."
+type DataExport {
+  id: ID!
+  projectId: ID!
+  kind: DataExportKind!
+  format: DataExportFormat!
+  compression: DataExportCompression!
+  "Inclusive start of the range (occurredAt of the rows)."
+  from: Time!
+  "Exclusive end of the range."
+  to: Time!
+  state: DataExportState!
+  requestedAt: Time!
+  startedAt: Time
+  "Rows written so far (while RUNNING) or in total (READY)."
+  progressRows: Uint64!
+  "Bytes stored so far (while RUNNING) or in total (READY)."
+  progressBytes: Uint64!
+  "The object's immutable reference, e.g. exports/<tenant>/<project>/<id>-1.ndjson.gz; set when READY."
+  objectRef: String
+  "sha256:<hex> of the stored object; set when READY."
+  contentDigest: String
+  "Size of the stored object in bytes; set when READY."
+  byteLength: Uint64
+  rowCount: Uint64
+  readyAt: Time
+  expiresAt: Time
+  failedAt: Time
+  "Why a FAILED export failed, and what to do."
+  failureReason: String
+  expiredAt: Time
+}
+
+input RequestDataExportInput {
+  projectId: ID!
+  kind: DataExportKind!
+  from: Time!
+  to: Time!
+  format: DataExportFormat!
+  compression: DataExportCompression!
+  "Must be true: an export takes data out of the platform."
+  confirm: Boolean!
+  idempotencyKey: String
+}
+
+input ExpireDataExportInput {
+  exportId: ID!
+  confirm: Boolean!
+}
+
+input CreateDataExportDownloadInput {
+  exportId: ID!
+  "Lifetime of the link: 1-3600 seconds, default 600."
+  ttlSeconds: Int
+}
+
+type DataExportDownload {
+  "GET it (no other credentials) to stream the object; supports Range."
+  url: String!
+  expiresAt: Time!
+}
+
+type DataExportPayload {
+  export: DataExport!
+}
+
+input DataExportFilter {
+  state: DataExportState
+  kind: DataExportKind
+}
+
+type DataExportConnection {
+  edges: [DataExportEdge!]!
+  pageInfo: PageInfo!
+}
+
+type DataExportEdge {
+  cursor: String!
+  node: DataExport!
+}
+
+enum AlarmSeverity {
+  CRITICAL
+  MAJOR
+  MINOR
+  WARNING
+  INFO
+}
+
+enum AlarmState {
+  RAISED
+  ACKNOWLEDGED
+  CLEARED
+}
+
+input AlarmHistoryEntryInput {
+  "Client-chosen UUID, for idempotent retries; generated when absent."
+  id: ID
+  occurredAt: Time!
+  alarmId: String!
+  deviceId: String!
+  severity: AlarmSeverity!
+  state: AlarmState!
+  message: String
+  details: JSON
+}
+
+input AppendAlarmHistoryInput {
+  projectId: ID!
+  entries: [AlarmHistoryEntryInput!]!
+}
+
+input TelemetryPointInput {
+  deviceId: String!
+  metric: String!
+  occurredAt: Time!
+  value: Float!
+  unit: String
+}
+
+input AppendTelemetryHistoryInput {
+  projectId: ID!
+  points: [TelemetryPointInput!]!
+}
+
+type AppendHistoryPayload {
+  "How many entries were new (the others were already stored)."
+  appended: Int!
 }
 `, BuiltIn: false},
 	{Name: "../../schema/schema.graphqls", Input: `"""
@@ -1719,6 +2276,14 @@ var parsedSchema = gqlparser.MustLoadSchema(sources...)
 // Each function is generated once per unique object type, deduplicating the
 // switch statements that were previously inlined in every fieldContext_* function.
 
+func (ec *executionContext) childFields_AppendHistoryPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "appended":
+		return ec.fieldContext_AppendHistoryPayload_appended(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AppendHistoryPayload", field.Name)
+}
+
 func (ec *executionContext) childFields_AuditChainVerification(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "valid":
@@ -1847,6 +2412,92 @@ func (ec *executionContext) childFields_CreateWebhookDestinationPayload(ctx cont
 		return ec.fieldContext_CreateWebhookDestinationPayload_signingSecret(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type CreateWebhookDestinationPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_DataExport(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_DataExport_id(ctx, field)
+	case "projectId":
+		return ec.fieldContext_DataExport_projectId(ctx, field)
+	case "kind":
+		return ec.fieldContext_DataExport_kind(ctx, field)
+	case "format":
+		return ec.fieldContext_DataExport_format(ctx, field)
+	case "compression":
+		return ec.fieldContext_DataExport_compression(ctx, field)
+	case "from":
+		return ec.fieldContext_DataExport_from(ctx, field)
+	case "to":
+		return ec.fieldContext_DataExport_to(ctx, field)
+	case "state":
+		return ec.fieldContext_DataExport_state(ctx, field)
+	case "requestedAt":
+		return ec.fieldContext_DataExport_requestedAt(ctx, field)
+	case "startedAt":
+		return ec.fieldContext_DataExport_startedAt(ctx, field)
+	case "progressRows":
+		return ec.fieldContext_DataExport_progressRows(ctx, field)
+	case "progressBytes":
+		return ec.fieldContext_DataExport_progressBytes(ctx, field)
+	case "objectRef":
+		return ec.fieldContext_DataExport_objectRef(ctx, field)
+	case "contentDigest":
+		return ec.fieldContext_DataExport_contentDigest(ctx, field)
+	case "byteLength":
+		return ec.fieldContext_DataExport_byteLength(ctx, field)
+	case "rowCount":
+		return ec.fieldContext_DataExport_rowCount(ctx, field)
+	case "readyAt":
+		return ec.fieldContext_DataExport_readyAt(ctx, field)
+	case "expiresAt":
+		return ec.fieldContext_DataExport_expiresAt(ctx, field)
+	case "failedAt":
+		return ec.fieldContext_DataExport_failedAt(ctx, field)
+	case "failureReason":
+		return ec.fieldContext_DataExport_failureReason(ctx, field)
+	case "expiredAt":
+		return ec.fieldContext_DataExport_expiredAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type DataExport", field.Name)
+}
+
+func (ec *executionContext) childFields_DataExportConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_DataExportConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_DataExportConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type DataExportConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_DataExportDownload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "url":
+		return ec.fieldContext_DataExportDownload_url(ctx, field)
+	case "expiresAt":
+		return ec.fieldContext_DataExportDownload_expiresAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type DataExportDownload", field.Name)
+}
+
+func (ec *executionContext) childFields_DataExportEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_DataExportEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_DataExportEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type DataExportEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_DataExportPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "export":
+		return ec.fieldContext_DataExportPayload_export(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type DataExportPayload", field.Name)
 }
 
 func (ec *executionContext) childFields_EvidenceDigest(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2181,6 +2832,48 @@ func (ec *executionContext) childFields___Type(ctx context.Context, field graphq
 
 // region    ***************************** args.gotpl *****************************
 
+func (ec *executionContext) field_Mutation_appendAlarmHistory_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.AppendAlarmHistoryInput, error) {
+			return ec.unmarshalNAppendAlarmHistoryInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAppendAlarmHistoryInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_appendTelemetryHistory_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.AppendTelemetryHistoryInput, error) {
+			return ec.unmarshalNAppendTelemetryHistoryInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAppendTelemetryHistoryInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_createDataExportDownload_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.CreateDataExportDownloadInput, error) {
+			return ec.unmarshalNCreateDataExportDownloadInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐCreateDataExportDownloadInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_createWebhookDestination_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2223,6 +2916,20 @@ func (ec *executionContext) field_Mutation_disableWebhookSubscription_args(ctx c
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_expireDataExport_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.ExpireDataExportInput, error) {
+			return ec.unmarshalNExpireDataExportInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐExpireDataExportInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_recordAuditEvent_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2257,6 +2964,20 @@ func (ec *executionContext) field_Mutation_redriveWebhookDelivery_args(ctx conte
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.RedriveWebhookDeliveryInput, error) {
 			return ec.unmarshalNRedriveWebhookDeliveryInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐRedriveWebhookDeliveryInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_requestDataExport_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.RequestDataExportInput, error) {
+			return ec.unmarshalNRequestDataExportInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐRequestDataExportInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -2358,6 +3079,58 @@ func (ec *executionContext) field_Query_auditEvents_args(ctx context.Context, ra
 		return nil, err
 	}
 	args["order"] = arg4
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_dataExport_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_dataExports_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "projectId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["projectId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
+		func(ctx context.Context, v any) (*model.DataExportFilter, error) {
+			return ec.unmarshalODataExportFilter2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐDataExportFilter(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["filter"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg3
 	return args, nil
 }
 
@@ -2545,6 +3318,20 @@ func (ec *executionContext) field_Subscription_auditEventRecorded_args(ctx conte
 	return args, nil
 }
 
+func (ec *executionContext) field_Subscription_dataExportUpdated_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "exportId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["exportId"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field___Directive_args_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2618,6 +3405,29 @@ func (ec *executionContext) field___Type_inputFields_args(ctx context.Context, r
 // endregion ***************************** args.gotpl *****************************
 
 // region    **************************** field.gotpl *****************************
+
+func (ec *executionContext) _AppendHistoryPayload_appended(ctx context.Context, field graphql.CollectedField, obj *model.AppendHistoryPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AppendHistoryPayload_appended(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Appended, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AppendHistoryPayload_appended(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AppendHistoryPayload", field, false, false, "Int")
+}
 
 func (ec *executionContext) _AuditChainVerification_valid(ctx context.Context, field graphql.CollectedField, obj *app.ChainVerification) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
@@ -3574,6 +4384,686 @@ func (ec *executionContext) fieldContext_CreateWebhookDestinationPayload_signing
 	return graphql.NewScalarFieldContext("CreateWebhookDestinationPayload", field, false, false, "String")
 }
 
+func (ec *executionContext) _DataExport_id(ctx context.Context, field graphql.CollectedField, obj *domain.DataExport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExport_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v uuid.UUID) graphql.Marshaler {
+			return ec.marshalNID2githubᚗcomᚋgoogleᚋuuidᚐUUID(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DataExport_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DataExport", field, false, false, "ID")
+}
+
+func (ec *executionContext) _DataExport_projectId(ctx context.Context, field graphql.CollectedField, obj *domain.DataExport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExport_projectId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ProjectID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DataExport_projectId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DataExport", field, false, false, "ID")
+}
+
+func (ec *executionContext) _DataExport_kind(ctx context.Context, field graphql.CollectedField, obj *domain.DataExport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExport_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.DataExportKind) graphql.Marshaler {
+			return ec.marshalNDataExportKind2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DataExport_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DataExport", field, false, false, "DataExportKind")
+}
+
+func (ec *executionContext) _DataExport_format(ctx context.Context, field graphql.CollectedField, obj *domain.DataExport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExport_format(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Format, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.DataExportFormat) graphql.Marshaler {
+			return ec.marshalNDataExportFormat2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportFormat(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DataExport_format(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DataExport", field, false, false, "DataExportFormat")
+}
+
+func (ec *executionContext) _DataExport_compression(ctx context.Context, field graphql.CollectedField, obj *domain.DataExport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExport_compression(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Compression, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.DataExportCompression) graphql.Marshaler {
+			return ec.marshalNDataExportCompression2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportCompression(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DataExport_compression(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DataExport", field, false, false, "DataExportCompression")
+}
+
+func (ec *executionContext) _DataExport_from(ctx context.Context, field graphql.CollectedField, obj *domain.DataExport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExport_from(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.From, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DataExport_from(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DataExport", field, false, false, "Time")
+}
+
+func (ec *executionContext) _DataExport_to(ctx context.Context, field graphql.CollectedField, obj *domain.DataExport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExport_to(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.To, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DataExport_to(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DataExport", field, false, false, "Time")
+}
+
+func (ec *executionContext) _DataExport_state(ctx context.Context, field graphql.CollectedField, obj *domain.DataExport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExport_state(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.State, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.DataExportState) graphql.Marshaler {
+			return ec.marshalNDataExportState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportState(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DataExport_state(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DataExport", field, false, false, "DataExportState")
+}
+
+func (ec *executionContext) _DataExport_requestedAt(ctx context.Context, field graphql.CollectedField, obj *domain.DataExport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExport_requestedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RequestedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DataExport_requestedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DataExport", field, false, false, "Time")
+}
+
+func (ec *executionContext) _DataExport_startedAt(ctx context.Context, field graphql.CollectedField, obj *domain.DataExport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExport_startedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StartedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DataExport_startedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DataExport", field, false, false, "Time")
+}
+
+func (ec *executionContext) _DataExport_progressRows(ctx context.Context, field graphql.CollectedField, obj *domain.DataExport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExport_progressRows(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ProgressRows, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v uint64) graphql.Marshaler {
+			return ec.marshalNUint642uint64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DataExport_progressRows(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DataExport", field, false, false, "Uint64")
+}
+
+func (ec *executionContext) _DataExport_progressBytes(ctx context.Context, field graphql.CollectedField, obj *domain.DataExport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExport_progressBytes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ProgressBytes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v uint64) graphql.Marshaler {
+			return ec.marshalNUint642uint64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DataExport_progressBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DataExport", field, false, false, "Uint64")
+}
+
+func (ec *executionContext) _DataExport_objectRef(ctx context.Context, field graphql.CollectedField, obj *domain.DataExport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExport_objectRef(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.DataExport().ObjectRef(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DataExport_objectRef(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DataExport", field, true, true, "String")
+}
+
+func (ec *executionContext) _DataExport_contentDigest(ctx context.Context, field graphql.CollectedField, obj *domain.DataExport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExport_contentDigest(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.DataExport().ContentDigest(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DataExport_contentDigest(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DataExport", field, true, true, "String")
+}
+
+func (ec *executionContext) _DataExport_byteLength(ctx context.Context, field graphql.CollectedField, obj *domain.DataExport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExport_byteLength(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.DataExport().ByteLength(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *uint64) graphql.Marshaler {
+			return ec.marshalOUint642ᚖuint64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DataExport_byteLength(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DataExport", field, true, true, "Uint64")
+}
+
+func (ec *executionContext) _DataExport_rowCount(ctx context.Context, field graphql.CollectedField, obj *domain.DataExport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExport_rowCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.DataExport().RowCount(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *uint64) graphql.Marshaler {
+			return ec.marshalOUint642ᚖuint64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DataExport_rowCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DataExport", field, true, true, "Uint64")
+}
+
+func (ec *executionContext) _DataExport_readyAt(ctx context.Context, field graphql.CollectedField, obj *domain.DataExport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExport_readyAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ReadyAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DataExport_readyAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DataExport", field, false, false, "Time")
+}
+
+func (ec *executionContext) _DataExport_expiresAt(ctx context.Context, field graphql.CollectedField, obj *domain.DataExport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExport_expiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DataExport_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DataExport", field, false, false, "Time")
+}
+
+func (ec *executionContext) _DataExport_failedAt(ctx context.Context, field graphql.CollectedField, obj *domain.DataExport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExport_failedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FailedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DataExport_failedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DataExport", field, false, false, "Time")
+}
+
+func (ec *executionContext) _DataExport_failureReason(ctx context.Context, field graphql.CollectedField, obj *domain.DataExport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExport_failureReason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.DataExport().FailureReason(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DataExport_failureReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DataExport", field, true, true, "String")
+}
+
+func (ec *executionContext) _DataExport_expiredAt(ctx context.Context, field graphql.CollectedField, obj *domain.DataExport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExport_expiredAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExpiredAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DataExport_expiredAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DataExport", field, false, false, "Time")
+}
+
+func (ec *executionContext) _DataExportConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.DataExportConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExportConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.DataExportEdge) graphql.Marshaler {
+			return ec.marshalNDataExportEdge2ᚕgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐDataExportEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DataExportConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "DataExportConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DataExportEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _DataExportConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.DataExportConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExportConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DataExportConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "DataExportConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _DataExportDownload_url(ctx context.Context, field graphql.CollectedField, obj *model.DataExportDownload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExportDownload_url(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.URL, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DataExportDownload_url(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DataExportDownload", field, false, false, "String")
+}
+
+func (ec *executionContext) _DataExportDownload_expiresAt(ctx context.Context, field graphql.CollectedField, obj *model.DataExportDownload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExportDownload_expiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DataExportDownload_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DataExportDownload", field, false, false, "Time")
+}
+
+func (ec *executionContext) _DataExportEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.DataExportEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExportEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DataExportEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DataExportEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _DataExportEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.DataExportEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExportEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.DataExport) graphql.Marshaler {
+			return ec.marshalNDataExport2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExport(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DataExportEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "DataExportEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DataExport(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _DataExportPayload_export(ctx context.Context, field graphql.CollectedField, obj *model.DataExportPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExportPayload_export(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Export, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.DataExport) graphql.Marshaler {
+			return ec.marshalNDataExport2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExport(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DataExportPayload_export(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "DataExportPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DataExport(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _EvidenceDigest_algorithm(ctx context.Context, field graphql.CollectedField, obj *domain.EvidenceDigest) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -3725,6 +5215,226 @@ func (ec *executionContext) fieldContext_Mutation_recordAuditEvents(ctx context.
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_recordAuditEvents_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_requestDataExport(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_requestDataExport(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RequestDataExport(ctx, fc.Args["input"].(model.RequestDataExportInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.DataExportPayload) graphql.Marshaler {
+			return ec.marshalNDataExportPayload2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐDataExportPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_requestDataExport(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DataExportPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_requestDataExport_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_expireDataExport(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_expireDataExport(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ExpireDataExport(ctx, fc.Args["input"].(model.ExpireDataExportInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.DataExportPayload) graphql.Marshaler {
+			return ec.marshalNDataExportPayload2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐDataExportPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_expireDataExport(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DataExportPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_expireDataExport_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_createDataExportDownload(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createDataExportDownload(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreateDataExportDownload(ctx, fc.Args["input"].(model.CreateDataExportDownloadInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.DataExportDownload) graphql.Marshaler {
+			return ec.marshalNDataExportDownload2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐDataExportDownload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createDataExportDownload(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DataExportDownload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createDataExportDownload_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_appendAlarmHistory(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_appendAlarmHistory(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().AppendAlarmHistory(ctx, fc.Args["input"].(model.AppendAlarmHistoryInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AppendHistoryPayload) graphql.Marshaler {
+			return ec.marshalNAppendHistoryPayload2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAppendHistoryPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_appendAlarmHistory(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AppendHistoryPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_appendAlarmHistory_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_appendTelemetryHistory(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_appendTelemetryHistory(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().AppendTelemetryHistory(ctx, fc.Args["input"].(model.AppendTelemetryHistoryInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AppendHistoryPayload) graphql.Marshaler {
+			return ec.marshalNAppendHistoryPayload2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAppendHistoryPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_appendTelemetryHistory(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AppendHistoryPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_appendTelemetryHistory_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -4123,6 +5833,94 @@ func (ec *executionContext) fieldContext_Query_verifyAuditChain(ctx context.Cont
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_verifyAuditChain_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_dataExport(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_dataExport(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().DataExport(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.DataExport) graphql.Marshaler {
+			return ec.marshalODataExport2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExport(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_dataExport(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DataExport(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_dataExport_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_dataExports(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_dataExports(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().DataExports(ctx, fc.Args["projectId"].(string), fc.Args["filter"].(*model.DataExportFilter), fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.DataExportConnection) graphql.Marshaler {
+			return ec.marshalNDataExportConnection2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐDataExportConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_dataExports(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DataExportConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_dataExports_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -4649,6 +6447,50 @@ func (ec *executionContext) fieldContext_Subscription_auditEventRecorded(ctx con
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Subscription_auditEventRecorded_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_dataExportUpdated(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_dataExportUpdated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().DataExportUpdated(ctx, fc.Args["exportId"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.DataExport) graphql.Marshaler {
+			return ec.marshalNDataExport2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExport(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_dataExportUpdated(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DataExport(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_dataExportUpdated_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -7028,6 +8870,195 @@ func (ec *executionContext) fieldContext___Type_isOneOf(_ context.Context, field
 
 // region    **************************** input.gotpl *****************************
 
+func (ec *executionContext) unmarshalInputAlarmHistoryEntryInput(ctx context.Context, obj any) (model.AlarmHistoryEntryInput, error) {
+	var it model.AlarmHistoryEntryInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"id", "occurredAt", "alarmId", "deviceId", "severity", "state", "message", "details"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		case "occurredAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("occurredAt"))
+			data, err := ec.unmarshalNTime2timeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OccurredAt = data
+		case "alarmId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("alarmId"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AlarmID = data
+		case "deviceId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("deviceId"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DeviceID = data
+		case "severity":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("severity"))
+			data, err := ec.unmarshalNAlarmSeverity2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐAlarmSeverity(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Severity = data
+		case "state":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("state"))
+			data, err := ec.unmarshalNAlarmState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐAlarmState(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.State = data
+		case "message":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("message"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Message = data
+		case "details":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("details"))
+			data, err := ec.unmarshalOJSON2encodingᚋjsonᚐRawMessage(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Details = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalAlarmHistoryEntryInput unmarshals raw into the AlarmHistoryEntryInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalAlarmHistoryEntryInput(ctx context.Context, raw any) (model.AlarmHistoryEntryInput, error) {
+	var out model.AlarmHistoryEntryInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "AlarmHistoryEntryInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputAppendAlarmHistoryInput(ctx context.Context, obj any) (model.AppendAlarmHistoryInput, error) {
+	var it model.AppendAlarmHistoryInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"projectId", "entries"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "projectId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectID = data
+		case "entries":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("entries"))
+			data, err := ec.unmarshalNAlarmHistoryEntryInput2ᚕgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAlarmHistoryEntryInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Entries = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalAppendAlarmHistoryInput unmarshals raw into the AppendAlarmHistoryInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalAppendAlarmHistoryInput(ctx context.Context, raw any) (model.AppendAlarmHistoryInput, error) {
+	var out model.AppendAlarmHistoryInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "AppendAlarmHistoryInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputAppendTelemetryHistoryInput(ctx context.Context, obj any) (model.AppendTelemetryHistoryInput, error) {
+	var it model.AppendTelemetryHistoryInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"projectId", "points"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "projectId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectID = data
+		case "points":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("points"))
+			data, err := ec.unmarshalNTelemetryPointInput2ᚕgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐTelemetryPointInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Points = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalAppendTelemetryHistoryInput unmarshals raw into the AppendTelemetryHistoryInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalAppendTelemetryHistoryInput(ctx context.Context, raw any) (model.AppendTelemetryHistoryInput, error) {
+	var out model.AppendTelemetryHistoryInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "AppendTelemetryHistoryInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputAuditCorrelationInput(ctx context.Context, obj any) (model.AuditCorrelationInput, error) {
 	var it model.AuditCorrelationInput
 	if obj == nil {
@@ -7350,6 +9381,55 @@ func UnmarshalAuditSubjectInput(ctx context.Context, raw any) (model.AuditSubjec
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputCreateDataExportDownloadInput(ctx context.Context, obj any) (model.CreateDataExportDownloadInput, error) {
+	var it model.CreateDataExportDownloadInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"exportId", "ttlSeconds"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "exportId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("exportId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExportID = data
+		case "ttlSeconds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ttlSeconds"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TTLSeconds = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalCreateDataExportDownloadInput unmarshals raw into the CreateDataExportDownloadInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalCreateDataExportDownloadInput(ctx context.Context, raw any) (model.CreateDataExportDownloadInput, error) {
+	var out model.CreateDataExportDownloadInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "CreateDataExportDownloadInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputCreateWebhookDestinationInput(ctx context.Context, obj any) (model.CreateWebhookDestinationInput, error) {
 	var it model.CreateWebhookDestinationInput
 	if obj == nil {
@@ -7476,6 +9556,55 @@ func UnmarshalCreateWebhookSubscriptionInput(ctx context.Context, raw any) (mode
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputDataExportFilter(ctx context.Context, obj any) (model.DataExportFilter, error) {
+	var it model.DataExportFilter
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"state", "kind"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "state":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("state"))
+			data, err := ec.unmarshalODataExportState2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportState(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.State = data
+		case "kind":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("kind"))
+			data, err := ec.unmarshalODataExportKind2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportKind(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Kind = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalDataExportFilter unmarshals raw into the DataExportFilter input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalDataExportFilter(ctx context.Context, raw any) (model.DataExportFilter, error) {
+	var out model.DataExportFilter
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "DataExportFilter", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputDisableWebhookSubscriptionInput(ctx context.Context, obj any) (model.DisableWebhookSubscriptionInput, error) {
 	var it model.DisableWebhookSubscriptionInput
 	if obj == nil {
@@ -7571,6 +9700,55 @@ func (ec *executionContext) unmarshalInputEvidenceDigestInput(ctx context.Contex
 func UnmarshalEvidenceDigestInput(ctx context.Context, raw any) (model.EvidenceDigestInput, error) {
 	var out model.EvidenceDigestInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "EvidenceDigestInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputExpireDataExportInput(ctx context.Context, obj any) (model.ExpireDataExportInput, error) {
+	var it model.ExpireDataExportInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"exportId", "confirm"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "exportId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("exportId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExportID = data
+		case "confirm":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("confirm"))
+			data, err := ec.unmarshalNBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Confirm = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalExpireDataExportInput unmarshals raw into the ExpireDataExportInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalExpireDataExportInput(ctx context.Context, raw any) (model.ExpireDataExportInput, error) {
+	var out model.ExpireDataExportInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ExpireDataExportInput", raw, &out)
 	return out, err
 }
 
@@ -7784,6 +9962,97 @@ func UnmarshalRedriveWebhookDeliveryInput(ctx context.Context, raw any) (model.R
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputRequestDataExportInput(ctx context.Context, obj any) (model.RequestDataExportInput, error) {
+	var it model.RequestDataExportInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"projectId", "kind", "from", "to", "format", "compression", "confirm", "idempotencyKey"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "projectId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectID = data
+		case "kind":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("kind"))
+			data, err := ec.unmarshalNDataExportKind2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportKind(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Kind = data
+		case "from":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("from"))
+			data, err := ec.unmarshalNTime2timeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.From = data
+		case "to":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("to"))
+			data, err := ec.unmarshalNTime2timeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.To = data
+		case "format":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("format"))
+			data, err := ec.unmarshalNDataExportFormat2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportFormat(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Format = data
+		case "compression":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("compression"))
+			data, err := ec.unmarshalNDataExportCompression2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportCompression(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Compression = data
+		case "confirm":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("confirm"))
+			data, err := ec.unmarshalNBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Confirm = data
+		case "idempotencyKey":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idempotencyKey"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IdempotencyKey = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalRequestDataExportInput unmarshals raw into the RequestDataExportInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRequestDataExportInput(ctx context.Context, raw any) (model.RequestDataExportInput, error) {
+	var out model.RequestDataExportInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RequestDataExportInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputRotateWebhookDestinationSecretInput(ctx context.Context, obj any) (model.RotateWebhookDestinationSecretInput, error) {
 	var it model.RotateWebhookDestinationSecretInput
 	if obj == nil {
@@ -7830,6 +10099,76 @@ func (ec *executionContext) unmarshalInputRotateWebhookDestinationSecretInput(ct
 func UnmarshalRotateWebhookDestinationSecretInput(ctx context.Context, raw any) (model.RotateWebhookDestinationSecretInput, error) {
 	var out model.RotateWebhookDestinationSecretInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "RotateWebhookDestinationSecretInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputTelemetryPointInput(ctx context.Context, obj any) (model.TelemetryPointInput, error) {
+	var it model.TelemetryPointInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"deviceId", "metric", "occurredAt", "value", "unit"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "deviceId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("deviceId"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DeviceID = data
+		case "metric":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("metric"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Metric = data
+		case "occurredAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("occurredAt"))
+			data, err := ec.unmarshalNTime2timeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OccurredAt = data
+		case "value":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("value"))
+			data, err := ec.unmarshalNFloat2float64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Value = data
+		case "unit":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("unit"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Unit = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalTelemetryPointInput unmarshals raw into the TelemetryPointInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalTelemetryPointInput(ctx context.Context, raw any) (model.TelemetryPointInput, error) {
+	var out model.TelemetryPointInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "TelemetryPointInput", raw, &out)
 	return out, err
 }
 
@@ -7896,6 +10235,39 @@ func UnmarshalWebhookDeliveryFilter(ctx context.Context, raw any) (model.Webhook
 // endregion ************************** interface.gotpl ***************************
 
 // region    **************************** object.gotpl ****************************
+
+var appendHistoryPayloadImplementors = []string{"AppendHistoryPayload"}
+
+func (ec *executionContext) _AppendHistoryPayload(ctx context.Context, sel ast.SelectionSet, obj *model.AppendHistoryPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, appendHistoryPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AppendHistoryPayload")
+		case "appended":
+			out.Values[i] = ec._AppendHistoryPayload_appended(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
 
 var auditChainVerificationImplementors = []string{"AuditChainVerification"}
 
@@ -8339,6 +10711,291 @@ func (ec *executionContext) _CreateWebhookDestinationPayload(ctx context.Context
 	return out
 }
 
+var dataExportImplementors = []string{"DataExport"}
+
+func (ec *executionContext) _DataExport(ctx context.Context, sel ast.SelectionSet, obj *domain.DataExport) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, dataExportImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("DataExport")
+		case "id":
+			out.Values[i] = ec._DataExport_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "projectId":
+			out.Values[i] = ec._DataExport_projectId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "kind":
+			out.Values[i] = ec._DataExport_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "format":
+			out.Values[i] = ec._DataExport_format(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "compression":
+			out.Values[i] = ec._DataExport_compression(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "from":
+			out.Values[i] = ec._DataExport_from(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "to":
+			out.Values[i] = ec._DataExport_to(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "state":
+			out.Values[i] = ec._DataExport_state(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "requestedAt":
+			out.Values[i] = ec._DataExport_requestedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "startedAt":
+			out.Values[i] = ec._DataExport_startedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "progressRows":
+			out.Values[i] = ec._DataExport_progressRows(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "progressBytes":
+			out.Values[i] = ec._DataExport_progressBytes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "objectRef":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._DataExport_objectRef(ctx, field, obj)
+				})
+		case "contentDigest":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._DataExport_contentDigest(ctx, field, obj)
+				})
+		case "byteLength":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._DataExport_byteLength(ctx, field, obj)
+				})
+		case "rowCount":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._DataExport_rowCount(ctx, field, obj)
+				})
+		case "readyAt":
+			out.Values[i] = ec._DataExport_readyAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "expiresAt":
+			out.Values[i] = ec._DataExport_expiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "failedAt":
+			out.Values[i] = ec._DataExport_failedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "failureReason":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._DataExport_failureReason(ctx, field, obj)
+				})
+		case "expiredAt":
+			out.Values[i] = ec._DataExport_expiredAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var dataExportConnectionImplementors = []string{"DataExportConnection"}
+
+func (ec *executionContext) _DataExportConnection(ctx context.Context, sel ast.SelectionSet, obj *model.DataExportConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, dataExportConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("DataExportConnection")
+		case "edges":
+			out.Values[i] = ec._DataExportConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._DataExportConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var dataExportDownloadImplementors = []string{"DataExportDownload"}
+
+func (ec *executionContext) _DataExportDownload(ctx context.Context, sel ast.SelectionSet, obj *model.DataExportDownload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, dataExportDownloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("DataExportDownload")
+		case "url":
+			out.Values[i] = ec._DataExportDownload_url(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "expiresAt":
+			out.Values[i] = ec._DataExportDownload_expiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var dataExportEdgeImplementors = []string{"DataExportEdge"}
+
+func (ec *executionContext) _DataExportEdge(ctx context.Context, sel ast.SelectionSet, obj *model.DataExportEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, dataExportEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("DataExportEdge")
+		case "cursor":
+			out.Values[i] = ec._DataExportEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._DataExportEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var dataExportPayloadImplementors = []string{"DataExportPayload"}
+
+func (ec *executionContext) _DataExportPayload(ctx context.Context, sel ast.SelectionSet, obj *model.DataExportPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, dataExportPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("DataExportPayload")
+		case "export":
+			out.Values[i] = ec._DataExportPayload_export(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var evidenceDigestImplementors = []string{"EvidenceDigest"}
 
 func (ec *executionContext) _EvidenceDigest(ctx context.Context, sel ast.SelectionSet, obj *domain.EvidenceDigest) graphql.Marshaler {
@@ -8411,6 +11068,41 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "recordAuditEvents":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_recordAuditEvents(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "requestDataExport":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_requestDataExport(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "expireDataExport":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_expireDataExport(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createDataExportDownload":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createDataExportDownload(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "appendAlarmHistory":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_appendAlarmHistory(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "appendTelemetryHistory":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_appendTelemetryHistory(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -8541,6 +11233,18 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_verifyAuditChain(ctx, field)
+				})
+		case "dataExport":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_dataExport(ctx, field)
+				})
+		case "dataExports":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_dataExports(ctx, field)
 				})
 		case "webhookDestination":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -8733,6 +11437,8 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 	switch fields[0].Name {
 	case "auditEventRecorded":
 		return ec._Subscription_auditEventRecorded(ctx, fields[0])
+	case "dataExportUpdated":
+		return ec._Subscription_dataExportUpdated(ctx, fields[0])
 	default:
 		panic("unknown field " + strconv.Quote(fields[0].Name))
 	}
@@ -9646,6 +12352,63 @@ func (ec *executionContext) ___Type(ctx context.Context, sel ast.SelectionSet, o
 
 // region    ***************************** type.gotpl *****************************
 
+func (ec *executionContext) unmarshalNAlarmHistoryEntryInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAlarmHistoryEntryInput(ctx context.Context, v any) (model.AlarmHistoryEntryInput, error) {
+	res, err := ec.unmarshalInputAlarmHistoryEntryInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNAlarmHistoryEntryInput2ᚕgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAlarmHistoryEntryInputᚄ(ctx context.Context, v any) ([]model.AlarmHistoryEntryInput, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]model.AlarmHistoryEntryInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNAlarmHistoryEntryInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAlarmHistoryEntryInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) unmarshalNAlarmSeverity2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐAlarmSeverity(ctx context.Context, v any) (domain.AlarmSeverity, error) {
+	var res domain.AlarmSeverity
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNAlarmSeverity2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐAlarmSeverity(ctx context.Context, sel ast.SelectionSet, v domain.AlarmSeverity) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNAlarmState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐAlarmState(ctx context.Context, v any) (domain.AlarmState, error) {
+	var res domain.AlarmState
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNAlarmState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐAlarmState(ctx context.Context, sel ast.SelectionSet, v domain.AlarmState) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNAppendAlarmHistoryInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAppendAlarmHistoryInput(ctx context.Context, v any) (model.AppendAlarmHistoryInput, error) {
+	res, err := ec.unmarshalInputAppendAlarmHistoryInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNAppendHistoryPayload2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAppendHistoryPayload(ctx context.Context, sel ast.SelectionSet, v *model.AppendHistoryPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "AppendHistoryPayload!")
+		return graphql.Null
+	}
+	return ec._AppendHistoryPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNAppendTelemetryHistoryInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAppendTelemetryHistoryInput(ctx context.Context, v any) (model.AppendTelemetryHistoryInput, error) {
+	res, err := ec.unmarshalInputAppendTelemetryHistoryInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) marshalNAuditChainVerification2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋappᚐChainVerification(ctx context.Context, sel ast.SelectionSet, v *app.ChainVerification) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "AuditChainVerification!")
@@ -9772,6 +12535,11 @@ func (ec *executionContext) marshalNBoolean2bool(ctx context.Context, sel ast.Se
 	return res
 }
 
+func (ec *executionContext) unmarshalNCreateDataExportDownloadInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐCreateDataExportDownloadInput(ctx context.Context, v any) (model.CreateDataExportDownloadInput, error) {
+	res, err := ec.unmarshalInputCreateDataExportDownloadInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNCreateWebhookDestinationInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐCreateWebhookDestinationInput(ctx context.Context, v any) (model.CreateWebhookDestinationInput, error) {
 	res, err := ec.unmarshalInputCreateWebhookDestinationInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -9788,6 +12556,98 @@ func (ec *executionContext) marshalNCreateWebhookDestinationPayload2ᚖgithubᚗ
 func (ec *executionContext) unmarshalNCreateWebhookSubscriptionInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐCreateWebhookSubscriptionInput(ctx context.Context, v any) (model.CreateWebhookSubscriptionInput, error) {
 	res, err := ec.unmarshalInputCreateWebhookSubscriptionInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNDataExport2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExport(ctx context.Context, sel ast.SelectionSet, v *domain.DataExport) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "DataExport!")
+		return graphql.Null
+	}
+	return ec._DataExport(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNDataExportCompression2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportCompression(ctx context.Context, v any) (domain.DataExportCompression, error) {
+	var res domain.DataExportCompression
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNDataExportCompression2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportCompression(ctx context.Context, sel ast.SelectionSet, v domain.DataExportCompression) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) marshalNDataExportConnection2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐDataExportConnection(ctx context.Context, sel ast.SelectionSet, v *model.DataExportConnection) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "DataExportConnection!")
+		return graphql.Null
+	}
+	return ec._DataExportConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNDataExportDownload2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐDataExportDownload(ctx context.Context, sel ast.SelectionSet, v *model.DataExportDownload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "DataExportDownload!")
+		return graphql.Null
+	}
+	return ec._DataExportDownload(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNDataExportEdge2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐDataExportEdge(ctx context.Context, sel ast.SelectionSet, v model.DataExportEdge) graphql.Marshaler {
+	return ec._DataExportEdge(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNDataExportEdge2ᚕgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐDataExportEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.DataExportEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNDataExportEdge2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐDataExportEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalNDataExportFormat2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportFormat(ctx context.Context, v any) (domain.DataExportFormat, error) {
+	var res domain.DataExportFormat
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNDataExportFormat2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportFormat(ctx context.Context, sel ast.SelectionSet, v domain.DataExportFormat) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNDataExportKind2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportKind(ctx context.Context, v any) (domain.DataExportKind, error) {
+	var res domain.DataExportKind
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNDataExportKind2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportKind(ctx context.Context, sel ast.SelectionSet, v domain.DataExportKind) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) marshalNDataExportPayload2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐDataExportPayload(ctx context.Context, sel ast.SelectionSet, v *model.DataExportPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "DataExportPayload!")
+		return graphql.Null
+	}
+	return ec._DataExportPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNDataExportState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportState(ctx context.Context, v any) (domain.DataExportState, error) {
+	var res domain.DataExportState
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNDataExportState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportState(ctx context.Context, sel ast.SelectionSet, v domain.DataExportState) graphql.Marshaler {
+	return v
 }
 
 func (ec *executionContext) unmarshalNDisableWebhookSubscriptionInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐDisableWebhookSubscriptionInput(ctx context.Context, v any) (model.DisableWebhookSubscriptionInput, error) {
@@ -9818,6 +12678,25 @@ func (ec *executionContext) marshalNEvidenceDigest2ᚕgithubᚗcomᚋaetheriot�
 func (ec *executionContext) unmarshalNEvidenceDigestInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐEvidenceDigestInput(ctx context.Context, v any) (model.EvidenceDigestInput, error) {
 	res, err := ec.unmarshalInputEvidenceDigestInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNExpireDataExportInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐExpireDataExportInput(ctx context.Context, v any) (model.ExpireDataExportInput, error) {
+	res, err := ec.unmarshalInputExpireDataExportInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNFloat2float64(ctx context.Context, v any) (float64, error) {
+	res, err := graphql.UnmarshalFloatContext(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNFloat2float64(ctx context.Context, sel ast.SelectionSet, v float64) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalFloatContext(v)
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "Float!")
+	}
+	return graphql.WrapContextMarshaler(ctx, res)
 }
 
 func (ec *executionContext) unmarshalNID2githubᚗcomᚋgoogleᚋuuidᚐUUID(ctx context.Context, v any) (uuid.UUID, error) {
@@ -9933,6 +12812,11 @@ func (ec *executionContext) unmarshalNRedriveWebhookDeliveryInput2githubᚗcom�
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalNRequestDataExportInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐRequestDataExportInput(ctx context.Context, v any) (model.RequestDataExportInput, error) {
+	res, err := ec.unmarshalInputRequestDataExportInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNRotateWebhookDestinationSecretInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐRotateWebhookDestinationSecretInput(ctx context.Context, v any) (model.RotateWebhookDestinationSecretInput, error) {
 	res, err := ec.unmarshalInputRotateWebhookDestinationSecretInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -9997,6 +12881,25 @@ func (ec *executionContext) marshalNString2ᚕstringᚄ(ctx context.Context, sel
 	}
 
 	return ret
+}
+
+func (ec *executionContext) unmarshalNTelemetryPointInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐTelemetryPointInput(ctx context.Context, v any) (model.TelemetryPointInput, error) {
+	res, err := ec.unmarshalInputTelemetryPointInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNTelemetryPointInput2ᚕgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐTelemetryPointInputᚄ(ctx context.Context, v any) ([]model.TelemetryPointInput, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]model.TelemetryPointInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNTelemetryPointInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐTelemetryPointInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
 }
 
 func (ec *executionContext) unmarshalNTime2timeᚐTime(ctx context.Context, v any) (time.Time, error) {
@@ -10476,6 +13379,53 @@ func (ec *executionContext) marshalOBoolean2ᚖbool(ctx context.Context, sel ast
 	_ = ctx
 	res := graphql.MarshalBoolean(*v)
 	return res
+}
+
+func (ec *executionContext) marshalODataExport2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExport(ctx context.Context, sel ast.SelectionSet, v *domain.DataExport) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._DataExport(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalODataExportFilter2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐDataExportFilter(ctx context.Context, v any) (*model.DataExportFilter, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputDataExportFilter(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalODataExportKind2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportKind(ctx context.Context, v any) (*domain.DataExportKind, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(domain.DataExportKind)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalODataExportKind2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportKind(ctx context.Context, sel ast.SelectionSet, v *domain.DataExportKind) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
+}
+
+func (ec *executionContext) unmarshalODataExportState2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportState(ctx context.Context, v any) (*domain.DataExportState, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(domain.DataExportState)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalODataExportState2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportState(ctx context.Context, sel ast.SelectionSet, v *domain.DataExportState) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
 }
 
 func (ec *executionContext) unmarshalOEvidenceDigestInput2ᚕgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐEvidenceDigestInputᚄ(ctx context.Context, v any) ([]model.EvidenceDigestInput, error) {

@@ -13,6 +13,33 @@ import (
 	"github.com/aetheriot/aether-audit/domain"
 )
 
+type AlarmHistoryEntryInput struct {
+	// Client-chosen UUID, for idempotent retries; generated when absent.
+	ID         *string              `json:"id,omitempty"`
+	OccurredAt time.Time            `json:"occurredAt"`
+	AlarmID    string               `json:"alarmId"`
+	DeviceID   string               `json:"deviceId"`
+	Severity   domain.AlarmSeverity `json:"severity"`
+	State      domain.AlarmState    `json:"state"`
+	Message    *string              `json:"message,omitempty"`
+	Details    json.RawMessage      `json:"details,omitempty"`
+}
+
+type AppendAlarmHistoryInput struct {
+	ProjectID string                   `json:"projectId"`
+	Entries   []AlarmHistoryEntryInput `json:"entries"`
+}
+
+type AppendHistoryPayload struct {
+	// How many entries were new (the others were already stored).
+	Appended int `json:"appended"`
+}
+
+type AppendTelemetryHistoryInput struct {
+	ProjectID string                `json:"projectId"`
+	Points    []TelemetryPointInput `json:"points"`
+}
+
 type AuditCorrelationInput struct {
 	TraceID     *string `json:"traceId,omitempty"`
 	RequestID   *string `json:"requestId,omitempty"`
@@ -66,6 +93,12 @@ type AuditSubjectInput struct {
 	DisplayName *string            `json:"displayName,omitempty"`
 }
 
+type CreateDataExportDownloadInput struct {
+	ExportID string `json:"exportId"`
+	// Lifetime of the link: 1-3600 seconds, default 600.
+	TTLSeconds *int `json:"ttlSeconds,omitempty"`
+}
+
 type CreateWebhookDestinationInput struct {
 	ProjectID string `json:"projectId"`
 	// An https URL (at most 2048 bytes) without credentials.
@@ -89,6 +122,31 @@ type CreateWebhookSubscriptionInput struct {
 	IdempotencyKey *string `json:"idempotencyKey,omitempty"`
 }
 
+type DataExportConnection struct {
+	Edges    []DataExportEdge `json:"edges"`
+	PageInfo *PageInfo        `json:"pageInfo"`
+}
+
+type DataExportDownload struct {
+	// GET it (no other credentials) to stream the object; supports Range.
+	URL       string    `json:"url"`
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+type DataExportEdge struct {
+	Cursor string             `json:"cursor"`
+	Node   *domain.DataExport `json:"node"`
+}
+
+type DataExportFilter struct {
+	State *domain.DataExportState `json:"state,omitempty"`
+	Kind  *domain.DataExportKind  `json:"kind,omitempty"`
+}
+
+type DataExportPayload struct {
+	Export *domain.DataExport `json:"export"`
+}
+
 type DisableWebhookSubscriptionInput struct {
 	SubscriptionID string `json:"subscriptionId"`
 }
@@ -97,6 +155,11 @@ type EvidenceDigestInput struct {
 	Algorithm string  `json:"algorithm"`
 	Value     string  `json:"value"`
 	Label     *string `json:"label,omitempty"`
+}
+
+type ExpireDataExportInput struct {
+	ExportID string `json:"exportId"`
+	Confirm  bool   `json:"confirm"`
 }
 
 type Mutation struct {
@@ -145,6 +208,18 @@ type RedriveWebhookDeliveryInput struct {
 	Confirm bool `json:"confirm"`
 }
 
+type RequestDataExportInput struct {
+	ProjectID   string                       `json:"projectId"`
+	Kind        domain.DataExportKind        `json:"kind"`
+	From        time.Time                    `json:"from"`
+	To          time.Time                    `json:"to"`
+	Format      domain.DataExportFormat      `json:"format"`
+	Compression domain.DataExportCompression `json:"compression"`
+	// Must be true: an export takes data out of the platform.
+	Confirm        bool    `json:"confirm"`
+	IdempotencyKey *string `json:"idempotencyKey,omitempty"`
+}
+
 type RotateWebhookDestinationSecretInput struct {
 	DestinationID string `json:"destinationId"`
 	// How long the replaced secrets keep signing: 0-604800, default 86400.
@@ -160,6 +235,14 @@ type RotateWebhookDestinationSecretPayload struct {
 }
 
 type Subscription struct {
+}
+
+type TelemetryPointInput struct {
+	DeviceID   string    `json:"deviceId"`
+	Metric     string    `json:"metric"`
+	OccurredAt time.Time `json:"occurredAt"`
+	Value      float64   `json:"value"`
+	Unit       *string   `json:"unit,omitempty"`
 }
 
 type WebhookDeliveryConnection struct {

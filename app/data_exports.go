@@ -1,0 +1,459 @@
+package app
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"gocloud.dev/blob"
+
+	"github.com/aetheriot/aether-audit/domain"
+	"github.com/aetheriot/aether-audit/export"
+)
+
+// DataExportStore is what the export use cases need of persistence.
+type DataExportStore interface {
+	InsertDataExport(ctx context.Context, e domain.DataExport) error
+	UpdateDataExport(ctx context.Context, e domain.DataExport) error
+	UpdateDataExportProgress(ctx context.Context, tenantID string, id uuid.UUID, rows, bytes uint64, now time.Time) error
+	GetDataExport(ctx context.Context, tenantID string, id uuid.UUID, lock bool) (domain.DataExport, error)
+	LockTenantDataExports(ctx context.Context, tenantID string) error
+	CountActiveDataExports(ctx context.Context, tenantID string) (int, error)
+	ListDataExports(ctx context.Context, tenantID, projectID string, f domain.DataExportFilter, before uuid.UUID, limit int) ([]domain.DataExport, error)
+	DueDataExportExpiries(ctx context.Context, now time.Time, limit int) ([]domain.DataExport, error)
+	StreamAuditEventsByTime(ctx context.Context, tenantID, projectID string, from, to time.Time, fn func(*domain.AuditEvent) error) error
+	StreamAlarmHistory(ctx context.Context, tenantID, projectID string, from, to time.Time, fn func(*domain.AlarmRecord) error) error
+	StreamTelemetryHistory(ctx context.Context, tenantID, projectID string, from, to time.Time, fn func(*domain.TelemetryPoint) error) error
+	AppendAlarmHistory(ctx context.Context, records []domain.AlarmRecord) (int64, error)
+	AppendTelemetryHistory(ctx context.Context, points []domain.TelemetryPoint) (int64, error)
+}
+
+// ExportConfig configures data exports.
+type ExportConfig struct {
+	// Bucket is where export objects are written; required for exports.
+	Bucket *blob.Bucket
+	// DownloadKey signs download capabilities (at least 32 bytes); required
+	// to mint and open downloads.
+	DownloadKey []byte
+	// MaxRange bounds an export's time range; default 31 days.
+	MaxRange time.Duration
+	// MaxBytes bounds an export's stored size; default 5 GiB.
+	MaxBytes uint64
+	// MaxActive bounds a tenant's QUEUED and RUNNING exports; default 3.
+	MaxActive int
+	// TTL is how long a READY export lasts before it expires; default 7 days.
+	TTL time.Duration
+	// DownloadTTL is the default lifetime of a download capability; default
+	// 10 minutes (at most MaxDownloadTTL).
+	DownloadTTL time.Duration
+}
+
+// Export limits and defaults.
+const (
+	DefaultExportMaxRange  = 31 * 24 * time.Hour
+	DefaultExportMaxBytes  = 5 << 30
+	DefaultExportMaxActive = 3
+	DefaultExportTTL       = 7 * 24 * time.Hour
+	DefaultDownloadTTL     = 10 * time.Minute
+	// MaxDownloadTTL bounds a download capability's lifetime.
+	MaxDownloadTTL = time.Hour
+	// dataExportMaxAttempts bounds the runs of one export's job; the last
+	// one fails the export rather than leave it RUNNING.
+	dataExportMaxAttempts = 3
+	// exportProgressInterval is how often a running export reports progress.
+	exportProgressInterval = time.Second
+)
+
+func (c ExportConfig) withDefaults() ExportConfig {
+	if c.MaxRange <= 0 {
+		c.MaxRange = DefaultExportMaxRange
+	}
+	if c.MaxBytes == 0 {
+		c.MaxBytes = DefaultExportMaxBytes
+	}
+	if c.MaxActive <= 0 {
+		c.MaxActive = DefaultExportMaxActive
+	}
+	if c.TTL <= 0 {
+		c.TTL = DefaultExportTTL
+	}
+	if c.DownloadTTL <= 0 {
+		c.DownloadTTL = DefaultDownloadTTL
+	}
+	return c
+}
+
+// ErrDataExportNotFound answers a lookup of an export that is missing or not
+// visible to the caller.
+var ErrDataExportNotFound = newError(CodeNotFound, "data export not found")
+
+const operationRequestDataExport = "requestDataExport"
+
+// RequestDataExportInput asks for one export.
+type RequestDataExportInput struct {
+	ProjectID   string
+	Kind        domain.DataExportKind
+	From, To    time.Time
+	Format      domain.DataExportFormat
+	Compression domain.DataExportCompression
+	// Confirm must be true: exports take data out of the platform.
+	Confirm bool
+	// IdempotencyKey, when set, makes the request idempotent.
+	IdempotencyKey string
+}
+
+// DataExportJobArgs asks a worker to run an export.
+type DataExportJobArgs struct {
+	TenantID string    `json:"tenant_id"`
+	ExportID uuid.UUID `json:"export_id"`
+}
+
+// Kind names the job.
+func (DataExportJobArgs) Kind() string { return "data_export" }
+
+// DeleteExportObjectArgs asks a worker to delete an expired export's object.
+type DeleteExportObjectArgs struct {
+	ObjectRef string `json:"object_ref"`
+}
+
+// Kind names the job.
+func (DeleteExportObjectArgs) Kind() string { return "delete_export_object" }
+
+// RequestDataExport queues an export of a project's history in
+// [From, To). Exports are high-risk: without Confirm it fails with
+// CONFIRMATION_REQUIRED and creates nothing. In one transaction: the export
+// in state QUEUED, its audit event (export.requested, risk HIGH, the
+// confirmation recorded) and its River job. A tenant has at most MaxActive
+// queued or running exports (QUOTA_EXCEEDED beyond). Needs exports:write.
+func (a *App) RequestDataExport(ctx context.Context, id Identity, in RequestDataExportInput) (domain.DataExport, error) {
+	if err := authorize(id, PermissionExportsWrite, in.ProjectID); err != nil {
+		return domain.DataExport{}, err
+	}
+	cfg := a.exports
+	if !in.Confirm {
+		return domain.DataExport{}, &Error{Code: CodeConfirmationRequired, Field: "confirm",
+			Message: "an export takes data out of the platform: repeat the request with confirm: true"}
+	}
+	switch {
+	case !in.Kind.Valid():
+		return domain.DataExport{}, badInput("kind", "must be AUDIT, ALARM or TELEMETRY")
+	case !in.Format.Valid():
+		return domain.DataExport{}, badInput("format", "must be NDJSON or CSV")
+	case !in.Compression.Valid():
+		return domain.DataExport{}, badInput("compression", "must be NONE or GZIP")
+	case !in.To.After(in.From):
+		return domain.DataExport{}, badInput("to", "must be after from")
+	case in.To.Sub(in.From) > cfg.MaxRange:
+		return domain.DataExport{}, badInput("to", fmt.Sprintf("the range must be at most %s; split the export", cfg.MaxRange))
+	case len(in.IdempotencyKey) > MaxIdempotencyKeyLength:
+		return domain.DataExport{}, badInput("idempotencyKey", fmt.Sprintf("must be at most %d bytes", MaxIdempotencyKeyLength))
+	}
+	if cfg.Bucket == nil {
+		return domain.DataExport{}, errors.New("exports: no object storage configured")
+	}
+	now := a.storedNow()
+	e := domain.DataExport{
+		ID: uuid.Must(uuid.NewV7()), TenantID: id.TenantID, ProjectID: in.ProjectID, Kind: in.Kind,
+		Format: in.Format, Compression: in.Compression, From: in.From.UTC().Truncate(time.Microsecond),
+		To: in.To.UTC().Truncate(time.Microsecond), State: domain.DataExportQueued,
+		RequestedBy: id.Subject, RequestedAt: now, UpdatedAt: now,
+	}
+	var out domain.DataExport
+	err := a.retryTx(ctx, func(ctx context.Context) error {
+		if in.IdempotencyKey != "" {
+			b, _ := json.Marshal([]any{in.ProjectID, in.Kind, e.From, e.To, in.Format, in.Compression})
+			fp := domain.Hash(sha256.Sum256(b))
+			prior, result, found, err := a.store.ClaimIdempotencyKey(ctx, id.TenantID, operationRequestDataExport, in.IdempotencyKey, fp, a.idempotencyTTL)
+			if err != nil {
+				return err
+			}
+			if found {
+				if prior != fp {
+					return &Error{Code: CodeIdempotencyConflict, Field: "idempotencyKey",
+						Message: "idempotency key was already used with a different request"}
+				}
+				var prev uuid.UUID
+				if err := json.Unmarshal(result, &prev); err != nil {
+					return fmt.Errorf("decoding idempotency result: %w", err)
+				}
+				out, err = a.store.GetDataExport(ctx, id.TenantID, prev, false)
+				return err
+			}
+			result, _ = json.Marshal(e.ID)
+			if err := a.store.CompleteIdempotencyKey(ctx, id.TenantID, operationRequestDataExport, in.IdempotencyKey, result); err != nil {
+				return err
+			}
+		}
+		if err := a.store.LockTenantDataExports(ctx, id.TenantID); err != nil {
+			return err
+		}
+		active, err := a.store.CountActiveDataExports(ctx, id.TenantID)
+		if err != nil {
+			return err
+		}
+		if active >= cfg.MaxActive {
+			return newError(CodeQuotaExceeded, fmt.Sprintf(
+				"a tenant has at most %d queued or running exports; wait for one to finish", cfg.MaxActive))
+		}
+		if err := a.store.InsertDataExport(ctx, e); err != nil {
+			return err
+		}
+		details, _ := json.Marshal(map[string]any{"exportId": e.ID.String(), "kind": e.Kind, "format": e.Format,
+			"compression": e.Compression, "from": e.From, "to": e.To, "confirmed": true})
+		if _, err := a.recordCommandEventWith(ctx, id, e.ProjectID, "export.requested",
+			domain.Resource{Type: "data_export", ID: e.ID.String()},
+			domain.Governance{Risk: domain.RiskHigh, Reason: "data export requested with explicit confirmation", ConfirmedBy: commandSubject(id).ID},
+			string(details), now); err != nil {
+			return err
+		}
+		out = e
+		return a.store.EnqueueJobs(ctx, domain.OutboxJob{Args: DataExportJobArgs{TenantID: e.TenantID, ExportID: e.ID},
+			MaxAttempts: dataExportMaxAttempts})
+	})
+	if err != nil {
+		return domain.DataExport{}, err
+	}
+	return out, nil
+}
+
+// visibleExport reads an export of id's tenant in one of its projects;
+// anything else is ErrDataExportNotFound.
+func (a *App) visibleExport(ctx context.Context, id Identity, exportID string, lock bool) (domain.DataExport, error) {
+	eid, err := parseID(exportID, ErrDataExportNotFound)
+	if err != nil {
+		return domain.DataExport{}, err
+	}
+	e, err := a.store.GetDataExport(ctx, id.TenantID, eid, lock)
+	if errors.Is(err, domain.ErrNotFound) || err == nil && !id.CanAccessProject(e.ProjectID) {
+		return domain.DataExport{}, ErrDataExportNotFound
+	}
+	return e, err
+}
+
+// DataExport returns one export (never its bytes). Needs exports:read.
+func (a *App) DataExport(ctx context.Context, id Identity, exportID string) (domain.DataExport, error) {
+	if err := authorize(id, PermissionExportsRead, ""); err != nil {
+		return domain.DataExport{}, err
+	}
+	return a.visibleExport(ctx, id, exportID, false)
+}
+
+// DataExportsInput selects a page of a project's exports.
+type DataExportsInput struct {
+	ProjectID string
+	Filter    domain.DataExportFilter
+	First     *int
+	After     string
+}
+
+// DataExports returns a page of a project's exports, newest first. Needs
+// exports:read.
+func (a *App) DataExports(ctx context.Context, id Identity, in DataExportsInput) (Page[domain.DataExport], error) {
+	if err := authorize(id, PermissionExportsRead, in.ProjectID); err != nil {
+		return Page[domain.DataExport]{}, err
+	}
+	if in.Filter.State != "" && !in.Filter.State.Valid() {
+		return Page[domain.DataExport]{}, badInput("filter.state", "is not an export state")
+	}
+	if in.Filter.Kind != "" && !in.Filter.Kind.Valid() {
+		return Page[domain.DataExport]{}, badInput("filter.kind", "is not an export kind")
+	}
+	limit, before, err := webhookPage(in.First, in.After)
+	if err != nil {
+		return Page[domain.DataExport]{}, err
+	}
+	es, err := a.store.ListDataExports(ctx, id.TenantID, in.ProjectID, in.Filter, before, limit+1)
+	if err != nil {
+		return Page[domain.DataExport]{}, err
+	}
+	return pageOf(es, limit), nil
+}
+
+// ExpireDataExport expires a QUEUED, READY or FAILED export early: it moves
+// to EXPIRED and its object is deleted (by a job committed with the
+// change). Needs exports:write and confirm; audited as export.expired.
+func (a *App) ExpireDataExport(ctx context.Context, id Identity, exportID string, confirm bool) (domain.DataExport, error) {
+	if err := authorize(id, PermissionExportsWrite, ""); err != nil {
+		return domain.DataExport{}, err
+	}
+	if !confirm {
+		return domain.DataExport{}, &Error{Code: CodeConfirmationRequired, Field: "confirm",
+			Message: "expiring an export deletes it: repeat with confirm: true"}
+	}
+	var out domain.DataExport
+	err := a.retryTx(ctx, func(ctx context.Context) error {
+		e, err := a.visibleExport(ctx, id, exportID, true)
+		if err != nil {
+			return err
+		}
+		out, err = a.expireLocked(ctx, id, e, "expired early on request")
+		return err
+	})
+	return out, err
+}
+
+// expireLocked expires e (locked in the transaction), audits it and
+// enqueues the deletion of its object.
+func (a *App) expireLocked(ctx context.Context, id Identity, e domain.DataExport, why string) (domain.DataExport, error) {
+	now := a.storedNow()
+	if err := e.Expire(now); err != nil {
+		return e, &Error{Code: CodeInvalidState, Message: err.Error() + "; this one is " + string(e.State), Err: err}
+	}
+	if err := a.store.UpdateDataExport(ctx, e); err != nil {
+		return e, err
+	}
+	details, _ := json.Marshal(map[string]any{"exportId": e.ID.String(), "reason": why, "objectRef": e.ObjectRef})
+	if _, err := a.recordCommandEvent(ctx, id, e.ProjectID, "export.expired",
+		domain.Resource{Type: "data_export", ID: e.ID.String()}, domain.RiskMedium, string(details), now); err != nil {
+		return e, err
+	}
+	if e.ObjectRef == "" {
+		return e, nil
+	}
+	return e, a.store.EnqueueJobs(ctx, domain.OutboxJob{Args: DeleteExportObjectArgs{ObjectRef: e.ObjectRef}})
+}
+
+// expirySubject is the identity the periodic expiry acts as.
+const expirySubject = "system:export-expiry"
+
+// ExpireDueDataExports expires READY exports past their expiresAt, up to
+// limit of them, each in its own transaction (audited as export.expired by
+// the system). It returns how many it expired.
+func (a *App) ExpireDueDataExports(ctx context.Context, limit int) (int, error) {
+	due, err := a.store.DueDataExportExpiries(ctx, a.storedNow(), limit)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, d := range due {
+		sys := Identity{Subject: expirySubject, TenantID: d.TenantID}
+		err := a.retryTx(ctx, func(ctx context.Context) error {
+			e, err := a.store.GetDataExport(ctx, d.TenantID, d.ID, true)
+			if err != nil || e.State != domain.DataExportReady {
+				return err
+			}
+			_, err = a.expireLocked(ctx, sys, e, "past its expiry")
+			return err
+		})
+		if err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// DeleteExportObject deletes an expired export's object; an object already
+// gone is fine.
+func (a *App) DeleteExportObject(ctx context.Context, objectRef string) error {
+	if a.exports.Bucket == nil {
+		return errors.New("exports: no object storage configured")
+	}
+	err := a.exports.Bucket.Delete(ctx, objectRef)
+	if err != nil && !isBlobNotFound(err) {
+		return fmt.Errorf("deleting export object: %w", err)
+	}
+	return nil
+}
+
+// DataExportDownload is a minted download capability.
+type DataExportDownload struct {
+	// Token is the capability; the download URL is /api/v1/exports/download/<Token>.
+	Token     string
+	ExpiresAt time.Time
+}
+
+// DownloadPath is the path of a capability's download URL.
+func DownloadPath(token string) string { return "/api/v1/exports/download/" + token }
+
+// CreateDataExportDownload mints a short-lived capability to download a
+// READY export (lifetime ttl, default DownloadTTL, at most MaxDownloadTTL).
+// Needs exports:download; audited as export.download_created.
+func (a *App) CreateDataExportDownload(ctx context.Context, id Identity, exportID string, ttl *time.Duration) (DataExportDownload, error) {
+	if err := authorize(id, PermissionExportsDownload, ""); err != nil {
+		return DataExportDownload{}, err
+	}
+	life := a.exports.DownloadTTL
+	if ttl != nil {
+		if *ttl <= 0 || *ttl > MaxDownloadTTL {
+			return DataExportDownload{}, badInput("ttlSeconds", fmt.Sprintf("must be between 1 and %d", int(MaxDownloadTTL/time.Second)))
+		}
+		life = *ttl
+	}
+	if len(a.exports.DownloadKey) < 32 {
+		return DataExportDownload{}, errors.New("exports: no download key configured")
+	}
+	var out DataExportDownload
+	err := a.retryTx(ctx, func(ctx context.Context) error {
+		e, err := a.visibleExport(ctx, id, exportID, false)
+		if err != nil {
+			return err
+		}
+		if e.State != domain.DataExportReady {
+			return &Error{Code: CodeInvalidState, Message: "only a READY export can be downloaded; this one is " + string(e.State)}
+		}
+		now := a.storedNow()
+		expires := now.Add(life).Truncate(time.Second)
+		if e.ExpiresAt != nil && expires.After(*e.ExpiresAt) {
+			expires = e.ExpiresAt.Truncate(time.Second)
+		}
+		details, _ := json.Marshal(map[string]any{"exportId": e.ID.String(), "expiresAt": expires})
+		if _, err := a.recordCommandEvent(ctx, id, e.ProjectID, "export.download_created",
+			domain.Resource{Type: "data_export", ID: e.ID.String()}, domain.RiskMedium, string(details), now); err != nil {
+			return err
+		}
+		out = DataExportDownload{Token: export.SignDownload(a.exports.DownloadKey, e.ID, e.TenantID, expires), ExpiresAt: expires}
+		return nil
+	})
+	return out, err
+}
+
+// Download errors, each mapped to an HTTP status by the server.
+var (
+	// ErrDownloadForbidden: the capability is malformed, tampered with or
+	// past its expiry (403).
+	ErrDownloadForbidden = newError(CodeForbidden, "the download link is invalid or has expired; create a new one")
+	// ErrDownloadGone: the export has expired (410).
+	ErrDownloadGone = newError(CodeInvalidState, "the export has expired")
+)
+
+// OpenedDownload is an export being downloaded.
+type OpenedDownload struct {
+	Export domain.DataExport
+	Object *export.ObjectReader
+}
+
+// OpenDataExportDownload checks a download capability and opens the
+// export's object. The capability itself is the authorization: it names the
+// tenant and the export and expires. The caller closes Object.
+func (a *App) OpenDataExportDownload(ctx context.Context, token string) (OpenedDownload, error) {
+	if len(a.exports.DownloadKey) < 32 || a.exports.Bucket == nil {
+		return OpenedDownload{}, errors.New("exports: downloads are not configured")
+	}
+	exportID, tenantID, _, err := export.VerifyDownload(a.exports.DownloadKey, token, a.now())
+	if err != nil {
+		return OpenedDownload{}, ErrDownloadForbidden
+	}
+	e, err := a.store.GetDataExport(ctx, tenantID, exportID, false)
+	if errors.Is(err, domain.ErrNotFound) {
+		return OpenedDownload{}, ErrDownloadForbidden
+	}
+	if err != nil {
+		return OpenedDownload{}, err
+	}
+	if e.State != domain.DataExportReady {
+		return OpenedDownload{}, ErrDownloadGone
+	}
+	r, err := export.NewObjectReader(ctx, a.exports.Bucket, e.ObjectRef)
+	if err != nil {
+		if isBlobNotFound(err) {
+			return OpenedDownload{}, ErrDownloadGone
+		}
+		return OpenedDownload{}, err
+	}
+	return OpenedDownload{Export: e, Object: r}, nil
+}

@@ -1,0 +1,184 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"gocloud.dev/gcerrors"
+
+	"github.com/aetheriot/aether-audit/domain"
+	"github.com/aetheriot/aether-audit/export"
+)
+
+// DataExportRun is one run of an export's job, as River gives it.
+type DataExportRun struct {
+	Args DataExportJobArgs
+	// Attempt is River's attempt number of the job (1-based), and
+	// MaxAttempts its bound: the last attempt fails the export rather than
+	// leave it RUNNING.
+	Attempt, MaxAttempts int
+	// Complete marks the job completed in the transaction in ctx, so that
+	// an export turns READY together with its job's completion.
+	Complete func(ctx context.Context) error
+}
+
+// RunDataExport runs an export: QUEUED -> RUNNING, then it streams the rows
+// in order from PostgreSQL through the encoder, optional gzip, a SHA-256
+// hasher and a byte counter into a fresh object (leftover objects of earlier
+// crashed attempts are deleted first; an object is written once and never
+// overwritten), reporting progress while it runs. On success, in one
+// transaction with the job's completion: READY with the object's reference,
+// digest, length and row count. On failure the object is discarded: a
+// failure the user can act on (the size bound) fails the export at once with
+// its reason; any other error is retried by River and fails the export on
+// the last attempt. A run of an export that is no longer QUEUED or RUNNING
+// does nothing.
+func (a *App) RunDataExport(ctx context.Context, run DataExportRun) error {
+	cfg := a.exports
+	if cfg.Bucket == nil {
+		return errors.New("exports: no object storage configured")
+	}
+	var e domain.DataExport
+	proceed := false
+	err := a.retryTx(ctx, func(ctx context.Context) error {
+		var err error
+		e, err = a.store.GetDataExport(ctx, run.Args.TenantID, run.Args.ExportID, true)
+		if err != nil {
+			return err
+		}
+		switch e.State {
+		case domain.DataExportQueued:
+			if err := e.Start(a.storedNow()); err != nil {
+				return err
+			}
+			proceed = true
+			return a.store.UpdateDataExport(ctx, e)
+		case domain.DataExportRunning:
+			proceed = true // a rerun after a crash or an error: start over
+		}
+		return nil
+	})
+	if errors.Is(err, domain.ErrNotFound) {
+		return nil
+	}
+	if err != nil || !proceed {
+		return err
+	}
+
+	prefix := export.KeyPrefix(e.TenantID, e.ProjectID, e.ID)
+	if err := export.DeletePrefix(ctx, cfg.Bucket, prefix, ""); err != nil {
+		return a.exportError(ctx, run, e, err)
+	}
+	key := export.Key(e.TenantID, e.ProjectID, e.ID, run.Attempt, e.Format, e.Compression)
+	res, err := a.writeExportObject(ctx, e, key)
+	if err != nil {
+		return a.exportError(ctx, run, e, err)
+	}
+	err = a.retryTx(ctx, func(ctx context.Context) error {
+		cur, err := a.store.GetDataExport(ctx, e.TenantID, e.ID, true)
+		if err != nil {
+			return err
+		}
+		now := a.storedNow()
+		if err := cur.Complete(now, key, res.Digest, res.Bytes, res.Rows, now.Add(cfg.TTL)); err != nil {
+			return err
+		}
+		if err := a.store.UpdateDataExport(ctx, cur); err != nil {
+			return err
+		}
+		if run.Complete != nil {
+			return run.Complete(ctx)
+		}
+		return nil
+	})
+	if err != nil {
+		// Not READY: the object must not stay behind.
+		_ = cfg.Bucket.Delete(context.WithoutCancel(ctx), key)
+		return err
+	}
+	return nil
+}
+
+// writeExportObject streams e's rows into a new object at key, reporting
+// progress every exportProgressInterval.
+func (a *App) writeExportObject(ctx context.Context, e domain.DataExport, key string) (export.ObjectResult, error) {
+	w, err := export.CreateObject(ctx, a.exports.Bucket, key, e.Kind, e.Format, e.Compression, a.exports.MaxBytes)
+	if err != nil {
+		return export.ObjectResult{}, err
+	}
+	defer w.Abort()
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(exportProgressInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				rows, bytes := w.Progress()
+				if err := a.store.UpdateDataExportProgress(ctx, e.TenantID, e.ID, rows, bytes, a.storedNow()); err != nil && ctx.Err() == nil {
+					a.logger.WarnContext(ctx, "export progress not recorded", "export", e.ID, "err", err)
+				}
+			}
+		}
+	})
+	defer func() { close(stop); wg.Wait() }()
+
+	switch e.Kind {
+	case domain.DataExportAudit:
+		err = a.store.StreamAuditEventsByTime(ctx, e.TenantID, e.ProjectID, e.From, e.To, w.WriteAudit)
+	case domain.DataExportAlarm:
+		err = a.store.StreamAlarmHistory(ctx, e.TenantID, e.ProjectID, e.From, e.To, w.WriteAlarm)
+	case domain.DataExportTelemetry:
+		err = a.store.StreamTelemetryHistory(ctx, e.TenantID, e.ProjectID, e.From, e.To, w.WriteTelemetry)
+	default:
+		err = fmt.Errorf("unknown export kind %q", e.Kind)
+	}
+	if err != nil {
+		return export.ObjectResult{}, err
+	}
+	return w.Commit()
+}
+
+// exportError decides what an export's failure means: a reason the user
+// can act on fails it now; a cancellation (shutdown) leaves it RUNNING for
+// the job's retry; another error fails it on the job's last attempt and is
+// retried before that.
+func (a *App) exportError(ctx context.Context, run DataExportRun, e domain.DataExport, cause error) error {
+	var reason string
+	switch {
+	case errors.Is(cause, export.ErrTooLarge):
+		reason = fmt.Sprintf("the export would exceed %d bytes; request a shorter time range", a.exports.MaxBytes)
+	case ctx.Err() != nil:
+		return cause
+	case run.MaxAttempts > 0 && run.Attempt >= run.MaxAttempts:
+		a.logger.ErrorContext(ctx, "export failed", "export", e.ID, "err", cause)
+		reason = fmt.Sprintf("the export failed after %d attempts because of an internal error; request it again", run.Attempt)
+	default:
+		return cause
+	}
+	return a.retryTx(ctx, func(ctx context.Context) error {
+		cur, err := a.store.GetDataExport(ctx, e.TenantID, e.ID, true)
+		if err != nil {
+			return err
+		}
+		if err := cur.Fail(a.storedNow(), reason); err != nil {
+			return err
+		}
+		if err := a.store.UpdateDataExport(ctx, cur); err != nil {
+			return err
+		}
+		if run.Complete != nil {
+			return run.Complete(ctx)
+		}
+		return nil
+	})
+}
+
+func isBlobNotFound(err error) bool { return gcerrors.Code(err) == gcerrors.NotFound }

@@ -1,0 +1,80 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/aetheriot/aether-audit/app"
+	"github.com/aetheriot/aether-audit/store"
+)
+
+// DataExportWorker runs an export; see app.App.RunDataExport. The export
+// turns READY (or FAILED) in the same transaction as the job's completion.
+type DataExportWorker struct {
+	river.WorkerDefaults[app.DataExportJobArgs]
+	App *app.App
+	// JobTimeout bounds one run; default one hour.
+	JobTimeout time.Duration
+}
+
+// Timeout implements river.Worker.
+func (w *DataExportWorker) Timeout(*river.Job[app.DataExportJobArgs]) time.Duration {
+	if w.JobTimeout > 0 {
+		return w.JobTimeout
+	}
+	return time.Hour
+}
+
+// Work implements river.Worker.
+func (w *DataExportWorker) Work(ctx context.Context, job *river.Job[app.DataExportJobArgs]) error {
+	return w.App.RunDataExport(ctx, app.DataExportRun{
+		Args: job.Args, Attempt: job.Attempt, MaxAttempts: job.MaxAttempts,
+		Complete: func(ctx context.Context) error {
+			tx, ok := store.TxFromContext(ctx)
+			if !ok {
+				return errors.New("completing export job: no transaction")
+			}
+			_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
+			return err
+		},
+	})
+}
+
+// DeleteExportObjectWorker deletes an expired export's object.
+type DeleteExportObjectWorker struct {
+	river.WorkerDefaults[app.DeleteExportObjectArgs]
+	App *app.App
+}
+
+// Work implements river.Worker.
+func (w *DeleteExportObjectWorker) Work(ctx context.Context, job *river.Job[app.DeleteExportObjectArgs]) error {
+	return w.App.DeleteExportObject(ctx, job.Args.ObjectRef)
+}
+
+// ExpireDataExportsArgs is the periodic job that expires READY exports past
+// their expiresAt.
+type ExpireDataExportsArgs struct{}
+
+// Kind implements river.JobArgs.
+func (ExpireDataExportsArgs) Kind() string { return "expire_data_exports" }
+
+// ExpireDataExportsWorker expires due exports in batches until none remain.
+type ExpireDataExportsWorker struct {
+	river.WorkerDefaults[ExpireDataExportsArgs]
+	App *app.App
+}
+
+// Work implements river.Worker.
+func (w *ExpireDataExportsWorker) Work(ctx context.Context, job *river.Job[ExpireDataExportsArgs]) error {
+	const batch = 100
+	for {
+		n, err := w.App.ExpireDueDataExports(ctx, batch)
+		if err != nil || n < batch {
+			return err
+		}
+	}
+}

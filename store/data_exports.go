@@ -1,0 +1,313 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/aetheriot/aether-audit/domain"
+)
+
+// DataExportsChannel is the PostgreSQL notification channel on which every
+// change of a data export is announced (payload: DataExportNotification),
+// for live subscribers.
+const DataExportsChannel = "aether_data_exports"
+
+// DataExportNotification is the payload on DataExportsChannel: which export
+// changed, never its content.
+type DataExportNotification struct {
+	TenantID string    `json:"t"`
+	ExportID uuid.UUID `json:"e"`
+}
+
+const dataExportColumns = `tenant_id, project_id, id, kind, format, compression, range_from, range_to, state,
+	requested_by, requested_at, started_at, progress_rows, progress_bytes, object_ref, content_digest, byte_length,
+	row_count, ready_at, expires_at, failed_at, failure_reason, expired_at, updated_at`
+
+func scanDataExport(row pgx.CollectableRow) (domain.DataExport, error) {
+	var (
+		e                                      domain.DataExport
+		kind, format, compression, state       string
+		progressRows, progressBytes, n, length int64
+	)
+	err := row.Scan(&e.TenantID, &e.ProjectID, &e.ID, &kind, &format, &compression, &e.From, &e.To, &state,
+		&e.RequestedBy, &e.RequestedAt, &e.StartedAt, &progressRows, &progressBytes, &e.ObjectRef, &e.ContentDigest,
+		&length, &n, &e.ReadyAt, &e.ExpiresAt, &e.FailedAt, &e.FailureReason, &e.ExpiredAt, &e.UpdatedAt)
+	e.Kind, e.Format, e.Compression, e.State = domain.DataExportKind(kind), domain.DataExportFormat(format),
+		domain.DataExportCompression(compression), domain.DataExportState(state)
+	e.ProgressRows, e.ProgressBytes, e.RowCount, e.ByteLength = uint64(progressRows), uint64(progressBytes), uint64(n), uint64(length)
+	e.From, e.To, e.RequestedAt, e.UpdatedAt = e.From.UTC(), e.To.UTC(), e.RequestedAt.UTC(), e.UpdatedAt.UTC()
+	e.StartedAt, e.ReadyAt, e.ExpiresAt, e.FailedAt, e.ExpiredAt = utcPtr(e.StartedAt), utcPtr(e.ReadyAt),
+		utcPtr(e.ExpiresAt), utcPtr(e.FailedAt), utcPtr(e.ExpiredAt)
+	return e, err
+}
+
+func dataExportValues(e *domain.DataExport) []any {
+	return []any{e.TenantID, e.ProjectID, e.ID, string(e.Kind), string(e.Format), string(e.Compression), e.From, e.To,
+		string(e.State), e.RequestedBy, e.RequestedAt, e.StartedAt, clampInt64(e.ProgressRows), clampInt64(e.ProgressBytes),
+		e.ObjectRef, e.ContentDigest, clampInt64(e.ByteLength), clampInt64(e.RowCount), e.ReadyAt, e.ExpiresAt,
+		e.FailedAt, e.FailureReason, e.ExpiredAt, e.UpdatedAt}
+}
+
+// notifyDataExport queues the change notification of an export in batch b.
+func notifyDataExport(b *pgx.Batch, tenantID string, id uuid.UUID) {
+	note, _ := json.Marshal(DataExportNotification{TenantID: tenantID, ExportID: id})
+	b.Queue(`SELECT pg_notify('`+DataExportsChannel+`', $1)`, string(note))
+}
+
+// InsertDataExport stores a new export and announces it.
+func (s *Store) InsertDataExport(ctx context.Context, e domain.DataExport) error {
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO data_exports (`+dataExportColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
+		$11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)`, dataExportValues(&e)...)
+	notifyDataExport(b, e.TenantID, e.ID)
+	if err := s.q(ctx).SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("inserting data export: %w", err)
+	}
+	return nil
+}
+
+// UpdateDataExport persists an export changed by the domain and announces
+// the change.
+func (s *Store) UpdateDataExport(ctx context.Context, e domain.DataExport) error {
+	b := &pgx.Batch{}
+	vals := dataExportValues(&e)
+	b.Queue(`UPDATE data_exports SET state = $9, started_at = $12, progress_rows = $13, progress_bytes = $14,
+			object_ref = $15, content_digest = $16, byte_length = $17, row_count = $18, ready_at = $19, expires_at = $20,
+			failed_at = $21, failure_reason = $22, expired_at = $23, updated_at = $24
+		WHERE tenant_id = $1 AND id = $3 AND project_id = $2 AND kind = $4 AND format = $5 AND compression = $6
+			AND range_from = $7 AND range_to = $8 AND requested_by = $10 AND requested_at = $11`, vals...)
+	notifyDataExport(b, e.TenantID, e.ID)
+	if err := s.q(ctx).SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("updating data export: %w", err)
+	}
+	return nil
+}
+
+// UpdateDataExportProgress records the progress of a RUNNING export and
+// announces it.
+func (s *Store) UpdateDataExportProgress(ctx context.Context, tenantID string, id uuid.UUID, rows, bytes uint64, now time.Time) error {
+	b := &pgx.Batch{}
+	b.Queue(`UPDATE data_exports SET progress_rows = $3, progress_bytes = $4, updated_at = $5
+		WHERE tenant_id = $1 AND id = $2 AND state = 'RUNNING'`, tenantID, id, clampInt64(rows), clampInt64(bytes), now)
+	notifyDataExport(b, tenantID, id)
+	if err := s.q(ctx).SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("updating data export progress: %w", err)
+	}
+	return nil
+}
+
+// GetDataExport returns an export of the tenant; ErrNotFound when the tenant
+// has none with this id. With lock, the row stays locked for the rest of the
+// transaction.
+func (s *Store) GetDataExport(ctx context.Context, tenantID string, id uuid.UUID, lock bool) (domain.DataExport, error) {
+	q := `SELECT ` + dataExportColumns + ` FROM data_exports WHERE tenant_id = $1 AND id = $2`
+	if lock {
+		q += ` FOR UPDATE`
+	}
+	rows, _ := s.q(ctx).Query(ctx, q, tenantID, id)
+	e, err := pgx.CollectExactlyOneRow(rows, scanDataExport)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return e, ErrNotFound
+	}
+	if err != nil {
+		return e, fmt.Errorf("reading data export: %w", err)
+	}
+	return e, nil
+}
+
+// LockTenantDataExports serializes, until the end of the transaction, the
+// requests of a tenant's exports, so that its quota of active exports is
+// counted exactly.
+func (s *Store) LockTenantDataExports(ctx context.Context, tenantID string) error {
+	if _, err := s.q(ctx).Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('data_exports:' || $1, 0))`, tenantID); err != nil {
+		return fmt.Errorf("locking tenant exports: %w", err)
+	}
+	return nil
+}
+
+// CountActiveDataExports counts the tenant's QUEUED and RUNNING exports.
+func (s *Store) CountActiveDataExports(ctx context.Context, tenantID string) (int, error) {
+	var n int
+	if err := s.q(ctx).QueryRow(ctx, `SELECT count(*) FROM data_exports
+		WHERE tenant_id = $1 AND state IN ('QUEUED', 'RUNNING')`, tenantID).Scan(&n); err != nil {
+		return 0, fmt.Errorf("counting active exports: %w", err)
+	}
+	return n, nil
+}
+
+// ListDataExports returns up to limit exports of tenant/project matching f,
+// newest first, with ids before before (uuid.Nil: from the newest).
+func (s *Store) ListDataExports(ctx context.Context, tenantID, projectID string, f domain.DataExportFilter, before uuid.UUID, limit int) ([]domain.DataExport, error) {
+	var sb strings.Builder
+	sb.WriteString(`SELECT ` + dataExportColumns + ` FROM data_exports WHERE tenant_id = $1 AND project_id = $2`)
+	args := []any{tenantID, projectID}
+	add := func(cond string, v any) {
+		args = append(args, v)
+		fmt.Fprintf(&sb, " AND %s $%d", cond, len(args))
+	}
+	if before != uuid.Nil {
+		add("id <", before)
+	}
+	if f.State != "" {
+		add("state =", string(f.State))
+	}
+	if f.Kind != "" {
+		add("kind =", string(f.Kind))
+	}
+	args = append(args, limit)
+	fmt.Fprintf(&sb, " ORDER BY id DESC LIMIT $%d", len(args))
+	rows, _ := s.q(ctx).Query(ctx, sb.String(), args...)
+	out, err := pgx.CollectRows(rows, scanDataExport)
+	if err != nil {
+		return nil, fmt.Errorf("listing data exports: %w", err)
+	}
+	return out, nil
+}
+
+// DueDataExportExpiries returns up to limit READY exports (of any tenant)
+// whose expiresAt has passed at now, oldest first.
+func (s *Store) DueDataExportExpiries(ctx context.Context, now time.Time, limit int) ([]domain.DataExport, error) {
+	rows, _ := s.q(ctx).Query(ctx, `SELECT `+dataExportColumns+` FROM data_exports
+		WHERE state = 'READY' AND expires_at <= $1 ORDER BY expires_at LIMIT $2`, now, limit)
+	out, err := pgx.CollectRows(rows, scanDataExport)
+	if err != nil {
+		return nil, fmt.Errorf("reading due export expiries: %w", err)
+	}
+	return out, nil
+}
+
+// StreamAuditEventsByTime calls fn for each audit event of tenant/project
+// with occurredAt in [from, to), ordered by occurredAt then sequence,
+// streaming rows from the server rather than loading them.
+func (s *Store) StreamAuditEventsByTime(ctx context.Context, tenantID, projectID string, from, to time.Time, fn func(*domain.AuditEvent) error) error {
+	rows, err := s.q(ctx).Query(ctx, `SELECT `+auditEventColumns+` FROM audit_events
+		WHERE tenant_id = $1 AND project_id = $2 AND occurred_at >= $3 AND occurred_at < $4
+		ORDER BY occurred_at, sequence`, tenantID, projectID, from, to)
+	if err != nil {
+		return fmt.Errorf("streaming audit events: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		e, err := scanAuditEvent(rows)
+		if err != nil {
+			return fmt.Errorf("streaming audit events: %w", err)
+		}
+		if err := fn(&e); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("streaming audit events: %w", err)
+	}
+	return nil
+}
+
+// StreamAlarmHistory calls fn for each alarm record of tenant/project with
+// occurredAt in [from, to), in time order, streaming.
+func (s *Store) StreamAlarmHistory(ctx context.Context, tenantID, projectID string, from, to time.Time, fn func(*domain.AlarmRecord) error) error {
+	rows, err := s.q(ctx).Query(ctx, `SELECT tenant_id, project_id, id, occurred_at, alarm_id, device_id, severity, state,
+			message, details::text
+		FROM alarm_history WHERE tenant_id = $1 AND project_id = $2 AND occurred_at >= $3 AND occurred_at < $4
+		ORDER BY occurred_at, id`, tenantID, projectID, from, to)
+	if err != nil {
+		return fmt.Errorf("streaming alarm history: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			a               domain.AlarmRecord
+			severity, state string
+			details         string
+		)
+		if err := rows.Scan(&a.TenantID, &a.ProjectID, &a.ID, &a.OccurredAt, &a.AlarmID, &a.DeviceID, &severity, &state,
+			&a.Message, &details); err != nil {
+			return fmt.Errorf("streaming alarm history: %w", err)
+		}
+		a.OccurredAt = a.OccurredAt.UTC()
+		a.Severity, a.State, a.Details = domain.AlarmSeverity(severity), domain.AlarmState(state), json.RawMessage(details)
+		if err := fn(&a); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("streaming alarm history: %w", err)
+	}
+	return nil
+}
+
+// StreamTelemetryHistory calls fn for each telemetry point of
+// tenant/project with occurredAt in [from, to), in time order, streaming.
+func (s *Store) StreamTelemetryHistory(ctx context.Context, tenantID, projectID string, from, to time.Time, fn func(*domain.TelemetryPoint) error) error {
+	rows, err := s.q(ctx).Query(ctx, `SELECT tenant_id, project_id, device_id, metric, occurred_at, value, unit
+		FROM telemetry_history WHERE tenant_id = $1 AND project_id = $2 AND occurred_at >= $3 AND occurred_at < $4
+		ORDER BY occurred_at, device_id, metric`, tenantID, projectID, from, to)
+	if err != nil {
+		return fmt.Errorf("streaming telemetry history: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var p domain.TelemetryPoint
+		if err := rows.Scan(&p.TenantID, &p.ProjectID, &p.DeviceID, &p.Metric, &p.OccurredAt, &p.Value, &p.Unit); err != nil {
+			return fmt.Errorf("streaming telemetry history: %w", err)
+		}
+		p.OccurredAt = p.OccurredAt.UTC()
+		if err := fn(&p); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("streaming telemetry history: %w", err)
+	}
+	return nil
+}
+
+// AppendAlarmHistory inserts alarm records; a record whose id the tenant
+// already has is skipped (idempotent retries). It returns how many it
+// inserted.
+func (s *Store) AppendAlarmHistory(ctx context.Context, records []domain.AlarmRecord) (int64, error) {
+	n := len(records)
+	tenants, projects, alarmIDs, devices, severities, states, messages, details :=
+		make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	ids, times := make([]uuid.UUID, n), make([]time.Time, n)
+	for i, r := range records {
+		tenants[i], projects[i], alarmIDs[i], devices[i] = r.TenantID, r.ProjectID, r.AlarmID, r.DeviceID
+		severities[i], states[i], messages[i], details[i] = string(r.Severity), string(r.State), r.Message, string(r.Details)
+		ids[i], times[i] = r.ID, r.OccurredAt
+	}
+	tag, err := s.q(ctx).Exec(ctx, `INSERT INTO alarm_history (tenant_id, project_id, id, occurred_at, alarm_id, device_id,
+			severity, state, message, details)
+		SELECT t, p, i, o, a, d, sv, st, m, dt::jsonb FROM unnest($1::text[], $2::text[], $3::uuid[], $4::timestamptz[],
+			$5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[]) AS u(t, p, i, o, a, d, sv, st, m, dt)
+		ON CONFLICT DO NOTHING`, tenants, projects, ids, times, alarmIDs, devices, severities, states, messages, details)
+	if err != nil {
+		return 0, fmt.Errorf("appending alarm history: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// AppendTelemetryHistory inserts telemetry points; a point the project
+// already has (same time, device and metric) is skipped. It returns how many
+// it inserted.
+func (s *Store) AppendTelemetryHistory(ctx context.Context, points []domain.TelemetryPoint) (int64, error) {
+	n := len(points)
+	tenants, projects, devices, metrics, units := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	times, values := make([]time.Time, n), make([]float64, n)
+	for i, p := range points {
+		tenants[i], projects[i], devices[i], metrics[i], units[i] = p.TenantID, p.ProjectID, p.DeviceID, p.Metric, p.Unit
+		times[i], values[i] = p.OccurredAt, p.Value
+	}
+	tag, err := s.q(ctx).Exec(ctx, `INSERT INTO telemetry_history (tenant_id, project_id, device_id, metric, occurred_at, value, unit)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::float8[], $7::text[])
+		ON CONFLICT DO NOTHING`, tenants, projects, devices, metrics, times, values, units)
+	if err != nil {
+		return 0, fmt.Errorf("appending telemetry history: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
