@@ -393,11 +393,16 @@ func (a *App) CreateDataExportDownload(ctx context.Context, id Identity, exportI
 		if err != nil {
 			return err
 		}
+		now := a.storedNow()
 		if e.State != domain.DataExportReady {
 			return &Error{Code: CodeInvalidState, Message: "only a READY export can be downloaded; this one is " + string(e.State)}
 		}
-		now := a.storedNow()
-		expires := now.Add(life).Truncate(time.Second)
+		if e.ExpiresAt != nil && !now.Before(*e.ExpiresAt) {
+			return &Error{Code: CodeInvalidState, Message: "the export has expired"}
+		}
+		// Capabilities carry whole seconds: round up, so a link lasts at
+		// least its lifetime (but never past the export's expiry).
+		expires := ceilSecond(now.Add(life))
 		if e.ExpiresAt != nil && expires.After(*e.ExpiresAt) {
 			expires = e.ExpiresAt.Truncate(time.Second)
 		}
@@ -456,4 +461,12 @@ func (a *App) OpenDataExportDownload(ctx context.Context, token string) (OpenedD
 		return OpenedDownload{}, err
 	}
 	return OpenedDownload{Export: e, Object: r}, nil
+}
+
+// ceilSecond rounds t up to a whole second.
+func ceilSecond(t time.Time) time.Time {
+	if r := t.Truncate(time.Second); r.Before(t) {
+		return r.Add(time.Second)
+	}
+	return t
 }

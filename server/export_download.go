@@ -22,6 +22,9 @@ import (
 func (s *Server) downloadExport(w http.ResponseWriter, r *http.Request) {
 	opened, err := s.cfg.App.OpenDataExportDownload(r.Context(), r.PathValue("token"))
 	if err != nil {
+		// Problems name the route, never the capability.
+		r = r.Clone(r.Context())
+		r.URL.Path = "/api/v1/exports/download/{token}"
 		switch {
 		case errors.Is(err, app.ErrDownloadForbidden):
 			writeProblemStatus(w, r, http.StatusForbidden, app.ErrorOf(err))
