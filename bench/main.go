@@ -10,14 +10,23 @@
 //	live-fanout          S GraphQL WebSocket subscriptions on one project
 //	                     (clients in a child process), events at a fixed
 //	                     rate, vs a plain gorilla/websocket broadcast
+//	webhook-delivery     webhooks through the real pipeline (outbox job,
+//	                     River workers, app.DeliverWebhook, webhook.Sender)
+//	                     to an HTTPS receiver in a child process: fan-out 1
+//	                     and 10 (20,000 deliveries each), lag at 200
+//	                     events/s, CPU per delivery including PostgreSQL,
+//	                     vs a plain net/http client posting the same signed
+//	                     payloads
 //
 // Our side is the real service: server.New over app.New(store.New(pool)),
 // served by net/http on a 127.0.0.1 socket with a bearer token, driven by
 // an HTTP client in the same process. Ours and the baseline run
 // interleaved in slices of about two seconds, so that noise on the machine
-// hits both (live-fanout runs its own servers and a client process, and
-// its sides one after the other; see live_fanout.go). It prints a table (or, with -json, one JSON object per
-// scenario per line) of ours, baseline, their ratio and its target.
+// hits both (live-fanout and webhook-delivery run their own servers and a
+// child process, and their sides one after the other; see live_fanout.go
+// and webhook_delivery.go). It prints a table (or, with -json, one JSON
+// object per scenario per line) of ours, baseline, their ratio and its
+// target.
 //
 // The bench works in the database aether_bench, which it creates and
 // migrates if needed and keeps between runs, so that the million-event
@@ -25,6 +34,8 @@
 //
 //	go run ./bench [-json] [-scenario a,b] [-duration 10s] [-database-url URL] [-cpuprofile FILE]
 //	               [-fanout-subscribers 1000,10000] [-fanout-rate 10]
+//	               [-webhook-workers 100] [-webhook-max-in-flight N] [-webhook-deliveries 20000]
+//	               [-webhook-lag-duration 60s] [-webhook-no-vacuum]
 //
 // With -cpuprofile, the CPU profile carries the pprof label "side"
 // (server, ours, baseline): `go tool pprof -tagfocus=side=server FILE`
@@ -61,6 +72,7 @@ var scenarios = []scenario{
 	{"ingest-single-8proj", runIngestSingle8Proj},
 	{"query-page", runQueryPage},
 	{"live-fanout", runLiveFanout},
+	{"webhook-delivery", runWebhookDelivery},
 }
 
 // options are the command-line flags.
@@ -73,6 +85,13 @@ type options struct {
 	// fanoutSubscribers and fanoutRate shape live-fanout's rows.
 	fanoutSubscribers []int
 	fanoutRate        float64
+	// webhookWorkers, webhookMaxInFlight, webhookDeliveries,
+	// webhookLagDuration and webhookNoVacuum shape webhook-delivery's rows.
+	webhookWorkers     int
+	webhookMaxInFlight int
+	webhookDeliveries  int
+	webhookLagDuration time.Duration
+	webhookNoVacuum    bool
 }
 
 // main runs the bench; see the package comment.
@@ -86,6 +105,9 @@ func main() {
 func run(args []string) int {
 	if len(args) > 0 && args[0] == fanoutClientArg {
 		return runFanoutClient(args[1:])
+	}
+	if len(args) > 0 && args[0] == webhookReceiverArg {
+		return runWebhookReceiver(args[1:])
 	}
 	opts, err := parseFlags(args)
 	if errors.Is(err, flag.ErrHelp) {
@@ -174,6 +196,11 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile of the run (labelled by side) to this file")
 	fanoutF := fs.String("fanout-subscribers", "1000,10000", "live-fanout: comma-separated subscriber counts, one row each (a 4000 at 10 events/s row is always added)")
 	fs.Float64Var(&opts.fanoutRate, "fanout-rate", 10, "live-fanout: events recorded per second")
+	fs.IntVar(&opts.webhookWorkers, "webhook-workers", 100, "webhook-delivery: River webhook workers (jobs.ClientConfig.WebhookWorkers) and baseline client workers")
+	fs.IntVar(&opts.webhookMaxInFlight, "webhook-max-in-flight", 0, "webhook-delivery: MaxInFlightPerDestination (default: -webhook-workers)")
+	fs.IntVar(&opts.webhookDeliveries, "webhook-deliveries", 20000, "webhook-delivery: deliveries per side of the fan-out rows (a multiple of 10)")
+	fs.DurationVar(&opts.webhookLagDuration, "webhook-lag-duration", time.Minute, "webhook-delivery: measured time per side of the lag row")
+	fs.BoolVar(&opts.webhookNoVacuum, "webhook-no-vacuum", false, "webhook-delivery: do not VACUUM (ANALYZE) its tables before each row")
 	if err := fs.Parse(args); err != nil {
 		return opts, err
 	}
@@ -208,6 +235,15 @@ func parseFlags(args []string) (options, error) {
 	}
 	if !(opts.fanoutRate > 0 && opts.fanoutRate <= 10000) {
 		return opts, fmt.Errorf("-fanout-rate must be in (0, 10000]")
+	}
+	if opts.webhookWorkers <= 0 {
+		return opts, fmt.Errorf("-webhook-workers must be positive")
+	}
+	if opts.webhookDeliveries < 10 || opts.webhookDeliveries%10 != 0 {
+		return opts, fmt.Errorf("-webhook-deliveries must be a positive multiple of 10")
+	}
+	if opts.webhookLagDuration <= 0 {
+		return opts, fmt.Errorf("-webhook-lag-duration must be positive")
 	}
 	return opts, nil
 }

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -38,7 +39,9 @@ type Store struct {
 
 // New returns a Store over pool.
 func New(pool *pgxpool.Pool) *Store {
-	jobs, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
+	// The cooldown also paces the wake-up signal this client sends workers
+	// for inserted jobs: keep it as short as the workers' own.
+	jobs, err := river.NewClient(riverpgxv5.New(pool), &river.Config{FetchCooldown: 20 * time.Millisecond})
 	if err != nil {
 		// An insert-only client with an empty config cannot fail to build.
 		panic(fmt.Sprintf("store: creating River insert client: %v", err))

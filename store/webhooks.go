@@ -443,7 +443,8 @@ func (s *Store) WebhookSendContext(ctx context.Context, tenantID, projectID stri
 	b.Queue(`SELECT `+destinationColumns+` FROM webhook_destinations d WHERE d.tenant_id = $1 AND d.id = $2`, tenantID, destinationID)
 	b.Queue(`SELECT id, sealed, created_at, expires_at FROM webhook_destination_secrets
 		WHERE destination_id = $1 AND (expires_at IS NULL OR expires_at > $2) ORDER BY created_at DESC, id DESC`, destinationID, now)
-	b.Queue(`SELECT `+auditEventColumns+` FROM audit_events WHERE tenant_id = $1 AND project_id = $2 AND id = $3`, tenantID, projectID, eventID)
+	// By the (tenant_id, id) key: one row, whatever the statistics say.
+	b.Queue(`SELECT `+auditEventColumns+` FROM audit_events WHERE tenant_id = $1 AND id = $2`, tenantID, eventID)
 	br := s.q(ctx).SendBatch(ctx, b)
 	defer br.Close()
 	rows, _ := br.Query()
@@ -471,6 +472,9 @@ func (s *Store) WebhookSendContext(ctx context.Context, tenantID, projectID stri
 	rows, _ = br.Query()
 	if out.Event, err = pgx.CollectExactlyOneRow(rows, scanAuditEvent); err != nil {
 		return out, fmt.Errorf("reading event of delivery %s: %w", deliveryID, err)
+	}
+	if out.Event.ProjectID != projectID || out.Delivery.ProjectID != projectID {
+		return out, fmt.Errorf("delivery %s: event or delivery outside project %s", deliveryID, projectID)
 	}
 	return out, br.Close()
 }
