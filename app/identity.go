@@ -22,7 +22,7 @@ const (
 	// PermissionHistoryWrite lets the platform's alarm and telemetry
 	// services append their history (exported by data exports).
 	PermissionHistoryWrite Permission = "history:write"
-	PermissionAdmin             Permission = "admin"
+	PermissionAdmin        Permission = "admin"
 )
 
 // AllProjects is the project_ids entry that grants every project of the
