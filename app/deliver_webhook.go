@@ -246,7 +246,14 @@ func (a *App) finishWebhookAttempt(ctx context.Context, prep *preparedAttempt, r
 	if err != nil {
 		return err
 	}
+	// The outcome's commit does not wait for the disk: if PostgreSQL loses
+	// it in a crash, the attempt is still DELIVERING, and the job's rerun
+	// records it as unknown and resends under the same webhook-id. The
+	// intent, in contrast, was committed durably before the request.
 	save := func(ctx context.Context) error {
+		if err := a.store.CommitWithoutFlush(ctx); err != nil {
+			return err
+		}
 		saved, err := a.store.SaveWebhookDeliveryIf(ctx, domain.WebhookDeliveryDelivering, attempt.Number, d, attempt)
 		if err != nil || !saved || !retry {
 			return err
@@ -256,9 +263,6 @@ func (a *App) finishWebhookAttempt(ctx context.Context, prep *preparedAttempt, r
 			at = time.Time{}
 		}
 		return a.store.EnqueueJobs(ctx, webhookDeliveryJob(&d, at))
-	}
-	if !retry {
-		return save(ctx) // one statement: its own transaction
 	}
 	return a.retryTx(ctx, save)
 }

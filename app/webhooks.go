@@ -37,6 +37,9 @@ type WebhookStore interface {
 	SaveWebhookAttempt(ctx context.Context, deliveryID uuid.UUID, a domain.WebhookDeliveryAttempt) error
 	WebhookSendContext(ctx context.Context, tenantID, projectID string, deliveryID, destinationID, eventID uuid.UUID, now time.Time) (domain.WebhookSendContext, error)
 	SaveWebhookDeliveryIf(ctx context.Context, prev domain.WebhookDeliveryState, prevAttempts int, d domain.WebhookDelivery, a domain.WebhookDeliveryAttempt) (bool, error)
+	// CommitWithoutFlush lets the transaction in ctx commit without waiting
+	// for the disk; for writes whose loss is detected and repaired.
+	CommitWithoutFlush(ctx context.Context) error
 }
 
 // WebhookSender sends one signed request; *webhook.Sender implements it.

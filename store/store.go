@@ -122,3 +122,20 @@ func (s *Store) IsRetryable(err error) bool {
 	}
 	return false
 }
+
+// CommitWithoutFlush makes the transaction in ctx commit without waiting for
+// its WAL to reach the disk (SET LOCAL synchronous_commit = off). A crash of
+// PostgreSQL may then lose the transaction, never corrupt anything: use it
+// only for writes whose loss the caller detects and repairs (an attempt's
+// outcome, whose loss leaves the attempt DELIVERING, later recorded as
+// unknown and resent).
+func (s *Store) CommitWithoutFlush(ctx context.Context) error {
+	tx, err := s.tx(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
+		return fmt.Errorf("relaxing commit durability: %w", err)
+	}
+	return nil
+}
