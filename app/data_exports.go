@@ -262,7 +262,7 @@ func (a *App) DataExports(ctx context.Context, id Identity, in DataExportsInput)
 	if in.Filter.Kind != "" && !in.Filter.Kind.Valid() {
 		return Page[domain.DataExport]{}, badInput("filter.kind", "is not an export kind")
 	}
-	limit, before, err := webhookPage(in.First, in.After)
+	limit, before, err := idPage(in.First, in.After)
 	if err != nil {
 		return Page[domain.DataExport]{}, err
 	}

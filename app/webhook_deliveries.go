@@ -49,7 +49,7 @@ func (a *App) WebhookDeliveries(ctx context.Context, id Identity, in WebhookDeli
 	if err := authorize(id, PermissionWebhooksRead, in.ProjectID); err != nil {
 		return Page[domain.WebhookDelivery]{}, err
 	}
-	limit, before, err := webhookPage(in.First, in.After)
+	limit, before, err := idPage(in.First, in.After)
 	if err != nil {
 		return Page[domain.WebhookDelivery]{}, err
 	}

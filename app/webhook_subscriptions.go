@@ -195,7 +195,7 @@ func (a *App) WebhookSubscriptions(ctx context.Context, id Identity, projectID s
 	if err := authorize(id, PermissionWebhooksRead, projectID); err != nil {
 		return Page[domain.WebhookSubscription]{}, err
 	}
-	limit, afterID, err := webhookPage(first, after)
+	limit, afterID, err := idPage(first, after)
 	if err != nil {
 		return Page[domain.WebhookSubscription]{}, err
 	}

@@ -264,10 +264,10 @@ func parseID(s string, notFound error) (uuid.UUID, error) {
 	return u, nil
 }
 
-// webhookPage reads first/after of a list of webhook records: a page size
+// idPage reads first/after of a list of records keyed by UUID: a page size
 // (default DefaultPageSize, at most MaxWebhookPageSize) and the id after
 // which the page starts.
-func webhookPage(first *int, after string) (int, uuid.UUID, error) {
+func idPage(first *int, after string) (int, uuid.UUID, error) {
 	limit := DefaultPageSize
 	if first != nil {
 		if *first < 1 || *first > MaxWebhookPageSize {
@@ -289,8 +289,9 @@ func webhookPage(first *int, after string) (int, uuid.UUID, error) {
 	return limit, id, nil
 }
 
-// WebhookCursor is the opaque cursor of a webhook record in its list.
-func WebhookCursor(id uuid.UUID) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+// IDCursor is the opaque cursor of a record keyed by UUID (webhook
+// subscriptions and deliveries, exports) in its list.
+func IDCursor(id uuid.UUID) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
 
 // Page is one page of a list: its items and whether more follow.
 type Page[T any] struct {

@@ -19,13 +19,13 @@ func Complexity() generated.ComplexityRoot {
 		return 1 + n*child
 	}
 	c.Query.WebhookSubscriptions = func(child int, _ string, first *int, _ *string) int {
-		return 1 + webhookPageSize(first)*child
+		return 1 + idPageSize(first)*child
 	}
 	c.Query.WebhookDeliveries = func(child int, _ string, _ *model.WebhookDeliveryFilter, first *int, _ *string) int {
-		return 1 + webhookPageSize(first)*child
+		return 1 + idPageSize(first)*child
 	}
 	c.Query.DataExports = func(child int, _ string, _ *model.DataExportFilter, first *int, _ *string) int {
-		return 1 + webhookPageSize(first)*child
+		return 1 + idPageSize(first)*child
 	}
 	// A delivery's attempts are bounded by the retry schedule (at most 21
 	// per budget); count a typical handful.
@@ -33,7 +33,7 @@ func Complexity() generated.ComplexityRoot {
 	return c
 }
 
-func webhookPageSize(first *int) int {
+func idPageSize(first *int) int {
 	if first != nil && *first > 0 && *first <= app.MaxWebhookPageSize {
 		return *first
 	}

@@ -149,14 +149,11 @@ func (r *queryResolver) DataExports(ctx context.Context, projectID string, filte
 	if err != nil {
 		return nil, r.fail(ctx, err)
 	}
-	out := &model.DataExportConnection{Edges: make([]model.DataExportEdge, len(page.Items)), PageInfo: &model.PageInfo{HasNextPage: page.HasNextPage}}
-	for i := range page.Items {
-		out.Edges[i] = model.DataExportEdge{Cursor: app.WebhookCursor(page.Items[i].ID), Node: &page.Items[i]}
-	}
-	if n := len(out.Edges); n > 0 {
-		out.PageInfo.EndCursor = &out.Edges[n-1].Cursor
-	}
-	return out, nil
+	edges, info := connectionOf(page, func(e *domain.DataExport) uuid.UUID { return e.ID },
+		func(c string, n *domain.DataExport) model.DataExportEdge {
+			return model.DataExportEdge{Cursor: c, Node: n}
+		})
+	return &model.DataExportConnection{Edges: edges, PageInfo: info}, nil
 }
 
 // DataExportUpdated is the resolver for the dataExportUpdated field.

@@ -9,6 +9,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/aetheriot/aether-audit/app"
 	"github.com/aetheriot/aether-audit/domain"
 	"github.com/aetheriot/aether-audit/graph/generated"
@@ -99,14 +101,11 @@ func (r *queryResolver) WebhookSubscriptions(ctx context.Context, projectID stri
 	if err != nil {
 		return nil, r.fail(ctx, err)
 	}
-	out := &model.WebhookSubscriptionConnection{Edges: make([]model.WebhookSubscriptionEdge, len(page.Items)), PageInfo: &model.PageInfo{HasNextPage: page.HasNextPage}}
-	for i := range page.Items {
-		out.Edges[i] = model.WebhookSubscriptionEdge{Cursor: app.WebhookCursor(page.Items[i].ID), Node: &page.Items[i]}
-	}
-	if n := len(out.Edges); n > 0 {
-		out.PageInfo.EndCursor = &out.Edges[n-1].Cursor
-	}
-	return out, nil
+	edges, info := connectionOf(page, func(s *domain.WebhookSubscription) uuid.UUID { return s.ID },
+		func(c string, n *domain.WebhookSubscription) model.WebhookSubscriptionEdge {
+			return model.WebhookSubscriptionEdge{Cursor: c, Node: n}
+		})
+	return &model.WebhookSubscriptionConnection{Edges: edges, PageInfo: info}, nil
 }
 
 // WebhookDelivery is the resolver for the webhookDelivery field.
@@ -128,14 +127,11 @@ func (r *queryResolver) WebhookDeliveries(ctx context.Context, projectID string,
 	if err != nil {
 		return nil, r.fail(ctx, err)
 	}
-	out := &model.WebhookDeliveryConnection{Edges: make([]model.WebhookDeliveryEdge, len(page.Items)), PageInfo: &model.PageInfo{HasNextPage: page.HasNextPage}}
-	for i := range page.Items {
-		out.Edges[i] = model.WebhookDeliveryEdge{Cursor: app.WebhookCursor(page.Items[i].ID), Node: &page.Items[i]}
-	}
-	if n := len(out.Edges); n > 0 {
-		out.PageInfo.EndCursor = &out.Edges[n-1].Cursor
-	}
-	return out, nil
+	edges, info := connectionOf(page, func(d *domain.WebhookDelivery) uuid.UUID { return d.ID },
+		func(c string, n *domain.WebhookDelivery) model.WebhookDeliveryEdge {
+			return model.WebhookDeliveryEdge{Cursor: c, Node: n}
+		})
+	return &model.WebhookDeliveryConnection{Edges: edges, PageInfo: info}, nil
 }
 
 // LatencyMs is the resolver for the latencyMs field.
