@@ -2,7 +2,8 @@
 // and SSE audit API, applies migrations, mints development tokens and seeds
 // demo data. Every setting is a flag with an AETHER_* (or DATABASE_URL)
 // environment variable; `aether --help` and `aether <command> --help` list
-// them all.
+// them all. `aether export download` fetches a data export from a running
+// server and verifies it.
 package main
 
 import (
@@ -19,7 +20,8 @@ type cli struct {
 	Serve   serveCmd   `cmd:"" help:"Serve the API (applies migrations first)."`
 	Migrate migrateCmd `cmd:"" help:"Apply database migrations and exit."`
 	Token   tokenCmd   `cmd:"" help:"Print a signed development token (HS256) on stdout."`
-	Seed    seedCmd    `cmd:"" help:"Append demo audit events through the application command path."`
+	Seed    seedCmd    `cmd:"" help:"Append demo audit events, alarm history and telemetry through the application command path."`
+	Export  exportCmd  `cmd:"" help:"Work with data exports of a running server."`
 }
 
 func main() {

@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -594,4 +597,259 @@ func TestTwoProcessesShareTheLiveFeed(t *testing.T) {
 	require.NoError(t, a.cmd.Process.Kill())
 	record(addrB)
 	require.Equal(t, "2", sequence(), "B carries on without A")
+}
+
+// awaitExportReady polls dataExport until the export is READY, failing if it
+// fails or the deadline passes, and returns its contentDigest and
+// byteLength.
+func awaitExportReady(t *testing.T, base, token, id string, timeout time.Duration) (digest string, length int64) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		data, errs := postGraphQL(t, base, token, `query($id: ID!) {
+  dataExport(id: $id) { state contentDigest byteLength failureReason }
+}`, map[string]any{"id": id})
+		require.Empty(t, errs)
+		var q struct {
+			DataExport struct {
+				State         string
+				ContentDigest *string
+				ByteLength    *string
+				FailureReason *string
+			}
+		}
+		require.NoError(t, json.Unmarshal(data, &q), "data %s", data)
+		e := q.DataExport
+		require.NotEqual(t, "FAILED", e.State, "export failed: %v", e.FailureReason)
+		if e.State == "READY" {
+			require.NotNil(t, e.ContentDigest)
+			require.NotNil(t, e.ByteLength)
+			n, err := strconv.ParseInt(*e.ByteLength, 10, 64)
+			require.NoError(t, err)
+			return *e.ContentDigest, n
+		}
+		require.True(t, time.Now().Before(deadline), "export %s still %s after %s", id, e.State, timeout)
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// fileDigest returns sha256:<hex> of a file's content and its length.
+func fileDigest(t *testing.T, path string) (string, int64) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:]), int64(len(b))
+}
+
+// TestExportDownload runs `aether serve`, exports a project's audit events
+// and downloads the export with `aether export download`: the file matches
+// the export's contentDigest and byteLength, whether named by -o, by the
+// server (-o <folder>) or written to stdout; missing exports and refused
+// tokens fail with a message and leave no file.
+func TestExportDownload(t *testing.T) {
+	t.Parallel()
+	dir := dataDir(t)
+	addr := freeAddr(t)
+	base := "http://" + addr
+	p := start(t, []string{
+		"DATABASE_URL=" + storetest.NewDatabase(t),
+		"AETHER_ADDR=" + addr,
+		"AETHER_DATA_DIR=" + dir,
+		"AETHER_LOG_LEVEL=warn",
+	}, "serve")
+	awaitReady(t, p, base, 60*time.Second)
+	tok := mintToken(t, dir, "--tenant", "acme", "--project", "plant-1",
+		"--permissions", "audit:read,audit:write,exports:read,exports:write,exports:download")
+
+	now := time.Now().UTC()
+	for i := range 5 {
+		_, errs := postGraphQL(t, base, tok, `mutation($in: RecordAuditEventInput!) { recordAuditEvent(input: $in) { event { id } } }`,
+			map[string]any{"in": map[string]any{
+				"projectId": "plant-1", "action": "device.firmware.updated",
+				"occurredAt": now.Add(-time.Duration(5-i) * time.Minute).Format(time.RFC3339Nano),
+				"subject":    map[string]any{"type": "SERVICE", "id": "updater"},
+				"resource":   map[string]any{"type": "device", "id": fmt.Sprintf("dev-%d", i)},
+				"outcome":    "SUCCESS", "details": map[string]any{"version": "2.0.1"},
+			}})
+		require.Empty(t, errs)
+	}
+	requestExport := func(compression string) string {
+		data, errs := postGraphQL(t, base, tok, `mutation($in: RequestDataExportInput!) { requestDataExport(input: $in) { export { id state } } }`,
+			map[string]any{"in": map[string]any{
+				"projectId": "plant-1", "kind": "AUDIT", "format": "NDJSON", "compression": compression,
+				"from": now.Add(-time.Hour).Format(time.RFC3339), "to": now.Add(time.Hour).Format(time.RFC3339), "confirm": true,
+			}})
+		require.Empty(t, errs)
+		var r struct {
+			RequestDataExport struct{ Export struct{ ID, State string } }
+		}
+		require.NoError(t, json.Unmarshal(data, &r))
+		require.NotEmpty(t, r.RequestDataExport.Export.ID)
+		return r.RequestDataExport.Export.ID
+	}
+	gzID, plainID := requestExport("GZIP"), requestExport("NONE")
+	gzDigest, gzLen := awaitExportReady(t, base, tok, gzID, 60*time.Second)
+	plainDigest, plainLen := awaitExportReady(t, base, tok, plainID, 60*time.Second)
+
+	env := []string{"AETHER_URL=" + base, "AETHER_TOKEN=" + tok}
+	out := t.TempDir()
+
+	// -o FILE, URL and token from the environment.
+	file := filepath.Join(out, "audit.ndjson.gz")
+	stdout, stderr, code := run(t, env, "export", "download", gzID, "-o", file)
+	require.Equal(t, 0, code, "stderr: %s", stderr)
+	require.Empty(t, stdout)
+	require.Contains(t, stderr, "verified")
+	digest, length := fileDigest(t, file)
+	require.Equal(t, gzDigest, digest)
+	require.Equal(t, gzLen, length)
+	zr, err := gzip.NewReader(bytes.NewReader(mustRead(t, file)))
+	require.NoError(t, err)
+	plain, err := io.ReadAll(zr)
+	require.NoError(t, err)
+	require.Contains(t, string(plain), "device.firmware.updated")
+
+	// -o FOLDER: the server's file name; --url and --token as flags.
+	folder := filepath.Join(out, "into")
+	require.NoError(t, os.Mkdir(folder, 0o755))
+	_, stderr, code = run(t, nil, "export", "download", plainID, "-o", folder, "--url", base+"/", "--token", tok)
+	require.Equal(t, 0, code, "stderr: %s", stderr)
+	digest, length = fileDigest(t, filepath.Join(folder, "export-"+plainID+".ndjson"))
+	require.Equal(t, plainDigest, digest)
+	require.Equal(t, plainLen, length)
+
+	// -o -: the bytes on stdout.
+	stdout, stderr, code = run(t, env, "export", "download", plainID, "-o", "-")
+	require.Equal(t, 0, code, "stderr: %s", stderr)
+	sum := sha256.Sum256([]byte(stdout))
+	require.Equal(t, plainDigest, "sha256:"+hex.EncodeToString(sum[:]))
+	require.Len(t, stdout, int(plainLen))
+	require.Equal(t, 5, strings.Count(stdout, `"action":"device.firmware.updated"`), "the 5 recorded events")
+
+	// Missing, malformed and tampered ids fail with a message, and so do a
+	// token without exports:download and no token at all; none leaves a
+	// file behind.
+	tampered := plainID[:len(plainID)-1] + string("0123456789abcdef"[(strings.IndexByte("0123456789abcdef", plainID[len(plainID)-1])+1)%16])
+	readOnly := mintToken(t, dir, "--tenant", "acme", "--project", "plant-1", "--permissions", "exports:read")
+	otherProject := mintToken(t, dir, "--tenant", "acme", "--project", "plant-2", "--permissions", "exports:read,exports:download")
+	failed := filepath.Join(out, "failed")
+	require.NoError(t, os.Mkdir(failed, 0o755))
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		want string
+	}{
+		{"nonexistent", env, []string{"00000000-0000-7000-8000-000000000000"}, "not found"},
+		{"tampered", env, []string{tampered}, "not found"},
+		{"malformed", env, []string{"not-an-id"}, "not found"},
+		{"other project", []string{"AETHER_URL=" + base, "AETHER_TOKEN=" + otherProject}, []string{plainID}, "not found"},
+		{"no download permission", []string{"AETHER_URL=" + base, "AETHER_TOKEN=" + readOnly}, []string{plainID}, "FORBIDDEN"},
+		{"bad token", []string{"AETHER_URL=" + base, "AETHER_TOKEN=nope"}, []string{plainID}, "UNAUTHENTICATED"},
+		{"no token", []string{"AETHER_URL=" + base}, []string{plainID}, "AETHER_TOKEN"},
+	} {
+		stdout, stderr, code := run(t, tc.env, append([]string{"export", "download", "-o", failed}, tc.args...)...)
+		require.NotEqual(t, 0, code, tc.name)
+		require.Empty(t, stdout, tc.name)
+		require.Contains(t, stderr, tc.want, tc.name)
+		require.NotContains(t, stderr, tok, tc.name)
+	}
+	entries, err := os.ReadDir(failed)
+	require.NoError(t, err)
+	require.Empty(t, entries, "failed downloads leave nothing behind")
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return b
+}
+
+// TestSeedHistory seeds alarm and telemetry history besides the audit
+// events: every row is stored, over the audit events' time span, in
+// well-formed alarm lifecycles and regular telemetry series.
+func TestSeedHistory(t *testing.T) {
+	t.Parallel()
+	dbURL := storetest.NewDatabase(t)
+	env := []string{"DATABASE_URL=" + dbURL}
+	before := time.Now()
+	stdout, stderr, code := run(t, env, "seed", "--tenant", "acme", "--project", "plant-1", "--events", "300",
+		"--alarms", "100", "--telemetry", "100", "--history-batch", "30")
+	require.Equal(t, 0, code, "stderr: %s", stderr)
+	require.Empty(t, stdout)
+	require.Contains(t, stderr, "seeded 300 events into acme/plant-1")
+	require.Contains(t, stderr, "seeded 100 alarm history entries into acme/plant-1")
+	require.Contains(t, stderr, "seeded 100 telemetry points")
+
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+
+	var events int
+	var firstEvent time.Time
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*), min(occurred_at) FROM audit_events
+		WHERE tenant_id = 'acme' AND project_id = 'plant-1'`).Scan(&events, &firstEvent))
+	require.Equal(t, 300, events)
+	spanStart := before.Add(-300 * 3 * time.Second)
+	inSpan := func(what string, ts ...time.Time) {
+		for _, tm := range ts {
+			require.False(t, tm.Before(spanStart.Add(-time.Second)) || tm.After(time.Now()), "%s at %s outside [%s, now]", what, tm, spanStart)
+		}
+	}
+
+	var alarms, alarmIDs, devices int
+	var first, last time.Time
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*), count(DISTINCT alarm_id), count(DISTINCT device_id), min(occurred_at), max(occurred_at)
+		FROM alarm_history WHERE tenant_id = 'acme' AND project_id = 'plant-1'`).Scan(&alarms, &alarmIDs, &devices, &first, &last))
+	require.Equal(t, 100, alarms)
+	require.Greater(t, alarmIDs, 30)
+	require.Greater(t, devices, 1)
+	inSpan("alarm", first, last)
+	// Every alarm starts RAISED, and is acknowledged or cleared at most once.
+	var badAlarms int
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM (
+		SELECT alarm_id,
+		       (array_agg(state ORDER BY occurred_at, CASE state WHEN 'RAISED' THEN 0 WHEN 'ACKNOWLEDGED' THEN 1 ELSE 2 END))[1] AS first_state,
+		       count(*) FILTER (WHERE state = 'RAISED') AS raised,
+		       count(*) FILTER (WHERE state = 'ACKNOWLEDGED') AS acked,
+		       count(*) FILTER (WHERE state = 'CLEARED') AS cleared,
+		       count(DISTINCT severity) AS severities
+		FROM alarm_history WHERE tenant_id = 'acme' AND project_id = 'plant-1' GROUP BY alarm_id) a
+		WHERE first_state <> 'RAISED' OR raised <> 1 OR acked > 1 OR cleared > 1 OR severities <> 1`).Scan(&badAlarms))
+	require.Zero(t, badAlarms)
+
+	var points, series, units int
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*), count(DISTINCT (device_id, metric)), count(DISTINCT unit), min(occurred_at), max(occurred_at)
+		FROM telemetry_history WHERE tenant_id = 'acme' AND project_id = 'plant-1'`).Scan(&points, &series, &units, &first, &last))
+	require.Equal(t, 100, points)
+	require.Greater(t, series, 5)
+	require.Equal(t, 3, units)
+	inSpan("telemetry", first, last)
+	// Regular intervals: one distinct gap between a series' points.
+	var gaps int
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(DISTINCT gap) FROM (
+		SELECT occurred_at - lag(occurred_at) OVER (PARTITION BY device_id, metric ORDER BY occurred_at) AS gap
+		FROM telemetry_history WHERE tenant_id = 'acme' AND project_id = 'plant-1') g WHERE gap IS NOT NULL`).Scan(&gaps))
+	require.Equal(t, 1, gaps)
+	var temps int
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM telemetry_history
+		WHERE tenant_id = 'acme' AND project_id = 'plant-1' AND metric = 'temperature' AND unit = '°C' AND value BETWEEN 10 AND 35`).Scan(&temps))
+	require.Positive(t, temps)
+
+	// History alone, without audit events, into another project.
+	_, stderr, code = run(t, env, "seed", "--tenant", "acme", "--project", "plant-2", "--events", "0", "--telemetry", "24")
+	require.Equal(t, 0, code, "stderr: %s", stderr)
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM telemetry_history WHERE tenant_id = 'acme' AND project_id = 'plant-2'`).Scan(&points))
+	require.Equal(t, 24, points)
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM audit_events WHERE tenant_id = 'acme' AND project_id = 'plant-2'`).Scan(&events))
+	require.Zero(t, events)
+
+	for _, args := range [][]string{{"--alarms", "-1"}, {"--telemetry", "5", "--history-batch", "5001"}} {
+		_, stderr, code = run(t, env, append([]string{"seed", "--tenant", "acme", "--project", "plant-1"}, args...)...)
+		require.NotEqual(t, 0, code, "args %q", args)
+		require.Contains(t, stderr, args[len(args)-2], "args %q", args)
+	}
 }
