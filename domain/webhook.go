@@ -364,3 +364,12 @@ type WebhookSendContext struct {
 	Secrets     []SealedWebhookSecret
 	Event       AuditEvent
 }
+
+// WebhookDeliveryChange is a delivery's transition as the domain computed
+// it, from the state it was read in, with the attempt it starts or ends.
+type WebhookDeliveryChange struct {
+	PrevState    WebhookDeliveryState
+	PrevAttempts int
+	Delivery     WebhookDelivery
+	Attempt      WebhookDeliveryAttempt
+}

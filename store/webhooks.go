@@ -485,32 +485,81 @@ func (s *Store) WebhookSendContext(ctx context.Context, tenantID, projectID stri
 // domain's transition was computed from that state). It reports whether it
 // did; false means another run moved the delivery meanwhile.
 func (s *Store) SaveWebhookDeliveryIf(ctx context.Context, prev domain.WebhookDeliveryState, prevAttempts int, d domain.WebhookDelivery, a domain.WebhookDeliveryAttempt) (bool, error) {
-	var latency *int64
-	if a.Outcome != domain.WebhookAttemptDelivering {
-		us := a.Latency.Microseconds()
-		latency = &us
+	saved, err := s.SaveWebhookDeliveriesIf(ctx, []domain.WebhookDeliveryChange{{
+		PrevState: prev, PrevAttempts: prevAttempts, Delivery: d, Attempt: a}})
+	return len(saved) == 1, err
+}
+
+// SaveWebhookDeliveriesIf is SaveWebhookDeliveryIf for many deliveries of
+// one tenant in one statement. It returns the ids of the deliveries it
+// saved.
+func (s *Store) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.WebhookDeliveryChange) ([]uuid.UUID, error) {
+	if len(changes) == 0 {
+		return nil, nil
 	}
-	var saved int
-	err := s.q(ctx).QueryRow(ctx, `WITH d AS (
-			UPDATE webhook_deliveries SET state = $5, attempt_count = $6, max_attempts = $7, next_attempt_at = $8,
-				updated_at = $9, delivered_at = $10, dead_lettered_at = $11, last_error = $12
-			WHERE tenant_id = $1 AND id = $2 AND state = $3 AND attempt_count = $4
-			RETURNING id
+	n := len(changes)
+	var (
+		ids                               = make([]uuid.UUID, n)
+		prevStates, states, lastErrors    = make([]string, n), make([]string, n), make([]string, n)
+		prevAttempts, counts, maxAttempts = make([]int32, n), make([]int32, n), make([]int32, n)
+		nextAt, deliveredAt, deadAt       = make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n)
+		updatedAt, startedAt              = make([]time.Time, n), make([]time.Time, n)
+		finishedAt                        = make([]*time.Time, n)
+		numbers                           = make([]int32, n)
+		outcomes, classes, errs, bodies   = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		statuses                          = make([]*int32, n)
+		latencies                         = make([]*int64, n)
+	)
+	tenantID := changes[0].Delivery.TenantID
+	for i, c := range changes {
+		d, a := c.Delivery, c.Attempt
+		if d.TenantID != tenantID {
+			return nil, fmt.Errorf("saving webhook deliveries: more than one tenant")
+		}
+		ids[i], prevStates[i], prevAttempts[i] = d.ID, string(c.PrevState), int32(c.PrevAttempts)
+		states[i], counts[i], maxAttempts[i], lastErrors[i] = string(d.State), int32(d.AttemptCount), int32(d.MaxAttempts), d.LastError
+		nextAt[i], updatedAt[i], deliveredAt[i], deadAt[i] = d.NextAttemptAt, d.UpdatedAt, d.DeliveredAt, d.DeadLetteredAt
+		numbers[i], outcomes[i], startedAt[i], finishedAt[i] = int32(a.Number), string(a.Outcome), a.StartedAt, a.FinishedAt
+		classes[i], errs[i], bodies[i] = a.ErrorClass, a.Error, a.ResponseBody
+		if a.StatusCode != nil {
+			code := int32(*a.StatusCode)
+			statuses[i] = &code
+		}
+		if a.Outcome != domain.WebhookAttemptDelivering {
+			us := a.Latency.Microseconds()
+			latencies[i] = &us
+		}
+	}
+	rows, _ := s.q(ctx).Query(ctx, `WITH c AS (
+			SELECT * FROM unnest($2::uuid[], $3::text[], $4::int[], $5::text[], $6::int[], $7::int[], $8::timestamptz[],
+				$9::timestamptz[], $10::timestamptz[], $11::timestamptz[], $12::text[], $13::int[], $14::text[],
+				$15::timestamptz[], $16::timestamptz[], $17::int[], $18::bigint[], $19::text[], $20::text[], $21::text[])
+			AS u(id, prev_state, prev_attempts, state, attempt_count, max_attempts, next_attempt_at, updated_at,
+				delivered_at, dead_lettered_at, last_error, number, outcome, started_at, finished_at, status_code,
+				latency_us, error_class, error, response_body)
+		), d AS (
+			UPDATE webhook_deliveries w SET state = c.state, attempt_count = c.attempt_count, max_attempts = c.max_attempts,
+				next_attempt_at = c.next_attempt_at, updated_at = c.updated_at, delivered_at = c.delivered_at,
+				dead_lettered_at = c.dead_lettered_at, last_error = c.last_error
+			FROM c
+			WHERE w.tenant_id = $1 AND w.id = c.id AND w.state = c.prev_state AND w.attempt_count = c.prev_attempts
+			RETURNING w.id
 		), a AS (
 			INSERT INTO webhook_delivery_attempts (delivery_id, `+attemptColumns+`)
-			SELECT id, $13, $14, $15, $16, $17, $18, $19, $20, $21 FROM d
+			SELECT c.id, c.number, c.outcome, c.started_at, c.finished_at, c.status_code, c.latency_us, c.error_class,
+				c.error, c.response_body
+			FROM c JOIN d ON d.id = c.id
 			ON CONFLICT (delivery_id, number) DO UPDATE SET outcome = EXCLUDED.outcome, finished_at = EXCLUDED.finished_at,
 				status_code = EXCLUDED.status_code, latency_us = EXCLUDED.latency_us, error_class = EXCLUDED.error_class,
 				error = EXCLUDED.error, response_body = EXCLUDED.response_body
-			RETURNING 1
+			RETURNING delivery_id
 		)
-		SELECT count(*) FROM a`,
-		d.TenantID, d.ID, string(prev), prevAttempts,
-		string(d.State), d.AttemptCount, d.MaxAttempts, d.NextAttemptAt, d.UpdatedAt, d.DeliveredAt, d.DeadLetteredAt, d.LastError,
-		a.Number, string(a.Outcome), a.StartedAt, a.FinishedAt, a.StatusCode, latency, a.ErrorClass, a.Error, a.ResponseBody,
-	).Scan(&saved)
+		SELECT delivery_id FROM a`,
+		tenantID, ids, prevStates, prevAttempts, states, counts, maxAttempts, nextAt, updatedAt, deliveredAt, deadAt,
+		lastErrors, numbers, outcomes, startedAt, finishedAt, statuses, latencies, classes, errs, bodies)
+	saved, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
 	if err != nil {
-		return false, fmt.Errorf("saving webhook delivery: %w", err)
+		return nil, fmt.Errorf("saving webhook deliveries: %w", err)
 	}
-	return saved == 1, nil
+	return saved, nil
 }
