@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/aetheriot/aether-audit/domain"
 	"github.com/aetheriot/aether-audit/webhook"
 )
@@ -115,29 +117,41 @@ func (a *App) startWebhookAttempt(ctx context.Context, args WebhookDeliveryArgs)
 		return nil, nil // stale: this attempt already ran to an end
 	}
 
-	keys, keyErr := a.openSigningKeys(sc)
-	body, err := json.Marshal(WebhookPayload{Type: sc.Event.Action, Timestamp: sc.Event.RecordedAt, Data: &sc.Event})
-	if err != nil {
-		return nil, fmt.Errorf("encoding webhook payload: %w", err)
-	}
-	prevState, prevAttempts := d.State, d.AttemptCount
-	n, err := d.StartAttempt(now)
+	keys, keyErr := a.openSigningKeys(sc.Destination, sc.Secrets)
+	change, prep, err := a.beginAttempt(d, &sc.Event, sc.Destination.URL, keys, keyErr, now)
 	if err != nil {
 		return nil, err
 	}
-	saved, err := a.store.SaveWebhookDeliveryIf(ctx, prevState, prevAttempts, d, domain.WebhookDeliveryAttempt{
-		Number: n, Outcome: domain.WebhookAttemptDelivering, StartedAt: now,
-	})
+	saved, err := a.store.SaveWebhookDeliveryIf(ctx, change.PrevState, change.PrevAttempts, change.Delivery, change.Attempt)
 	if err != nil || !saved {
 		return nil, err // not saved: another run of this delivery got there first
 	}
-	prep := &preparedAttempt{delivery: d, started: now, url: sc.Destination.URL, keys: keys, body: body}
 	if keyErr != nil {
 		a.logger.ErrorContext(ctx, "webhook signing secret unavailable", "destination", sc.Destination.ID, "err", keyErr)
+	}
+	return prep, nil
+}
+
+// beginAttempt computes the start of d's next attempt: the change that
+// commits it as DELIVERING, and what to send.
+func (a *App) beginAttempt(d domain.WebhookDelivery, event *domain.AuditEvent, url string, keys [][]byte, keyErr error, now time.Time) (domain.WebhookDeliveryChange, *preparedAttempt, error) {
+	body, err := json.Marshal(WebhookPayload{Type: event.Action, Timestamp: event.RecordedAt, Data: event})
+	if err != nil {
+		return domain.WebhookDeliveryChange{}, nil, fmt.Errorf("encoding webhook payload: %w", err)
+	}
+	change := domain.WebhookDeliveryChange{PrevState: d.State, PrevAttempts: d.AttemptCount}
+	n, err := d.StartAttempt(now)
+	if err != nil {
+		return change, nil, err
+	}
+	change.Delivery = d
+	change.Attempt = domain.WebhookDeliveryAttempt{Number: n, Outcome: domain.WebhookAttemptDelivering, StartedAt: now}
+	prep := &preparedAttempt{delivery: d, started: now, url: url, keys: keys, body: body}
+	if keyErr != nil {
 		prep.unsendable = &webhook.Result{ErrorClass: errorClassSecret,
 			Error: "the destination's signing secret cannot be opened (was the master key changed?); rotate the destination's secret"}
 	}
-	return prep, nil
+	return change, prep, nil
 }
 
 // errorClassSecret marks an attempt that could not be signed.
@@ -145,21 +159,21 @@ const errorClassSecret webhook.ErrorClass = "secret_unavailable"
 
 // openSigningKeys opens the destination's valid secrets. Without one that
 // opens, nothing can be signed.
-func (a *App) openSigningKeys(sc domain.WebhookSendContext) ([][]byte, error) {
-	keys := make([][]byte, 0, len(sc.Secrets))
-	for _, s := range sc.Secrets {
-		plain, err := a.webhooks.Box.Open(s.Sealed, secretAAD(sc.Destination.ID, s.ID))
+func (a *App) openSigningKeys(dest domain.WebhookDestination, sealed []domain.SealedWebhookSecret) ([][]byte, error) {
+	keys := make([][]byte, 0, len(sealed))
+	for _, s := range sealed {
+		plain, err := a.webhooks.Box.Open(s.Sealed, secretAAD(dest.ID, s.ID))
 		if err != nil {
-			return nil, fmt.Errorf("opening secret %s of destination %s: %w", s.ID, sc.Destination.ID, err)
+			return nil, fmt.Errorf("opening secret %s of destination %s: %w", s.ID, dest.ID, err)
 		}
 		key, err := webhook.ParseSecret(string(plain))
 		if err != nil {
-			return nil, fmt.Errorf("secret %s of destination %s: %w", s.ID, sc.Destination.ID, err)
+			return nil, fmt.Errorf("secret %s of destination %s: %w", s.ID, dest.ID, err)
 		}
 		keys = append(keys, key)
 	}
 	if len(keys) == 0 {
-		return nil, fmt.Errorf("destination %s has no valid signing secret", sc.Destination.ID)
+		return nil, fmt.Errorf("destination %s has no valid signing secret", dest.ID)
 	}
 	return keys, nil
 }
@@ -209,8 +223,51 @@ func (a *App) recordLostAttempt(ctx context.Context, args WebhookDeliveryArgs) e
 // written when another run took the attempt over meanwhile (it recorded the
 // attempt as unknown).
 func (a *App) finishWebhookAttempt(ctx context.Context, prep *preparedAttempt, res webhook.Result) error {
-	d := prep.delivery
+	return a.finishWebhookAttempts(ctx, []*preparedAttempt{prep}, []webhook.Result{res})
+}
+
+// finishWebhookAttempts records the outcomes of sent attempts of one
+// tenant, in one transaction. Its commit does not wait for the disk: if
+// PostgreSQL loses it in a crash, the attempts are still DELIVERING, and the
+// job's rerun records them as unknown and resends under the same
+// webhook-ids. The intents, in contrast, were committed durably before the
+// requests.
+func (a *App) finishWebhookAttempts(ctx context.Context, preps []*preparedAttempt, results []webhook.Result) error {
 	now := a.storedNow()
+	changes := make([]domain.WebhookDeliveryChange, len(preps))
+	next := make(map[uuid.UUID]domain.OutboxJob, len(preps))
+	for i, prep := range preps {
+		change, job, err := a.attemptOutcome(prep, results[i], now)
+		if err != nil {
+			return err
+		}
+		changes[i] = change
+		if job != nil {
+			next[change.Delivery.ID] = *job
+		}
+	}
+	return a.retryTx(ctx, func(ctx context.Context) error {
+		if err := a.store.CommitWithoutFlush(ctx); err != nil {
+			return err
+		}
+		saved, err := a.store.SaveWebhookDeliveriesIf(ctx, changes)
+		if err != nil {
+			return err
+		}
+		var jobs []domain.OutboxJob
+		for _, id := range saved {
+			if job, ok := next[id]; ok {
+				jobs = append(jobs, job)
+			}
+		}
+		return a.store.EnqueueJobs(ctx, jobs...)
+	})
+}
+
+// attemptOutcome computes the end of a sent attempt: the delivery's change
+// and, when a retry is due, its job.
+func (a *App) attemptOutcome(prep *preparedAttempt, res webhook.Result, now time.Time) (domain.WebhookDeliveryChange, *domain.OutboxJob, error) {
+	d := prep.delivery
 	attempt := domain.WebhookDeliveryAttempt{
 		Number: d.AttemptCount, StartedAt: prep.started, FinishedAt: &now, Latency: res.Latency,
 		ErrorClass: string(res.ErrorClass), Error: res.Error, ResponseBody: cleanBody(res.Body),
@@ -243,28 +300,17 @@ func (a *App) finishWebhookAttempt(ctx context.Context, prep *preparedAttempt, r
 		next = now.Add(a.webhooks.RetrySchedule.Delay(sinceBudget, res.RetryAfter))
 		retry, err = d.Fail(now, next, attemptReason(res))
 	}
-	if err != nil {
-		return err
+	change := domain.WebhookDeliveryChange{PrevState: domain.WebhookDeliveryDelivering, PrevAttempts: attempt.Number,
+		Delivery: d, Attempt: attempt}
+	if err != nil || !retry {
+		return change, nil, err
 	}
-	// The outcome's commit does not wait for the disk: if PostgreSQL loses
-	// it in a crash, the attempt is still DELIVERING, and the job's rerun
-	// records it as unknown and resends under the same webhook-id. The
-	// intent, in contrast, was committed durably before the request.
-	save := func(ctx context.Context) error {
-		if err := a.store.CommitWithoutFlush(ctx); err != nil {
-			return err
-		}
-		saved, err := a.store.SaveWebhookDeliveryIf(ctx, domain.WebhookDeliveryDelivering, attempt.Number, d, attempt)
-		if err != nil || !saved || !retry {
-			return err
-		}
-		at := next
-		if !next.After(now) {
-			at = time.Time{}
-		}
-		return a.store.EnqueueJobs(ctx, webhookDeliveryJob(&d, at))
+	at := next
+	if !next.After(now) {
+		at = time.Time{}
 	}
-	return a.retryTx(ctx, save)
+	job := webhookDeliveryJob(&d, at)
+	return change, &job, nil
 }
 
 // attemptReason is the delivery's lastError for a failed attempt.

@@ -37,6 +37,8 @@ type WebhookStore interface {
 	SaveWebhookAttempt(ctx context.Context, deliveryID uuid.UUID, a domain.WebhookDeliveryAttempt) error
 	WebhookSendContext(ctx context.Context, tenantID, projectID string, deliveryID, destinationID, eventID uuid.UUID, now time.Time) (domain.WebhookSendContext, error)
 	SaveWebhookDeliveryIf(ctx context.Context, prev domain.WebhookDeliveryState, prevAttempts int, d domain.WebhookDelivery, a domain.WebhookDeliveryAttempt) (bool, error)
+	SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.WebhookDeliveryChange) ([]uuid.UUID, error)
+	WebhookBatchSendContext(ctx context.Context, tenantID string, destinationID uuid.UUID, deliveryIDs, eventIDs []uuid.UUID, now time.Time) (domain.WebhookBatchSendContext, error)
 	// CommitWithoutFlush lets the transaction in ctx commit without waiting
 	// for the disk; for writes whose loss is detected and repaired.
 	CommitWithoutFlush(ctx context.Context) error

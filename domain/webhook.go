@@ -373,3 +373,12 @@ type WebhookDeliveryChange struct {
 	Delivery     WebhookDelivery
 	Attempt      WebhookDeliveryAttempt
 }
+
+// WebhookBatchSendContext is what first attempts of several deliveries to
+// one destination need, read together.
+type WebhookBatchSendContext struct {
+	Destination WebhookDestination
+	Secrets     []SealedWebhookSecret
+	Deliveries  []WebhookDelivery
+	Events      map[uuid.UUID]*AuditEvent
+}

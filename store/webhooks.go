@@ -563,3 +563,52 @@ func (s *Store) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.We
 	}
 	return saved, nil
 }
+
+// WebhookBatchSendContext reads, in one round trip, what first attempts of
+// deliveries to one destination need: the destination with its valid sealed
+// secrets, the deliveries and their events (by id). Deliveries or events
+// the tenant does not have are simply absent.
+func (s *Store) WebhookBatchSendContext(ctx context.Context, tenantID string, destinationID uuid.UUID, deliveryIDs, eventIDs []uuid.UUID, now time.Time) (domain.WebhookBatchSendContext, error) {
+	var out domain.WebhookBatchSendContext
+	b := &pgx.Batch{}
+	b.Queue(`SELECT `+destinationColumns+` FROM webhook_destinations d WHERE d.tenant_id = $1 AND d.id = $2`, tenantID, destinationID)
+	b.Queue(`SELECT id, sealed, created_at, expires_at FROM webhook_destination_secrets
+		WHERE destination_id = $1 AND (expires_at IS NULL OR expires_at > $2) ORDER BY created_at DESC, id DESC`, destinationID, now)
+	b.Queue(`SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE tenant_id = $1 AND id = ANY($2) AND destination_id = $3`,
+		tenantID, deliveryIDs, destinationID)
+	b.Queue(`SELECT `+auditEventColumns+` FROM audit_events WHERE tenant_id = $1 AND id = ANY($2)`, tenantID, eventIDs)
+	br := s.q(ctx).SendBatch(ctx, b)
+	defer br.Close()
+	rows, _ := br.Query()
+	d, err := pgx.CollectExactlyOneRow(rows, scanDestination)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return out, ErrNotFound
+	}
+	if err != nil {
+		return out, fmt.Errorf("reading webhook destination: %w", err)
+	}
+	out.Destination = d
+	rows, _ = br.Query()
+	out.Secrets, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.SealedWebhookSecret, error) {
+		var sec domain.SealedWebhookSecret
+		err := row.Scan(&sec.ID, &sec.Sealed, &sec.CreatedAt, &sec.ExpiresAt)
+		return sec, err
+	})
+	if err != nil {
+		return out, fmt.Errorf("reading webhook secrets: %w", err)
+	}
+	rows, _ = br.Query()
+	if out.Deliveries, err = pgx.CollectRows(rows, scanDelivery); err != nil {
+		return out, fmt.Errorf("reading webhook deliveries: %w", err)
+	}
+	rows, _ = br.Query()
+	events, err := pgx.CollectRows(rows, scanAuditEvent)
+	if err != nil {
+		return out, fmt.Errorf("reading events of webhook deliveries: %w", err)
+	}
+	out.Events = make(map[uuid.UUID]*domain.AuditEvent, len(events))
+	for i := range events {
+		out.Events[events[i].ID] = &events[i]
+	}
+	return out, br.Close()
+}
