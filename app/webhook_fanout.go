@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -13,7 +12,8 @@ import (
 // FanOutWebhookDeliveries runs the outbox fact of recorded events: it
 // matches the events of args against the project's active subscriptions and
 // creates one WebhookDelivery per (subscription, event) with its delivery
-// job, in one transaction per chunk of events. It is idempotent: deliveries
+// job (batched per destination, see WebhookDeliveryBatchArgs), in one
+// transaction per chunk of events. It is idempotent: deliveries
 // are unique per (subscription, event), and a delivery job is enqueued only
 // for a delivery this run inserted, so running it twice (River retry,
 // rescue) creates nothing more.
@@ -71,9 +71,9 @@ func (a *App) fanOutChunk(ctx context.Context, tenantID, projectID string, from,
 	for i := range ds {
 		byID[ds[i].ID] = &ds[i]
 	}
-	jobs := make([]domain.OutboxJob, len(inserted))
+	fresh := make([]*domain.WebhookDelivery, len(inserted))
 	for i, id := range inserted {
-		jobs[i] = webhookDeliveryJob(byID[id], time.Time{})
+		fresh[i] = byID[id]
 	}
-	return len(inserted), a.store.EnqueueJobs(ctx, jobs...)
+	return len(inserted), a.store.EnqueueJobs(ctx, webhookBatchJobs(fresh)...)
 }

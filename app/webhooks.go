@@ -119,6 +119,18 @@ var ErrDestinationBusy = fmt.Errorf("webhook destination has too many requests i
 // acquire takes one of the destination's in-flight slots, waiting up to
 // destinationWait. The release func must be called once.
 func (w *webhookRuntime) acquire(ctx context.Context, destinationID uuid.UUID) (release func(), ok bool) {
+	return w.take(ctx, destinationID, destinationWait)
+}
+
+// acquireNow takes one of the destination's in-flight slots if one is free
+// now.
+func (w *webhookRuntime) acquireNow(ctx context.Context, destinationID uuid.UUID) (release func(), ok bool) {
+	return w.take(ctx, destinationID, 0)
+}
+
+// take takes one of the destination's slots, waiting up to wait (0: not
+// at all).
+func (w *webhookRuntime) take(ctx context.Context, destinationID uuid.UUID, wait time.Duration) (release func(), ok bool) {
 	w.mu.Lock()
 	s := w.slots[destinationID]
 	if s == nil {
@@ -137,7 +149,11 @@ func (w *webhookRuntime) acquire(ctx context.Context, destinationID uuid.UUID) (
 	select {
 	case s.sem <- struct{}{}:
 	default:
-		t := time.NewTimer(destinationWait)
+		if wait <= 0 {
+			done()
+			return nil, false
+		}
+		t := time.NewTimer(wait)
 		defer t.Stop()
 		select {
 		case s.sem <- struct{}{}:

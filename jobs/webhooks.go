@@ -44,9 +44,33 @@ func (w *WebhookDeliveryWorker) Timeout(*river.Job[app.WebhookDeliveryArgs]) tim
 
 // Work implements river.Worker.
 func (w *WebhookDeliveryWorker) Work(ctx context.Context, job *river.Job[app.WebhookDeliveryArgs]) error {
-	err := w.App.DeliverWebhook(ctx, job.Args)
+	return snoozeIfBusy(w.App.DeliverWebhook(ctx, job.Args))
+}
+
+// WebhookDeliveryBatchWorker runs the first attempts of a fan-out's new
+// deliveries to one destination; see app.App.DeliverWebhookBatch.
+type WebhookDeliveryBatchWorker struct {
+	river.WorkerDefaults[app.WebhookDeliveryBatchArgs]
+	App *app.App
+	// SendTimeout is the sender's total timeout per request.
+	SendTimeout time.Duration
+}
+
+// Timeout implements river.Worker: a batch sends its requests at least one
+// at a time, each within SendTimeout.
+func (w *WebhookDeliveryBatchWorker) Timeout(job *river.Job[app.WebhookDeliveryBatchArgs]) time.Duration {
+	return time.Duration(len(job.Args.DeliveryIDs))*w.SendTimeout + 30*time.Second
+}
+
+// Work implements river.Worker.
+func (w *WebhookDeliveryBatchWorker) Work(ctx context.Context, job *river.Job[app.WebhookDeliveryBatchArgs]) error {
+	return snoozeIfBusy(w.App.DeliverWebhookBatch(ctx, job.Args))
+}
+
+// snoozeIfBusy turns app.ErrDestinationBusy into a short snooze: the worker
+// goes back to the pool and the job returns soon, without using an attempt.
+func snoozeIfBusy(err error) error {
 	if errors.Is(err, app.ErrDestinationBusy) {
-		// Give the worker back and try again soon, without using an attempt.
 		return river.JobSnooze(250*time.Millisecond + rand.N(250*time.Millisecond))
 	}
 	return err

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -317,12 +316,13 @@ func TestWebhookRetryAfterIsHonoured(t *testing.T) {
 	require.GreaterOrEqual(t, gap, 900*time.Millisecond, "Retry-After: 1 outweighs a 10ms schedule")
 }
 
-// TestWebhookCrashBetweenDeliveringAndOutcome kills the attempt after its
+// TestWebhookCrashBetweenDeliveringAndOutcome stops a worker after its
 // DELIVERING intent committed and its request reached the receiver, before
-// the outcome is recorded (the goroutine exits as a crashed process would:
-// nothing after the request runs). A rerun of the same job, as River's rescue
-// does, records the attempt as UNKNOWN and the resend carries the same
-// webhook-id.
+// the outcome is recorded: the worker hangs for good, as a killed process
+// would, and never writes again. A rerun of the same job, as River's rescue
+// does, records the attempt as UNKNOWN, and the resend carries the same
+// webhook-id. When the stale worker finally wakes, its late outcome is
+// refused (the delivery moved on).
 func TestWebhookCrashBetweenDeliveringAndOutcome(t *testing.T) {
 	r := newReceiver(t, always(200))
 	b := setupWebhooks(t, setupOpts{rootCAs: r, noWorkers: true})
@@ -340,39 +340,27 @@ func TestWebhookCrashBetweenDeliveringAndOutcome(t *testing.T) {
 	require.Zero(t, n, "a second run of the fan-out creates nothing")
 	var deliveries, deliveryJobs int
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries`).Scan(&deliveries))
-	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = 'webhook_delivery'`).Scan(&deliveryJobs))
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind LIKE 'webhook_delivery%'`).Scan(&deliveryJobs))
 	require.Equal(t, 1, deliveries)
 	require.Equal(t, 1, deliveryJobs, "and enqueues nothing")
 
-	args := lastJobArgs[app.WebhookDeliveryArgs](t, b.pool, "webhook_delivery")
-	hold := make(chan struct{})
-	r.mu.Lock()
-	r.hold = hold
-	r.mu.Unlock()
-	crashed := make(chan struct{})
-	go func() {
-		defer close(crashed)
-		crashCtx, crash := context.WithCancel(ctx)
-		go func() {
-			<-r.arrived
-			crash() // the process dies with its request in flight
-		}()
-		cfg := b.cfg
-		cfg.Sender = crashingSender{b.cfg.Sender}
-		crashApp := app.New(store.New(b.pool), app.Config{Webhooks: cfg})
-		_ = crashApp.DeliverWebhook(crashCtx, args)
-	}()
-	<-crashed
-	close(hold)
+	args := lastJobArgs[app.WebhookDeliveryBatchArgs](t, b.pool, "webhook_delivery_batch")
+	wake := make(chan struct{})
+	stale := make(chan error, 1)
+	cfg := b.cfg
+	cfg.Sender = hangingSender{real: b.cfg.Sender, wake: wake}
+	crashed := app.New(store.New(b.pool), app.Config{Webhooks: cfg})
+	go func() { stale <- crashed.DeliverWebhookBatch(ctx, args) }()
+	<-r.arrived // the request reached the receiver; the worker is gone
 
-	d, err := b.app.WebhookDelivery(ctx, b.admin, args.DeliveryID.String())
+	d, err := b.app.WebhookDelivery(ctx, b.admin, args.DeliveryIDs[0].String())
 	require.NoError(t, err)
 	require.Equal(t, domain.WebhookDeliveryDelivering, d.State, "the intent was committed before the request")
 	require.Equal(t, domain.WebhookAttemptDelivering, d.Attempts[0].Outcome)
 
 	// River rescues the job and runs it again.
-	require.NoError(t, b.app.DeliverWebhook(ctx, args))
-	d, err = b.app.WebhookDelivery(ctx, b.admin, args.DeliveryID.String())
+	require.NoError(t, b.app.DeliverWebhookBatch(ctx, args))
+	d, err = b.app.WebhookDelivery(ctx, b.admin, args.DeliveryIDs[0].String())
 	require.NoError(t, err)
 	require.Equal(t, domain.WebhookAttemptUnknown, d.Attempts[0].Outcome, "a leftover DELIVERING attempt has an unknown outcome")
 	require.Equal(t, domain.WebhookDeliveryRetrying, d.State)
@@ -384,16 +372,26 @@ func TestWebhookCrashBetweenDeliveringAndOutcome(t *testing.T) {
 	require.Len(t, reqs, 2, "the receiver saw the lost attempt and the resend")
 	require.Equal(t, reqs[0].header.Get("webhook-id"), reqs[1].header.Get("webhook-id"))
 	require.Equal(t, d.IdempotencyKey, reqs[1].header.Get("webhook-id"))
+
+	close(wake)
+	require.NoError(t, <-stale)
+	after, err := b.app.WebhookDelivery(ctx, b.admin, d.ID.String())
+	require.NoError(t, err)
+	require.Equal(t, d.State, after.State, "the stale worker's late outcome changed nothing")
+	require.Equal(t, d.Attempts, after.Attempts)
 }
 
-// crashingSender sends for real, then ends its goroutine as a crash would:
-// the caller never learns the outcome.
-type crashingSender struct{ real app.WebhookSender }
+// hangingSender sends for real, then hangs until wake: a worker that
+// stopped between its request and its outcome.
+type hangingSender struct {
+	real app.WebhookSender
+	wake chan struct{}
+}
 
-func (s crashingSender) Send(ctx context.Context, req webhook.Request) webhook.Result {
-	s.real.Send(ctx, req)
-	runtime.Goexit()
-	panic("unreachable")
+func (s hangingSender) Send(ctx context.Context, req webhook.Request) webhook.Result {
+	res := s.real.Send(ctx, req)
+	<-s.wake
+	return res
 }
 
 func lastJobArgs[T any](t *testing.T, pool *pgxpool.Pool, kind string) T {
