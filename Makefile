@@ -2,7 +2,7 @@
 # a dev token; `make test` runs every test against a real PostgreSQL.
 GO      ?= go
 BIN     := bin/aether
-DEV_PERMISSIONS := audit:read,audit:write,webhooks:read,webhooks:write,deliveries:redrive,exports:read,exports:write,exports:download,admin
+DEV_PERMISSIONS := audit:read,audit:write,webhooks:read,webhooks:write,deliveries:redrive,exports:read,exports:write,exports:download,history:write,admin
 
 .PHONY: all build run test e2e vet generate check-generate bench tidy
 

@@ -61,9 +61,12 @@ const (
 	DefaultDownloadTTL     = 10 * time.Minute
 	// MaxDownloadTTL bounds a download capability's lifetime.
 	MaxDownloadTTL = time.Hour
-	// dataExportMaxAttempts bounds the runs of one export's job; the last
-	// one fails the export rather than leave it RUNNING.
-	dataExportMaxAttempts = 3
+	// dataExportFailingRuns is how many runs of an export may fail before
+	// the export is FAILED; the job itself is allowed more runs
+	// (dataExportJobAttempts), so that runs cut short by a crash or a
+	// shutdown still end in READY or FAILED, never stuck RUNNING.
+	dataExportFailingRuns = 3
+	dataExportJobAttempts = 10
 	// exportProgressInterval is how often a running export reports progress.
 	exportProgressInterval = time.Second
 )
@@ -105,6 +108,10 @@ type RequestDataExportInput struct {
 	// IdempotencyKey, when set, makes the request idempotent.
 	IdempotencyKey string
 }
+
+// QueueExports is the River queue of export runs, apart from other work so
+// that long exports cannot hold up webhooks.
+const QueueExports = "exports"
 
 // DataExportJobArgs asks a worker to run an export.
 type DataExportJobArgs struct {
@@ -212,7 +219,7 @@ func (a *App) RequestDataExport(ctx context.Context, id Identity, in RequestData
 		}
 		out = e
 		return a.store.EnqueueJobs(ctx, domain.OutboxJob{Args: DataExportJobArgs{TenantID: e.TenantID, ExportID: e.ID},
-			MaxAttempts: dataExportMaxAttempts})
+			Queue: QueueExports, MaxAttempts: dataExportJobAttempts})
 	})
 	if err != nil {
 		return domain.DataExport{}, err

@@ -16,9 +16,9 @@ import (
 // DataExportRun is one run of an export's job, as River gives it.
 type DataExportRun struct {
 	Args DataExportJobArgs
-	// Attempt is River's attempt number of the job (1-based), and
-	// MaxAttempts its bound: the last attempt fails the export rather than
-	// leave it RUNNING.
+	// Attempt is River's attempt number of the job (1-based). From attempt
+	// MaxAttempts on (default 3), a run that fails fails the export rather
+	// than leave it to another run.
 	Attempt, MaxAttempts int
 	// Complete marks the job completed in the transaction in ctx, so that
 	// an export turns READY together with its job's completion.
@@ -130,13 +130,17 @@ func (a *App) writeExportObject(ctx context.Context, e domain.DataExport, key st
 	})
 	defer func() { close(stop); wg.Wait() }()
 
+	// A write that fails (the size bound) cancels the query, rather than
+	// read its remaining rows for nothing.
+	sctx, stopQuery := context.WithCancel(ctx)
+	defer stopQuery()
 	switch e.Kind {
 	case domain.DataExportAudit:
-		err = a.store.StreamAuditEventsByTime(ctx, e.TenantID, e.ProjectID, e.From, e.To, w.WriteAudit)
+		err = a.store.StreamAuditEventsByTime(sctx, e.TenantID, e.ProjectID, e.From, e.To, stopOnError(stopQuery, w.WriteAudit))
 	case domain.DataExportAlarm:
-		err = a.store.StreamAlarmHistory(ctx, e.TenantID, e.ProjectID, e.From, e.To, w.WriteAlarm)
+		err = a.store.StreamAlarmHistory(sctx, e.TenantID, e.ProjectID, e.From, e.To, stopOnError(stopQuery, w.WriteAlarm))
 	case domain.DataExportTelemetry:
-		err = a.store.StreamTelemetryHistory(ctx, e.TenantID, e.ProjectID, e.From, e.To, w.WriteTelemetry)
+		err = a.store.StreamTelemetryHistory(sctx, e.TenantID, e.ProjectID, e.From, e.To, stopOnError(stopQuery, w.WriteTelemetry))
 	default:
 		err = fmt.Errorf("unknown export kind %q", e.Kind)
 	}
@@ -152,17 +156,21 @@ func (a *App) writeExportObject(ctx context.Context, e domain.DataExport, key st
 // retried before that.
 func (a *App) exportError(ctx context.Context, run DataExportRun, e domain.DataExport, cause error) error {
 	var reason string
+	last := run.MaxAttempts
+	if last <= 0 {
+		last = dataExportFailingRuns
+	}
 	switch {
 	case errors.Is(cause, export.ErrTooLarge):
 		reason = fmt.Sprintf("the export would exceed %d bytes; request a shorter time range", a.exports.MaxBytes)
-	case ctx.Err() != nil:
-		return cause
-	case run.MaxAttempts > 0 && run.Attempt >= run.MaxAttempts:
+	case run.Attempt >= last:
 		a.logger.ErrorContext(ctx, "export failed", "export", e.ID, "err", cause)
 		reason = fmt.Sprintf("the export failed after %d attempts because of an internal error; request it again", run.Attempt)
 	default:
-		return cause
+		return cause // a later run tries again
 	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
 	return a.retryTx(ctx, func(ctx context.Context) error {
 		cur, err := a.store.GetDataExport(ctx, e.TenantID, e.ID, true)
 		if err != nil {
@@ -182,3 +190,14 @@ func (a *App) exportError(ctx context.Context, run DataExportRun, e domain.DataE
 }
 
 func isBlobNotFound(err error) bool { return gcerrors.Code(err) == gcerrors.NotFound }
+
+// stopOnError wraps a row writer so that its first error also calls stop.
+func stopOnError[T any](stop func(), write func(T) error) func(T) error {
+	return func(v T) error {
+		if err := write(v); err != nil {
+			stop()
+			return err
+		}
+		return nil
+	}
+}

@@ -36,6 +36,8 @@ type ClientConfig struct {
 	// WebhookSendTimeout is the sender's total timeout per request, from
 	// which the delivery job's timeout follows; default 15 s.
 	WebhookSendTimeout time.Duration
+	// ExportWorkers bounds concurrent export runs of this process; default 2.
+	ExportWorkers int
 	// ExpiryInterval is how often READY exports past their expiry are
 	// expired; default one minute.
 	ExpiryInterval time.Duration
@@ -63,6 +65,9 @@ func NewClient(pool *pgxpool.Pool, store Store, cfg ClientConfig) (*river.Client
 	if cfg.WebhookSendTimeout <= 0 {
 		cfg.WebhookSendTimeout = 15 * time.Second
 	}
+	if cfg.ExportWorkers <= 0 {
+		cfg.ExportWorkers = 2
+	}
 	if cfg.ExpiryInterval <= 0 {
 		cfg.ExpiryInterval = time.Minute
 	}
@@ -88,6 +93,7 @@ func NewClient(pool *pgxpool.Pool, store Store, cfg ClientConfig) (*river.Client
 		Queues: map[string]river.QueueConfig{
 			river.QueueDefault: {MaxWorkers: cfg.MaxWorkers},
 			app.QueueWebhooks:  {MaxWorkers: cfg.WebhookWorkers},
+			app.QueueExports:   {MaxWorkers: cfg.ExportWorkers},
 		},
 		// A job of a process that died is run again after this; workers
 		// with a longer timeout (none yet) are left alone until it passes.

@@ -97,14 +97,19 @@ func isWebSocketUpgrade(r *http.Request) bool {
 	return false
 }
 
-// withBaseURL puts the base URL the client used (scheme and host of the
-// request) into the context, for links the use cases hand out.
-func withBaseURL(next http.Handler) http.Handler {
+// withBaseURL puts the service's base URL into the context, for links the
+// use cases hand out: the configured public URL, else the scheme and host
+// the request came in with.
+func (s *Server) withBaseURL(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		scheme := "http"
-		if r.TLS != nil {
-			scheme = "https"
+		base := strings.TrimSuffix(s.cfg.PublicURL, "/")
+		if base == "" {
+			scheme := "http"
+			if r.TLS != nil {
+				scheme = "https"
+			}
+			base = scheme + "://" + r.Host
 		}
-		next.ServeHTTP(w, r.WithContext(app.ContextWithBaseURL(r.Context(), scheme+"://"+r.Host)))
+		next.ServeHTTP(w, r.WithContext(app.ContextWithBaseURL(r.Context(), base)))
 	})
 }

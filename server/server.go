@@ -25,6 +25,10 @@ type Config struct {
 	App      *app.App
 	Verifier TokenVerifier
 	Logger   *slog.Logger
+	// PublicURL is the base URL clients reach the service at (behind a
+	// proxy that terminates TLS, e.g. https://audit.example.com), for links
+	// the service hands out; default the request's own scheme and host.
+	PublicURL string
 	// Ready reports whether the service can serve (database reachable,
 	// migrations current); /readyz answers 503 while it returns an error.
 	Ready func(ctx context.Context) error
@@ -116,7 +120,7 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 
 	gql := s.graphQLHandler()
-	s.mux.Handle("/graphql", s.traced(withBaseURL(s.limitBody(s.authenticated(graphQLRequestGate(gql), graphQLUnauthenticated)))))
+	s.mux.Handle("/graphql", s.traced(s.withBaseURL(s.limitBody(s.authenticated(graphQLRequestGate(gql), graphQLUnauthenticated)))))
 	s.mux.Handle("GET /api/v1/audit/events", s.traced(s.authenticated(http.HandlerFunc(s.listAuditEvents), problemUnauthenticated)))
 	s.mux.Handle("GET /api/v1/audit/events/stream", s.traced(s.authenticated(http.HandlerFunc(s.streamAuditEvents), problemUnauthenticated)))
 	// The capability in the path is the download's only credential.

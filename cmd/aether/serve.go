@@ -25,6 +25,7 @@ type serveCmd struct {
 	databaseFlags
 	secretFlags
 	Addr                   string        `name:"addr" env:"AETHER_ADDR" default:"127.0.0.1:8080" help:"Address to listen on."`
+	PublicURL              string        `name:"public-url" env:"AETHER_PUBLIC_URL" help:"Base URL clients reach the service at (e.g. https://audit.example.com behind a TLS proxy), used in links it hands out such as export downloads. Default: the request's scheme and host."`
 	JWKSURL                string        `name:"jwks-url" env:"AETHER_JWKS_URL" help:"Production token verification: JWKS URL of the identity provider (RS256/384/512, ES256/384). Replaces the HS256 secret."`
 	JWTIssuer              string        `name:"jwt-issuer" env:"AETHER_JWT_ISSUER" help:"Required iss claim, when set."`
 	JWTAudience            string        `name:"jwt-audience" env:"AETHER_JWT_AUDIENCE" help:"Required aud claim, when set."`
@@ -106,6 +107,7 @@ func (c *serveCmd) Run() error {
 	handler := server.New(server.Config{
 		App:                      application,
 		Verifier:                 verifier,
+		PublicURL:                c.PublicURL,
 		Logger:                   logger,
 		Ready:                    readiness(db),
 		MaxBodyBytes:             c.MaxBodyBytes,
