@@ -17,6 +17,10 @@
 //	                     events/s, CPU per delivery including PostgreSQL,
 //	                     vs a plain net/http client posting the same signed
 //	                     payloads
+//	export               the 1M-event project exported as NDJSON (plain and
+//	                     gzip) by app.RunDataExport to a file bucket, vs
+//	                     COPY (SELECT ...) TO STDOUT of the same rows, with
+//	                     the process's RSS growth
 //
 // Our side is the real service: server.New over app.New(store.New(pool)),
 // served by net/http on a 127.0.0.1 socket with a bearer token, driven by
@@ -73,6 +77,7 @@ var scenarios = []scenario{
 	{"query-page", runQueryPage},
 	{"live-fanout", runLiveFanout},
 	{"webhook-delivery", runWebhookDelivery},
+	{"export", runExport},
 }
 
 // options are the command-line flags.
