@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/aetheriot/aether-audit/domain"
 )
@@ -13,7 +14,43 @@ type ndjsonEncoder struct {
 	w *bufio.Writer
 }
 
-func (e ndjsonEncoder) encodeAudit(v *domain.AuditEvent) error         { return e.encode(v) }
+// auditRowRoom is the free buffer space below which an audit row is encoded
+// into a pooled spill buffer rather than straight into the writer's buffer,
+// where it would likely not fit and append would allocate.
+const auditRowRoom = 4 << 10
+
+// spillBuffers holds the buffers of audit rows that do not fit the writer's
+// free space.
+var spillBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 2*auditRowRoom); return &b }}
+
+// encodeAudit encodes the event with its reflection-free encoder, which
+// writes what json.Marshal writes, straight into the writer's buffer when
+// there is room, so a row costs no allocation. A row json.Marshal refuses
+// (invalid details JSON) fails and writes nothing.
+func (e ndjsonEncoder) encodeAudit(v *domain.AuditEvent) error {
+	if e.w.Available() >= auditRowRoom {
+		line, err := v.AppendJSONChecked(e.w.AvailableBuffer())
+		if err != nil {
+			return fmt.Errorf("export: encode row as JSON: %w", err)
+		}
+		// Write copies line onto itself unless it outgrew the free space.
+		_, err = e.w.Write(append(line, '\n'))
+		return err
+	}
+	bp := spillBuffers.Get().(*[]byte)
+	defer spillBuffers.Put(bp)
+	line, err := v.AppendJSONChecked((*bp)[:0])
+	if err != nil {
+		return fmt.Errorf("export: encode row as JSON: %w", err)
+	}
+	line = append(line, '\n')
+	if cap(line) <= 1<<20 { // keep a grown buffer, unless it is huge
+		*bp = line
+	}
+	_, err = e.w.Write(line)
+	return err
+}
+
 func (e ndjsonEncoder) encodeAlarm(v *domain.AlarmRecord) error        { return e.encode(v) }
 func (e ndjsonEncoder) encodeTelemetry(v *domain.TelemetryPoint) error { return e.encode(v) }
 
