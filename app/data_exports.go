@@ -24,7 +24,7 @@ type DataExportStore interface {
 	LockTenantDataExports(ctx context.Context, tenantID string) error
 	CountActiveDataExports(ctx context.Context, tenantID string) (int, error)
 	ListDataExports(ctx context.Context, tenantID, projectID string, f domain.DataExportFilter, before uuid.UUID, limit int) ([]domain.DataExport, error)
-	DueDataExportExpiries(ctx context.Context, now time.Time, limit int) ([]domain.DataExport, error)
+	DueDataExportExpiries(ctx context.Context, now, failedBefore time.Time, limit int) ([]domain.DataExport, error)
 	StreamAuditEventsByTime(ctx context.Context, tenantID, projectID string, from, to time.Time, fn func(*domain.AuditEvent) error) error
 	StreamAlarmHistory(ctx context.Context, tenantID, projectID string, from, to time.Time, fn func(*domain.AlarmRecord) error) error
 	StreamTelemetryHistory(ctx context.Context, tenantID, projectID string, from, to time.Time, fn func(*domain.TelemetryPoint) error) error
@@ -327,11 +327,13 @@ func (a *App) expireLocked(ctx context.Context, id Identity, e domain.DataExport
 // expirySubject is the identity the periodic expiry acts as.
 const expirySubject = "system:export-expiry"
 
-// ExpireDueDataExports expires READY exports past their expiresAt, up to
-// limit of them, each in its own transaction (audited as export.expired by
-// the system). It returns how many it expired.
+// ExpireDueDataExports expires READY exports past their expiresAt and
+// FAILED exports older than the exports' TTL, up to limit of each, each in
+// its own transaction (audited as export.expired by the system). It
+// returns how many it expired.
 func (a *App) ExpireDueDataExports(ctx context.Context, limit int) (int, error) {
-	due, err := a.store.DueDataExportExpiries(ctx, a.storedNow(), limit)
+	now := a.storedNow()
+	due, err := a.store.DueDataExportExpiries(ctx, now, now.Add(-a.exports.TTL), limit)
 	if err != nil {
 		return 0, err
 	}
@@ -340,7 +342,7 @@ func (a *App) ExpireDueDataExports(ctx context.Context, limit int) (int, error) 
 		sys := Identity{Subject: expirySubject, TenantID: d.TenantID}
 		err := a.retryTx(ctx, func(ctx context.Context) error {
 			e, err := a.store.GetDataExport(ctx, d.TenantID, d.ID, true)
-			if err != nil || e.State != domain.DataExportReady {
+			if err != nil || e.State != d.State {
 				return err
 			}
 			_, err = a.expireLocked(ctx, sys, e, "past its expiry")

@@ -321,3 +321,12 @@ func TestDataExportExpiresAndItsObjectIsDeleted(t *testing.T) {
 	require.Len(t, events.Edges, 1)
 	require.Equal(t, domain.SubjectSystem, events.Edges[0].Event.Subject.Type)
 }
+
+func TestDataExportFailedExportsExpireToo(t *testing.T) {
+	b := setupExports(t, app.ExportConfig{MaxBytes: 1000, TTL: time.Second}, true)
+	b.seedHistory(t, 50)
+	e := b.request(t, domain.DataExportAudit, domain.DataExportCSV, domain.DataExportUncompressed)
+	b.await(t, e.ID, domain.DataExportFailed)
+	e = b.await(t, e.ID, domain.DataExportExpired)
+	require.NotEmpty(t, e.FailureReason, "the reason stays readable")
+}

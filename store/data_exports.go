@@ -171,11 +171,15 @@ func (s *Store) ListDataExports(ctx context.Context, tenantID, projectID string,
 	return out, nil
 }
 
-// DueDataExportExpiries returns up to limit READY exports (of any tenant)
-// whose expiresAt has passed at now, oldest first.
-func (s *Store) DueDataExportExpiries(ctx context.Context, now time.Time, limit int) ([]domain.DataExport, error) {
-	rows, _ := s.q(ctx).Query(ctx, `SELECT `+dataExportColumns+` FROM data_exports
-		WHERE state = 'READY' AND expires_at <= $1 ORDER BY expires_at LIMIT $2`, now, limit)
+// DueDataExportExpiries returns up to limit exports (of any tenant) due to
+// expire at now: READY ones whose expiresAt has passed, and FAILED ones that
+// failed before failedBefore.
+func (s *Store) DueDataExportExpiries(ctx context.Context, now, failedBefore time.Time, limit int) ([]domain.DataExport, error) {
+	rows, _ := s.q(ctx).Query(ctx, `(SELECT `+dataExportColumns+` FROM data_exports
+			WHERE state = 'READY' AND expires_at <= $1 ORDER BY expires_at LIMIT $3)
+		UNION ALL
+		(SELECT `+dataExportColumns+` FROM data_exports
+			WHERE state = 'FAILED' AND failed_at <= $2 ORDER BY failed_at LIMIT $3)`, now, failedBefore, limit)
 	out, err := pgx.CollectRows(rows, scanDataExport)
 	if err != nil {
 		return nil, fmt.Errorf("reading due export expiries: %w", err)
