@@ -32,8 +32,10 @@ const (
 	// maxResponseHeaderBytes bounds the response header size.
 	maxResponseHeaderBytes = 64 << 10
 	// defaultIdlePerHost is the number of idle keep-alive connections kept
-	// per receiver when MaxConnsPerHost is unlimited.
-	defaultIdlePerHost = 32
+	// per receiver when MaxConnsPerHost is unlimited: as many as the
+	// requests a busy process has in flight to one receiver, so that bursts
+	// reuse connections instead of paying a TLS handshake each.
+	defaultIdlePerHost = 128
 )
 
 // SenderConfig configures a [Sender]. Zero values select the defaults.
