@@ -162,23 +162,7 @@ func (r *subscriptionResolver) DataExportUpdated(ctx context.Context, exportID s
 	if err != nil {
 		return nil, r.fail(ctx, err)
 	}
-	ch := make(chan *domain.DataExport)
-	go func() {
-		defer close(ch)
-		defer stream.Close()
-		for {
-			e, err := stream.Next(ctx)
-			if err != nil {
-				return
-			}
-			select {
-			case ch <- e:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return ch, nil
+	return pump[domain.DataExport](r.Resolver, ctx, stream), nil
 }
 
 // DataExport returns generated.DataExportResolver implementation.

@@ -102,7 +102,7 @@ func (r *subscriptionResolver) AuditEventRecorded(ctx context.Context, projectID
 	if err != nil {
 		return nil, r.fail(ctx, err)
 	}
-	return r.pump(ctx, stream), nil
+	return pump[domain.AuditEvent](r.Resolver, ctx, stream), nil
 }
 
 // Mutation returns generated.MutationResolver implementation.

@@ -5,28 +5,33 @@ import (
 	"errors"
 
 	"github.com/aetheriot/aether-audit/app"
-	"github.com/aetheriot/aether-audit/domain"
 )
 
-// pump moves a stream's events into the channel gqlgen reads a subscription
+// stream is what pump reads: app.AuditEventStream, *app.DataExportStream.
+type stream[T any] interface {
+	Next(ctx context.Context) (*T, error)
+	Close()
+}
+
+// pump moves a stream's values into the channel gqlgen reads a subscription
 // from, one at a time: a subscriber that does not read holds only itself
 // back. The channel closes, ending the subscription, when ctx ends or the
-// stream fails; the stream is closed with it.
-func (r *Resolver) pump(ctx context.Context, stream app.AuditEventStream) <-chan *domain.AuditEvent {
-	ch := make(chan *domain.AuditEvent)
+// stream ends or fails; the stream is closed with it.
+func pump[T any](r *Resolver, ctx context.Context, s stream[T]) <-chan *T {
+	ch := make(chan *T)
 	go func() {
 		defer close(ch)
-		defer stream.Close()
+		defer s.Close()
 		for {
-			e, err := stream.Next(ctx)
+			v, err := s.Next(ctx)
 			if err != nil {
-				if ctx.Err() == nil && r.Logger != nil && !errors.Is(err, context.Canceled) {
-					r.Logger.WarnContext(ctx, "audit event subscription ended", "err", err)
+				if ctx.Err() == nil && r.Logger != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, app.ErrStreamEnded) {
+					r.Logger.WarnContext(ctx, "subscription ended", "err", err)
 				}
 				return
 			}
 			select {
-			case ch <- e:
+			case ch <- v:
 			case <-ctx.Done():
 				return
 			}

@@ -32,7 +32,7 @@ func (w *DataExportWorker) Timeout(*river.Job[app.DataExportJobArgs]) time.Durat
 // Work implements river.Worker.
 func (w *DataExportWorker) Work(ctx context.Context, job *river.Job[app.DataExportJobArgs]) error {
 	return w.App.RunDataExport(ctx, app.DataExportRun{
-		Args: job.Args, Attempt: job.Attempt, MaxAttempts: job.MaxAttempts,
+		Args: job.Args, Attempt: job.Attempt,
 		Complete: func(ctx context.Context) error {
 			tx, ok := store.TxFromContext(ctx)
 			if !ok {

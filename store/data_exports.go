@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -107,19 +106,8 @@ func (s *Store) UpdateDataExportProgress(ctx context.Context, tenantID string, i
 // has none with this id. With lock, the row stays locked for the rest of the
 // transaction.
 func (s *Store) GetDataExport(ctx context.Context, tenantID string, id uuid.UUID, lock bool) (domain.DataExport, error) {
-	q := `SELECT ` + dataExportColumns + ` FROM data_exports WHERE tenant_id = $1 AND id = $2`
-	if lock {
-		q += ` FOR UPDATE`
-	}
-	rows, _ := s.q(ctx).Query(ctx, q, tenantID, id)
-	e, err := pgx.CollectExactlyOneRow(rows, scanDataExport)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return e, ErrNotFound
-	}
-	if err != nil {
-		return e, fmt.Errorf("reading data export: %w", err)
-	}
-	return e, nil
+	return getOne(ctx, s, "data export", scanDataExport, forUpdate(
+		`SELECT `+dataExportColumns+` FROM data_exports WHERE tenant_id = $1 AND id = $2`, lock), tenantID, id)
 }
 
 // LockTenantDataExports serializes, until the end of the transaction, the

@@ -59,15 +59,7 @@ func (s *Store) GetWebhookDestination(ctx context.Context, tenantID string, id u
 	if lock {
 		q += ` FOR UPDATE OF d`
 	}
-	rows, _ := s.q(ctx).Query(ctx, q, tenantID, id)
-	d, err := pgx.CollectExactlyOneRow(rows, scanDestination)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return d, ErrNotFound
-	}
-	if err != nil {
-		return d, fmt.Errorf("reading webhook destination: %w", err)
-	}
-	return d, nil
+	return getOne(ctx, s, "webhook destination", scanDestination, q, tenantID, id)
 }
 
 // ListWebhookDestinations returns up to limit destinations of tenant/project
@@ -137,19 +129,8 @@ func (s *Store) InsertWebhookSubscription(ctx context.Context, sub domain.Webhoo
 // when the tenant has none with this id. With lock, the row stays locked for
 // the rest of the transaction.
 func (s *Store) GetWebhookSubscription(ctx context.Context, tenantID string, id uuid.UUID, lock bool) (domain.WebhookSubscription, error) {
-	q := `SELECT ` + subscriptionColumns + ` FROM webhook_subscriptions WHERE tenant_id = $1 AND id = $2`
-	if lock {
-		q += ` FOR UPDATE`
-	}
-	rows, _ := s.q(ctx).Query(ctx, q, tenantID, id)
-	sub, err := pgx.CollectExactlyOneRow(rows, scanSubscription)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return sub, ErrNotFound
-	}
-	if err != nil {
-		return sub, fmt.Errorf("reading webhook subscription: %w", err)
-	}
-	return sub, nil
+	return getOne(ctx, s, "webhook subscription", scanSubscription, forUpdate(
+		`SELECT `+subscriptionColumns+` FROM webhook_subscriptions WHERE tenant_id = $1 AND id = $2`, lock), tenantID, id)
 }
 
 // DisableWebhookSubscription persists a subscription disabled by the domain.
@@ -262,19 +243,8 @@ func scanDelivery(row pgx.CollectableRow) (domain.WebhookDelivery, error) {
 // ErrNotFound when the tenant has none with this id. With lock, the row stays
 // locked for the rest of the transaction.
 func (s *Store) GetWebhookDelivery(ctx context.Context, tenantID string, id uuid.UUID, lock bool) (domain.WebhookDelivery, error) {
-	q := `SELECT ` + deliveryColumns + ` FROM webhook_deliveries WHERE tenant_id = $1 AND id = $2`
-	if lock {
-		q += ` FOR UPDATE`
-	}
-	rows, _ := s.q(ctx).Query(ctx, q, tenantID, id)
-	d, err := pgx.CollectExactlyOneRow(rows, scanDelivery)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return d, ErrNotFound
-	}
-	if err != nil {
-		return d, fmt.Errorf("reading webhook delivery: %w", err)
-	}
-	return d, nil
+	return getOne(ctx, s, "webhook delivery", scanDelivery, forUpdate(
+		`SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE tenant_id = $1 AND id = $2`, lock), tenantID, id)
 }
 
 // UpdateWebhookDelivery persists the state fields of a delivery changed by
