@@ -37,7 +37,9 @@ func (a *App) FanOutWebhookDeliveries(ctx context.Context, args WebhookFanoutArg
 }
 
 func (a *App) fanOutChunk(ctx context.Context, tenantID, projectID string, from, to uint64) (int, error) {
-	subs, err := a.store.ListWebhookSubscriptions(ctx, tenantID, projectID, true, uuid.Nil, MaxActiveWebhookSubscriptionsPerProject)
+	// Subscriptions disabled since these events were recorded still get
+	// them; Matches tells which.
+	subs, err := a.store.FanOutWebhookSubscriptions(ctx, tenantID, projectID, from, 4*MaxActiveWebhookSubscriptionsPerProject)
 	if err != nil || len(subs) == 0 {
 		return 0, err
 	}

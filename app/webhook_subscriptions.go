@@ -147,15 +147,18 @@ func (a *App) DisableWebhookSubscription(ctx context.Context, id Identity, subsc
 			return err
 		}
 		now := a.storedNow()
-		if !sub.Disable(now) {
+		if sub.State == domain.WebhookSubscriptionDisabled {
 			out = sub
 			return nil
 		}
 		details, _ := json.Marshal(map[string]string{"subscriptionId": sub.ID.String()})
-		if _, err := a.recordCommandEvent(ctx, id, sub.ProjectID, "webhook.subscription.disabled",
-			domain.Resource{Type: "webhook_subscription", ID: sub.ID.String()}, domain.RiskMedium, string(details), now); err != nil {
+		event, err := a.recordCommandEvent(ctx, id, sub.ProjectID, "webhook.subscription.disabled",
+			domain.Resource{Type: "webhook_subscription", ID: sub.ID.String()}, domain.RiskMedium, string(details), now)
+		if err != nil {
 			return err
 		}
+		// Events recorded before the disable event are still delivered.
+		sub.Disable(now, event.Sequence)
 		if err := a.store.DisableWebhookSubscription(ctx, sub); err != nil {
 			return err
 		}

@@ -62,6 +62,9 @@ type WebhookSubscription struct {
 	CreatedAt     time.Time
 	CreatedBy     string
 	DisabledAt    *time.Time
+	// DisabledSequence is, once disabled, the project sequence of the
+	// disable event: the subscription still receives the events before it.
+	DisabledSequence uint64
 }
 
 // ParseWebhookEventTypes validates an allowlist: 1 to MaxWebhookEventTypes
@@ -89,10 +92,13 @@ func ParseWebhookEventTypes(field string, types []string) ([]string, error) {
 }
 
 // Matches reports whether the subscription wants an event with this action
-// and sequence: it is active, the event came after the subscription, and
-// the action matches one of its event types.
+// and sequence: the event came after the subscription and, for a disabled
+// one, before its disable, and the action matches one of its event types.
 func (s *WebhookSubscription) Matches(action string, sequence uint64) bool {
-	if s.State != WebhookSubscriptionActive || sequence <= s.AfterSequence {
+	if sequence <= s.AfterSequence {
+		return false
+	}
+	if s.State != WebhookSubscriptionActive && sequence >= s.DisabledSequence {
 		return false
 	}
 	for _, t := range s.EventTypes {
@@ -107,14 +113,16 @@ func (s *WebhookSubscription) Matches(action string, sequence uint64) bool {
 	return false
 }
 
-// Disable moves the subscription to DISABLED. It reports false, and changes
-// nothing, when it already is.
-func (s *WebhookSubscription) Disable(now time.Time) bool {
+// Disable moves the subscription to DISABLED as of the project sequence of
+// its disable event. It reports false, and changes nothing, when it already
+// is.
+func (s *WebhookSubscription) Disable(now time.Time, sequence uint64) bool {
 	if s.State == WebhookSubscriptionDisabled {
 		return false
 	}
 	s.State = WebhookSubscriptionDisabled
 	s.DisabledAt = &now
+	s.DisabledSequence = sequence
 	return true
 }
 

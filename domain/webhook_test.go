@@ -50,9 +50,12 @@ func TestWebhookSubscriptionMatches(t *testing.T) {
 	require.False(t, sub.Matches("user.logout", 11))
 	require.False(t, sub.Matches("devices.x", 11), "a prefix matches whole segments")
 	require.False(t, sub.Matches("device.x", 10), "events up to the subscription's own creation are not sent")
-	require.True(t, sub.Disable(time.Now()))
-	require.False(t, sub.Matches("device.x", 11), "disabled")
-	require.False(t, sub.Disable(time.Now()), "disabling twice changes nothing")
+	require.True(t, sub.Disable(time.Now(), 20))
+	require.True(t, sub.Matches("device.x", 19), "events before the disable are still delivered")
+	require.False(t, sub.Matches("device.x", 20), "disabled")
+	require.False(t, sub.Matches("device.x", 21), "disabled")
+	require.False(t, sub.Disable(time.Now(), 30), "disabling twice changes nothing")
+	require.EqualValues(t, 20, sub.DisabledSequence)
 }
 
 func TestParseWebhookEventTypes(t *testing.T) {

@@ -9,13 +9,11 @@ import (
 	"context"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/aetheriot/aether-audit/app"
-
 	"github.com/aetheriot/aether-audit/domain"
 	"github.com/aetheriot/aether-audit/graph/generated"
 	"github.com/aetheriot/aether-audit/graph/model"
+	"github.com/google/uuid"
 )
 
 // ObjectRef is the resolver for the objectRef field.

@@ -9,12 +9,11 @@ import (
 	"context"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/aetheriot/aether-audit/app"
 	"github.com/aetheriot/aether-audit/domain"
 	"github.com/aetheriot/aether-audit/graph/generated"
 	"github.com/aetheriot/aether-audit/graph/model"
+	"github.com/google/uuid"
 )
 
 // CreateWebhookDestination is the resolver for the createWebhookDestination field.

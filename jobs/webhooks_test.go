@@ -588,3 +588,32 @@ func TestWebhookUnopenableSecretIsAVisibleFailure(t *testing.T) {
 	require.Contains(t, d.LastError, "rotate")
 	require.Empty(t, r.requests(), "nothing unsigned was sent")
 }
+
+// TestWebhookEventsBeforeTheDisableAreStillDelivered: the fan-out of an
+// event recorded while the subscription was active runs after the disable;
+// the event is still delivered, while later events are not.
+func TestWebhookEventsBeforeTheDisableAreStillDelivered(t *testing.T) {
+	r := newReceiver(t, always(200))
+	b := setupWebhooks(t, setupOpts{rootCAs: r, noWorkers: true})
+	_, sub := b.subscribe(t, r, "device.*")
+	ctx := context.Background()
+	before := b.record(t, "device.rebooted")
+	fanout := lastJobArgs[app.WebhookFanoutArgs](t, b.pool, "webhook_fanout")
+	_, err := b.app.DisableWebhookSubscription(ctx, b.admin, sub.ID.String())
+	require.NoError(t, err)
+	after := b.record(t, "device.rebooted")
+
+	n, err := b.app.FanOutWebhookDeliveries(ctx, fanout)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "the event recorded before the disable gets its delivery")
+	n, err = b.app.FanOutWebhookDeliveries(ctx, app.WebhookFanoutArgs{TenantID: "t1", ProjectID: "p1",
+		FromSequence: 1, ToSequence: after.Sequence})
+	require.NoError(t, err)
+	require.Zero(t, n, "nothing for the events from the disable on")
+
+	b.startWorkers(t, 0)
+	b.awaitDelivery(t, before, domain.WebhookDeliveryDelivered)
+	page, err := b.app.WebhookDeliveries(ctx, b.admin, app.WebhookDeliveriesInput{ProjectID: "p1", EventID: after.ID.String()})
+	require.NoError(t, err)
+	require.Empty(t, page.Items)
+}

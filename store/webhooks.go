@@ -96,16 +96,20 @@ func (s *Store) RotateWebhookDestinationSecret(ctx context.Context, destinationI
 }
 
 const subscriptionColumns = `tenant_id, project_id, id, destination_id, event_types, description, state,
-	after_sequence, created_at, created_by, disabled_at`
+	after_sequence, created_at, created_by, disabled_at, disabled_sequence`
 
 func scanSubscription(row pgx.CollectableRow) (domain.WebhookSubscription, error) {
 	var (
-		sub   domain.WebhookSubscription
-		state string
-		after int64
+		sub      domain.WebhookSubscription
+		state    string
+		after    int64
+		disabled *int64
 	)
 	err := row.Scan(&sub.TenantID, &sub.ProjectID, &sub.ID, &sub.DestinationID, &sub.EventTypes, &sub.Description,
-		&state, &after, &sub.CreatedAt, &sub.CreatedBy, &sub.DisabledAt)
+		&state, &after, &sub.CreatedAt, &sub.CreatedBy, &sub.DisabledAt, &disabled)
+	if disabled != nil {
+		sub.DisabledSequence = uint64(*disabled)
+	}
 	sub.State = domain.WebhookSubscriptionState(state)
 	sub.AfterSequence = uint64(after)
 	sub.CreatedAt = sub.CreatedAt.UTC()
@@ -116,7 +120,7 @@ func scanSubscription(row pgx.CollectableRow) (domain.WebhookSubscription, error
 // InsertWebhookSubscription stores a new subscription.
 func (s *Store) InsertWebhookSubscription(ctx context.Context, sub domain.WebhookSubscription) error {
 	_, err := s.q(ctx).Exec(ctx, `INSERT INTO webhook_subscriptions (`+subscriptionColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL)`,
 		sub.TenantID, sub.ProjectID, sub.ID, sub.DestinationID, sub.EventTypes, sub.Description, string(sub.State),
 		clampInt64(sub.AfterSequence), sub.CreatedAt, sub.CreatedBy, sub.DisabledAt)
 	if err != nil {
@@ -135,8 +139,8 @@ func (s *Store) GetWebhookSubscription(ctx context.Context, tenantID string, id 
 
 // DisableWebhookSubscription persists a subscription disabled by the domain.
 func (s *Store) DisableWebhookSubscription(ctx context.Context, sub domain.WebhookSubscription) error {
-	_, err := s.q(ctx).Exec(ctx, `UPDATE webhook_subscriptions SET state = $3, disabled_at = $4
-		WHERE tenant_id = $1 AND id = $2`, sub.TenantID, sub.ID, string(sub.State), sub.DisabledAt)
+	_, err := s.q(ctx).Exec(ctx, `UPDATE webhook_subscriptions SET state = $3, disabled_at = $4, disabled_sequence = $5
+		WHERE tenant_id = $1 AND id = $2`, sub.TenantID, sub.ID, string(sub.State), sub.DisabledAt, clampInt64(sub.DisabledSequence))
 	if err != nil {
 		return fmt.Errorf("disabling webhook subscription: %w", err)
 	}
@@ -581,4 +585,18 @@ func (s *Store) WebhookBatchSendContext(ctx context.Context, tenantID string, de
 		out.Events[events[i].ID] = &events[i]
 	}
 	return out, br.Close()
+}
+
+// FanOutWebhookSubscriptions returns the subscriptions of tenant/project
+// that may want events from sequence from on: the active ones and those
+// disabled after from (at most limit).
+func (s *Store) FanOutWebhookSubscriptions(ctx context.Context, tenantID, projectID string, from uint64, limit int) ([]domain.WebhookSubscription, error) {
+	rows, _ := s.q(ctx).Query(ctx, `SELECT `+subscriptionColumns+` FROM webhook_subscriptions
+		WHERE tenant_id = $1 AND project_id = $2 AND (state = 'ACTIVE' OR disabled_sequence > $3)
+		ORDER BY id LIMIT $4`, tenantID, projectID, clampInt64(from), limit)
+	out, err := pgx.CollectRows(rows, scanSubscription)
+	if err != nil {
+		return nil, fmt.Errorf("listing webhook subscriptions to fan out to: %w", err)
+	}
+	return out, nil
 }

@@ -2074,7 +2074,8 @@ extend type Mutation {
   createWebhookSubscription(input: CreateWebhookSubscriptionInput!): WebhookSubscriptionPayload!
 
   """
-  Disables a subscription: no new deliveries. Disabling twice succeeds and
+  Disables a subscription: no deliveries for events from the disable on
+  (events recorded before it are still delivered). Disabling twice succeeds and
   changes nothing; there is no re-enabling. Needs webhooks:write. Audited as
   webhook.subscription.disabled.
   """
