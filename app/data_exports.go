@@ -174,24 +174,12 @@ func (a *App) RequestDataExport(ctx context.Context, id Identity, in RequestData
 		if in.IdempotencyKey != "" {
 			b, _ := json.Marshal([]any{in.ProjectID, in.Kind, e.From, e.To, in.Format, in.Compression})
 			fp := domain.Hash(sha256.Sum256(b))
-			prior, result, found, err := a.store.ClaimIdempotencyKey(ctx, id.TenantID, operationRequestDataExport, in.IdempotencyKey, fp, a.idempotencyTTL)
+			prev, found, err := a.claimIdempotentID(ctx, id.TenantID, operationRequestDataExport, in.IdempotencyKey, fp, e.ID)
 			if err != nil {
 				return err
 			}
 			if found {
-				if prior != fp {
-					return &Error{Code: CodeIdempotencyConflict, Field: "idempotencyKey",
-						Message: "idempotency key was already used with a different request"}
-				}
-				var prev uuid.UUID
-				if err := json.Unmarshal(result, &prev); err != nil {
-					return fmt.Errorf("decoding idempotency result: %w", err)
-				}
 				out, err = a.store.GetDataExport(ctx, id.TenantID, prev, false)
-				return err
-			}
-			result, _ = json.Marshal(e.ID)
-			if err := a.store.CompleteIdempotencyKey(ctx, id.TenantID, operationRequestDataExport, in.IdempotencyKey, result); err != nil {
 				return err
 			}
 		}

@@ -177,15 +177,11 @@ func (a *App) retryTx(ctx context.Context, fn func(ctx context.Context) error) e
 // a fixed order (so concurrent batches cannot deadlock), then the events.
 func (a *App) appendInTx(ctx context.Context, tenantID string, req *appendRequest, idempotencyKey string, requestFP domain.Hash) ([]domain.AuditEvent, error) {
 	if idempotencyKey != "" {
-		prior, result, found, err := a.store.ClaimIdempotencyKey(ctx, tenantID, operationRecordAuditEvents, idempotencyKey, requestFP, a.idempotencyTTL)
+		result, found, err := a.claimIdempotency(ctx, tenantID, operationRecordAuditEvents, idempotencyKey, requestFP)
 		if err != nil {
 			return nil, err
 		}
 		if found {
-			if prior != requestFP {
-				return nil, &Error{Code: CodeIdempotencyConflict, Field: "idempotencyKey",
-					Message: "idempotency key was already used with a different request"}
-			}
 			return a.replayBatch(ctx, tenantID, result)
 		}
 	}

@@ -56,23 +56,16 @@ func (a *App) CreateWebhookSubscription(ctx context.Context, id Identity, in Cre
 		return domain.WebhookSubscription{}, err
 	}
 	var out domain.WebhookSubscription
+	subID := uuid.Must(uuid.NewV7())
 	err = a.retryTx(ctx, func(ctx context.Context) error {
 		if in.IdempotencyKey != "" {
 			fp := subscriptionFingerprint(in.ProjectID, destID, types, in.Description)
-			prior, result, found, err := a.store.ClaimIdempotencyKey(ctx, id.TenantID, operationCreateWebhookSubscription, in.IdempotencyKey, fp, a.idempotencyTTL)
+			prev, found, err := a.claimIdempotentID(ctx, id.TenantID, operationCreateWebhookSubscription, in.IdempotencyKey, fp, subID)
 			if err != nil {
 				return err
 			}
 			if found {
-				if prior != fp {
-					return &Error{Code: CodeIdempotencyConflict, Field: "idempotencyKey",
-						Message: "idempotency key was already used with a different request"}
-				}
-				var subID uuid.UUID
-				if err := json.Unmarshal(result, &subID); err != nil {
-					return fmt.Errorf("decoding idempotency result: %w", err)
-				}
-				out, err = a.store.GetWebhookSubscription(ctx, id.TenantID, subID, false)
+				out, err = a.store.GetWebhookSubscription(ctx, id.TenantID, prev, false)
 				return err
 			}
 		}
@@ -85,7 +78,7 @@ func (a *App) CreateWebhookSubscription(ctx context.Context, id Identity, in Cre
 		}
 		now := a.storedNow()
 		sub := domain.WebhookSubscription{
-			ID: uuid.Must(uuid.NewV7()), TenantID: id.TenantID, ProjectID: in.ProjectID, DestinationID: d.ID,
+			ID: subID, TenantID: id.TenantID, ProjectID: in.ProjectID, DestinationID: d.ID,
 			EventTypes: types, Description: in.Description, State: domain.WebhookSubscriptionActive,
 			CreatedAt: now, CreatedBy: id.Subject,
 		}
@@ -107,12 +100,6 @@ func (a *App) CreateWebhookSubscription(ctx context.Context, id Identity, in Cre
 		sub.AfterSequence = event.Sequence
 		if err := a.store.InsertWebhookSubscription(ctx, sub); err != nil {
 			return err
-		}
-		if in.IdempotencyKey != "" {
-			result, _ := json.Marshal(sub.ID)
-			if err := a.store.CompleteIdempotencyKey(ctx, id.TenantID, operationCreateWebhookSubscription, in.IdempotencyKey, result); err != nil {
-				return err
-			}
 		}
 		out = sub
 		return nil
