@@ -76,9 +76,12 @@ type ObjectWriter struct {
 	sink      *bufio.Writer // between the meter and storage
 	meter     *meter
 	gz        *gzip.Writer // nil when uncompressed
-	top       *bufio.Writer
-	enc       rowEncoder
-	rows      atomic.Uint64
+	// pipe carries the encoded bytes to a second goroutine that compresses
+	// (gz), hashes and counts (meter) and stores them.
+	pipe *pipe
+	top  *bufio.Writer
+	enc  rowEncoder
+	rows atomic.Uint64
 }
 
 // CreateObject starts writing the object key of bucket, holding rows of kind
@@ -124,10 +127,11 @@ func CreateObject(ctx context.Context, bucket *blob.Bucket, key string, kind dom
 	w.meter = newMeter(wctx, w.sink, maxBytes)
 	if compression == domain.DataExportGzip {
 		w.gz = gzip.NewWriter(w.meter)
-		w.top = bufio.NewWriterSize(w.gz, bufferSize)
+		w.pipe = newPipe(wctx, w.gz)
 	} else {
-		w.top = bufio.NewWriterSize(w.meter, bufferSize)
+		w.pipe = newPipe(wctx, w.meter)
 	}
+	w.top = bufio.NewWriterSize(w.pipe, bufferSize)
 	if format == domain.DataExportCSV {
 		enc, err := newCSVEncoder(w.top, kind)
 		if err != nil {
@@ -202,6 +206,10 @@ func (w *ObjectWriter) Commit() (ObjectResult, error) {
 	if err := w.enc.flush(); err != nil {
 		return ObjectResult{}, w.fail(fmt.Errorf("export: commit %s: flush encoder: %w", w.key, err))
 	}
+	if err := w.pipe.flush(); err != nil {
+		return ObjectResult{}, w.fail(fmt.Errorf("export: commit %s: %w", w.key, err))
+	}
+	w.pipe.close()
 	if w.gz != nil {
 		if err := w.gz.Close(); err != nil {
 			return ObjectResult{}, w.fail(fmt.Errorf("export: commit %s: finish gzip: %w", w.key, err))
@@ -246,6 +254,9 @@ func (w *ObjectWriter) Abort() {
 	w.state = stateAborted
 	if w.err == nil {
 		w.err = fmt.Errorf("export: object %s: write aborted", w.key)
+	}
+	if w.pipe != nil {
+		w.pipe.close() // the context is cancelled: it drops what it holds
 	}
 	stored := w.ambiguous
 	if !w.closed {
