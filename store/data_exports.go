@@ -177,7 +177,9 @@ func (s *Store) DueDataExportExpiries(ctx context.Context, now, failedBefore tim
 
 // StreamAuditEventsByTime calls fn for each audit event of tenant/project
 // with occurredAt in [from, to), ordered by occurredAt then sequence,
-// streaming rows from the server rather than loading them.
+// streaming rows from the server rather than loading them. The event fn gets
+// borrows the row's buffer: it is valid only during the call, and fn must
+// not keep it or anything in it.
 func (s *Store) StreamAuditEventsByTime(ctx context.Context, tenantID, projectID string, from, to time.Time, fn func(*domain.AuditEvent) error) error {
 	rows, err := s.q(ctx).Query(ctx, `SELECT `+auditEventColumns+` FROM audit_events
 		WHERE tenant_id = $1 AND project_id = $2 AND occurred_at >= $3 AND occurred_at < $4
@@ -186,7 +188,19 @@ func (s *Store) StreamAuditEventsByTime(ctx context.Context, tenantID, projectID
 		return fmt.Errorf("streaming audit events: %w", err)
 	}
 	defer rows.Close()
+	fields := rows.FieldDescriptions()
+	raw := rawDecodable(fields)
+	jsonbBinary := raw && fields[20].Format == pgx.BinaryFormatCode
+	var dec rawEventDecoder
 	for rows.Next() {
+		if raw {
+			if e, ok := dec.decode(rows.RawValues(), jsonbBinary); ok {
+				if err := fn(e); err != nil {
+					return err
+				}
+				continue
+			}
+		}
 		e, err := scanAuditEvent(rows)
 		if err != nil {
 			return fmt.Errorf("streaming audit events: %w", err)
