@@ -156,8 +156,9 @@ func (a *App) RequestDataExport(ctx context.Context, id Identity, in RequestData
 		return domain.DataExport{}, badInput("to", "must be after from")
 	case in.To.Sub(in.From) > cfg.MaxRange:
 		return domain.DataExport{}, badInput("to", fmt.Sprintf("the range must be at most %s; split the export", cfg.MaxRange))
-	case len(in.IdempotencyKey) > MaxIdempotencyKeyLength:
-		return domain.DataExport{}, badInput("idempotencyKey", fmt.Sprintf("must be at most %d bytes", MaxIdempotencyKeyLength))
+	}
+	if err := checkIdempotencyKey(in.IdempotencyKey); err != nil {
+		return domain.DataExport{}, err
 	}
 	if cfg.Bucket == nil {
 		return domain.DataExport{}, errors.New("exports: no object storage configured")

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -39,13 +40,14 @@ func (a *App) AppendAlarmHistory(ctx context.Context, id Identity, projectID str
 	out := make([]domain.AlarmRecord, len(records))
 	for i, r := range records {
 		f := "entries[" + strconv.Itoa(i) + "]"
+		if err := firstError(
+			domain.ValidateText(f+".alarmId", r.AlarmID, maxHistoryID, true, true),
+			domain.ValidateText(f+".deviceId", r.DeviceID, maxHistoryID, true, true),
+			domain.ValidateText(f+".message", r.Message, maxAlarmMessage, false, false),
+		); err != nil {
+			return 0, err
+		}
 		switch {
-		case r.AlarmID == "" || len(r.AlarmID) > maxHistoryID:
-			return 0, badInput(f+".alarmId", fmt.Sprintf("is required, at most %d bytes", maxHistoryID))
-		case r.DeviceID == "" || len(r.DeviceID) > maxHistoryID:
-			return 0, badInput(f+".deviceId", fmt.Sprintf("is required, at most %d bytes", maxHistoryID))
-		case len(r.Message) > maxAlarmMessage:
-			return 0, badInput(f+".message", fmt.Sprintf("must be at most %d bytes", maxAlarmMessage))
 		case !validSeverity(r.Severity):
 			return 0, badInput(f+".severity", "must be CRITICAL, MAJOR, MINOR, WARNING or INFO")
 		case r.State != domain.AlarmRaised && r.State != domain.AlarmAcknowledged && r.State != domain.AlarmCleared:
@@ -58,7 +60,9 @@ func (a *App) AppendAlarmHistory(ctx context.Context, id Identity, projectID str
 			r.Details = json.RawMessage(`{}`)
 		}
 		var obj map[string]any
-		if len(r.Details) > maxHistoryDetails || json.Unmarshal(r.Details, &obj) != nil || obj == nil {
+		// PostgreSQL's jsonb refuses the NUL character.
+		if len(r.Details) > maxHistoryDetails || json.Unmarshal(r.Details, &obj) != nil || obj == nil ||
+			bytes.Contains(r.Details, []byte(`\u0000`)) {
 			return 0, badInput(f+".details", fmt.Sprintf("must be a JSON object of at most %d bytes", maxHistoryDetails))
 		}
 		if r.ID == uuid.Nil {
@@ -86,14 +90,14 @@ func (a *App) AppendTelemetryHistory(ctx context.Context, id Identity, projectID
 	out := make([]domain.TelemetryPoint, len(points))
 	for i, p := range points {
 		f := "points[" + strconv.Itoa(i) + "]"
-		switch {
-		case p.DeviceID == "" || len(p.DeviceID) > maxHistoryID:
-			return 0, badInput(f+".deviceId", fmt.Sprintf("is required, at most %d bytes", maxHistoryID))
-		case p.Metric == "" || len(p.Metric) > maxHistoryID:
-			return 0, badInput(f+".metric", fmt.Sprintf("is required, at most %d bytes", maxHistoryID))
-		case len(p.Unit) > maxTelemetryUnit:
-			return 0, badInput(f+".unit", fmt.Sprintf("must be at most %d bytes", maxTelemetryUnit))
-		case math.IsNaN(p.Value) || math.IsInf(p.Value, 0):
+		if err := firstError(
+			domain.ValidateText(f+".deviceId", p.DeviceID, maxHistoryID, true, true),
+			domain.ValidateText(f+".metric", p.Metric, maxHistoryID, true, true),
+			domain.ValidateText(f+".unit", p.Unit, maxTelemetryUnit, false, true),
+		); err != nil {
+			return 0, err
+		}
+		if math.IsNaN(p.Value) || math.IsInf(p.Value, 0) {
 			return 0, badInput(f+".value", "must be a finite number")
 		}
 		if err := checkOccurredAt(f+".occurredAt", p.OccurredAt, now); err != nil {
@@ -129,4 +133,14 @@ func validSeverity(s domain.AlarmSeverity) bool {
 		return true
 	}
 	return false
+}
+
+// firstError returns the first non-nil error.
+func firstError(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -121,10 +121,12 @@ func urlHost(raw string) string {
 }
 
 func checkDescription(s string) error {
-	if len(s) > domain.MaxWebhookDescriptionLength {
-		return badInput("description", fmt.Sprintf("must be at most %d bytes", domain.MaxWebhookDescriptionLength))
-	}
-	return nil
+	return domain.ValidateText("description", s, domain.MaxWebhookDescriptionLength, false, false)
+}
+
+// checkIdempotencyKey checks an optional idempotencyKey.
+func checkIdempotencyKey(key string) error {
+	return domain.ValidateText("idempotencyKey", key, MaxIdempotencyKeyLength, false, true)
 }
 
 // RotateWebhookDestinationSecretInput rotates a destination's secret.

@@ -48,8 +48,8 @@ func (a *App) CreateWebhookSubscription(ctx context.Context, id Identity, in Cre
 	if err := checkDescription(in.Description); err != nil {
 		return domain.WebhookSubscription{}, err
 	}
-	if len(in.IdempotencyKey) > MaxIdempotencyKeyLength {
-		return domain.WebhookSubscription{}, badInput("idempotencyKey", fmt.Sprintf("must be at most %d bytes", MaxIdempotencyKeyLength))
+	if err := checkIdempotencyKey(in.IdempotencyKey); err != nil {
+		return domain.WebhookSubscription{}, err
 	}
 	destID, err := parseID(in.DestinationID, ErrWebhookDestinationNotFound)
 	if err != nil {

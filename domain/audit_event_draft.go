@@ -275,3 +275,12 @@ func marshalCanonical(v any) ([]byte, error) {
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+// ValidateText checks a text field against the rules of audit event fields:
+// at most max bytes, valid UTF-8, no control characters (an identifier
+// allows none and no surrounding white space; other text allows newlines
+// and tabs), and present when required. PostgreSQL refuses some of what it
+// rules out (NUL), so every stored text goes through it.
+func ValidateText(field, s string, max int, required, ident bool) error {
+	return checkText(field, s, max, required, ident)
+}

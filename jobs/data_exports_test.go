@@ -330,3 +330,25 @@ func TestDataExportFailedExportsExpireToo(t *testing.T) {
 	e = b.await(t, e.ID, domain.DataExportExpired)
 	require.NotEmpty(t, e.FailureReason, "the reason stays readable")
 }
+
+// TestHistoryRefusesTextPostgreSQLCannotStore: a NUL in a text field or in
+// details is the client's mistake (BAD_USER_INPUT), not a database error.
+func TestHistoryRefusesTextPostgreSQLCannotStore(t *testing.T) {
+	b := setupExports(t, app.ExportConfig{}, false)
+	ctx := context.Background()
+	ok := domain.AlarmRecord{OccurredAt: exportDay, AlarmID: "a1", DeviceID: "d1", Severity: domain.AlarmMinor, State: domain.AlarmRaised}
+	for name, r := range map[string]domain.AlarmRecord{
+		"nul in id":      func() domain.AlarmRecord { r := ok; r.AlarmID = "a\x00b"; return r }(),
+		"nul in message": func() domain.AlarmRecord { r := ok; r.Message = "x\x00"; return r }(),
+		"nul in details": func() domain.AlarmRecord { r := ok; r.Details = json.RawMessage(`{"x":"\u0000"}`); return r }(),
+	} {
+		_, err := b.app.AppendAlarmHistory(ctx, b.svc, "p1", []domain.AlarmRecord{r})
+		require.Equal(t, app.CodeBadUserInput, app.ErrorOf(err).Code, name)
+	}
+	_, err := b.app.AppendTelemetryHistory(ctx, b.svc, "p1", []domain.TelemetryPoint{{DeviceID: "d1", Metric: "t\x00", OccurredAt: exportDay, Value: 1}})
+	require.Equal(t, app.CodeBadUserInput, app.ErrorOf(err).Code)
+	_, err = b.app.RequestDataExport(ctx, b.user, app.RequestDataExportInput{ProjectID: "p1", Kind: domain.DataExportAudit,
+		From: exportDay, To: exportDay.Add(time.Hour), Format: domain.DataExportNDJSON, Compression: domain.DataExportUncompressed,
+		Confirm: true, IdempotencyKey: "k\x00"})
+	require.Equal(t, app.CodeBadUserInput, app.ErrorOf(err).Code)
+}
