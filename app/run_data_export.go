@@ -95,8 +95,14 @@ func (a *App) RunDataExport(ctx context.Context, run DataExportRun) error {
 		return nil
 	})
 	if err != nil {
-		// Not READY: the object must not stay behind.
-		_ = cfg.Bucket.Delete(context.WithoutCancel(ctx), key)
+		// Unless the commit went through after all (an ambiguous failure),
+		// the export is not READY and its object must not stay behind.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+		defer cancel()
+		if cur, rerr := a.store.GetDataExport(rctx, e.TenantID, e.ID, false); rerr == nil &&
+			!(cur.State == domain.DataExportReady && cur.ObjectRef == key) {
+			_ = cfg.Bucket.Delete(rctx, key)
+		}
 		return err
 	}
 	return nil
@@ -163,6 +169,8 @@ func (a *App) exportError(ctx context.Context, run DataExportRun, e domain.DataE
 	switch {
 	case errors.Is(cause, export.ErrTooLarge):
 		reason = fmt.Sprintf("the export would exceed %d bytes; request a shorter time range", a.exports.MaxBytes)
+	case ctx.Err() != nil && run.Attempt < dataExportJobAttempts:
+		return cause // cut short (shutdown): not the export's failure; a later run resumes
 	case run.Attempt >= last:
 		a.logger.ErrorContext(ctx, "export failed", "export", e.ID, "err", cause)
 		reason = fmt.Sprintf("the export failed after %d attempts because of an internal error; request it again", run.Attempt)

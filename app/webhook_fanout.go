@@ -39,9 +39,14 @@ func (a *App) FanOutWebhookDeliveries(ctx context.Context, args WebhookFanoutArg
 func (a *App) fanOutChunk(ctx context.Context, tenantID, projectID string, from, to uint64) (int, error) {
 	// Subscriptions disabled since these events were recorded still get
 	// them; Matches tells which.
-	subs, err := a.store.FanOutWebhookSubscriptions(ctx, tenantID, projectID, from, 4*MaxActiveWebhookSubscriptionsPerProject)
+	const limit = 4 * MaxActiveWebhookSubscriptionsPerProject
+	subs, err := a.store.FanOutWebhookSubscriptions(ctx, tenantID, projectID, from, to, limit+1)
 	if err != nil || len(subs) == 0 {
 		return 0, err
+	}
+	if len(subs) > limit {
+		// Never drop a subscription silently.
+		return 0, fmt.Errorf("webhook fan-out of %s/%s [%d, %d]: more than %d subscriptions to match", tenantID, projectID, from, to, limit)
 	}
 	refs, err := a.store.AuditEventRefs(ctx, tenantID, projectID, from, to)
 	if err != nil {

@@ -26,7 +26,7 @@ type WebhookStore interface {
 	GetWebhookSubscription(ctx context.Context, tenantID string, id uuid.UUID, lock bool) (domain.WebhookSubscription, error)
 	DisableWebhookSubscription(ctx context.Context, sub domain.WebhookSubscription) error
 	ListWebhookSubscriptions(ctx context.Context, tenantID, projectID string, activeOnly bool, after uuid.UUID, limit int) ([]domain.WebhookSubscription, error)
-	FanOutWebhookSubscriptions(ctx context.Context, tenantID, projectID string, from uint64, limit int) ([]domain.WebhookSubscription, error)
+	FanOutWebhookSubscriptions(ctx context.Context, tenantID, projectID string, from, to uint64, limit int) ([]domain.WebhookSubscription, error)
 
 	AuditEventRefs(ctx context.Context, tenantID, projectID string, from, to uint64) ([]domain.AuditEventRef, error)
 	InsertWebhookDeliveries(ctx context.Context, ds []domain.WebhookDelivery) ([]uuid.UUID, error)

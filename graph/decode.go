@@ -1,7 +1,9 @@
 package graph
 
 import (
+	"math"
 	"strconv"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -79,4 +81,14 @@ func filterInput(filter *model.AuditEventFilter) app.AuditEventFilterInput {
 		SequenceFrom: filter.SequenceFrom,
 		SequenceTo:   filter.SequenceTo,
 	}
+}
+
+// secondsDuration turns a count of seconds from GraphQL (64-bit) into a
+// Duration without wrapping around: out of range values become -1 s, which
+// every use case refuses as BAD_USER_INPUT.
+func secondsDuration(n int) time.Duration {
+	if n < 0 || int64(n) > math.MaxInt64/int64(time.Second) {
+		return -time.Second
+	}
+	return time.Duration(n) * time.Second
 }

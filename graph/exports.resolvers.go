@@ -81,7 +81,7 @@ func (r *mutationResolver) ExpireDataExport(ctx context.Context, input model.Exp
 func (r *mutationResolver) CreateDataExportDownload(ctx context.Context, input model.CreateDataExportDownloadInput) (*model.DataExportDownload, error) {
 	var ttl *time.Duration
 	if input.TTLSeconds != nil {
-		d := time.Duration(*input.TTLSeconds) * time.Second
+		d := secondsDuration(*input.TTLSeconds)
 		ttl = &d
 	}
 	dl, err := r.App.CreateDataExportDownload(ctx, app.IdentityFromContext(ctx), input.ExportID, ttl)

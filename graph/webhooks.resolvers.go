@@ -7,7 +7,6 @@ package graph
 
 import (
 	"context"
-	"time"
 
 	"github.com/aetheriot/aether-audit/app"
 	"github.com/aetheriot/aether-audit/domain"
@@ -31,7 +30,7 @@ func (r *mutationResolver) CreateWebhookDestination(ctx context.Context, input m
 func (r *mutationResolver) RotateWebhookDestinationSecret(ctx context.Context, input model.RotateWebhookDestinationSecretInput) (*model.RotateWebhookDestinationSecretPayload, error) {
 	in := app.RotateWebhookDestinationSecretInput{DestinationID: input.DestinationID}
 	if input.GracePeriodSeconds != nil {
-		grace := time.Duration(*input.GracePeriodSeconds) * time.Second
+		grace := secondsDuration(*input.GracePeriodSeconds)
 		in.GracePeriod = &grace
 	}
 	out, err := r.App.RotateWebhookDestinationSecret(ctx, app.IdentityFromContext(ctx), in)

@@ -352,3 +352,22 @@ func TestHistoryRefusesTextPostgreSQLCannotStore(t *testing.T) {
 		Confirm: true, IdempotencyKey: "k\x00"})
 	require.Equal(t, app.CodeBadUserInput, app.ErrorOf(err).Code)
 }
+
+// TestAlarmIdsAreUniquePerProject: an alarm id used in another project of
+// the tenant neither hides this project's entry nor reveals the other.
+func TestAlarmIdsAreUniquePerProject(t *testing.T) {
+	b := setupExports(t, app.ExportConfig{}, false)
+	ctx := context.Background()
+	svc := b.svc
+	svc.ProjectIDs = []string{"p1", "p2"}
+	r := domain.AlarmRecord{ID: uuid.New(), OccurredAt: exportDay, AlarmID: "a1", DeviceID: "d1", Severity: domain.AlarmMinor, State: domain.AlarmRaised}
+	n, err := b.app.AppendAlarmHistory(ctx, svc, "p1", []domain.AlarmRecord{r})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
+	n, err = b.app.AppendAlarmHistory(ctx, svc, "p2", []domain.AlarmRecord{r})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n, "the same id in another project is another entry")
+	n, err = b.app.AppendAlarmHistory(ctx, svc, "p1", []domain.AlarmRecord{r})
+	require.NoError(t, err)
+	require.Zero(t, n, "a retry in the same project is skipped")
+}

@@ -588,12 +588,13 @@ func (s *Store) WebhookBatchSendContext(ctx context.Context, tenantID string, de
 }
 
 // FanOutWebhookSubscriptions returns the subscriptions of tenant/project
-// that may want events from sequence from on: the active ones and those
-// disabled after from (at most limit).
-func (s *Store) FanOutWebhookSubscriptions(ctx context.Context, tenantID, projectID string, from uint64, limit int) ([]domain.WebhookSubscription, error) {
+// that may want events with sequences in [from, to]: created before to, and
+// active or disabled after from (at most limit).
+func (s *Store) FanOutWebhookSubscriptions(ctx context.Context, tenantID, projectID string, from, to uint64, limit int) ([]domain.WebhookSubscription, error) {
 	rows, _ := s.q(ctx).Query(ctx, `SELECT `+subscriptionColumns+` FROM webhook_subscriptions
-		WHERE tenant_id = $1 AND project_id = $2 AND (state = 'ACTIVE' OR disabled_sequence > $3)
-		ORDER BY id LIMIT $4`, tenantID, projectID, clampInt64(from), limit)
+		WHERE tenant_id = $1 AND project_id = $2 AND after_sequence < $4
+			AND (state = 'ACTIVE' OR disabled_sequence > $3)
+		ORDER BY id LIMIT $5`, tenantID, projectID, clampInt64(from), clampInt64(to), limit)
 	out, err := pgx.CollectRows(rows, scanSubscription)
 	if err != nil {
 		return nil, fmt.Errorf("listing webhook subscriptions to fan out to: %w", err)
