@@ -1786,7 +1786,7 @@ extend type Mutation {
 
   """
   Appends a batch (1-5,000) of a project's alarm history, for the platform's
-  alarm service. Needs history:write. Entries whose id the tenant already has
+  alarm service. Needs history:write. Entries whose id the project already has
   are skipped.
   """
   appendAlarmHistory(input: AppendAlarmHistoryInput!): AppendHistoryPayload!
