@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -39,97 +38,6 @@ type preparedAttempt struct {
 	// unsendable, when set, is the outcome of an attempt that could not be
 	// sent at all (no signing key); it is recorded without a request.
 	unsendable *webhook.Result
-}
-
-// DeliverWebhook runs the attempt a delivery job asks for. It reads the
-// delivery and, when the attempt is due, commits it as DELIVERING; only then
-// does it send the signed request; then it records the outcome and moves the
-// delivery to DELIVERED, RETRYING (enqueuing the next attempt's job at its
-// scheduled time, in the same transaction) or DEAD_LETTERED. Each write is
-// the domain's transition saved only if the delivery is still in the state
-// the transition was computed from, so concurrent runs of one delivery
-// cannot both act.
-//
-// A job whose attempt is already DELIVERING is a rerun after a crash,
-// rescue or interrupted shutdown: that attempt is recorded as UNKNOWN (the
-// receiver may or may not have it) and the delivery is resent at once under
-// the same webhook-id. A job that is stale (its attempt already finished)
-// does nothing. ErrDestinationBusy means the destination has its maximum of
-// requests in flight in this process; the job should be tried again shortly.
-func (a *App) DeliverWebhook(ctx context.Context, args WebhookDeliveryArgs) error {
-	if a.webhooks.Sender == nil || a.webhooks.Box == nil {
-		return errors.New("webhooks: delivery needs a sender and a master key")
-	}
-	release, ok := a.webhooks.acquire(ctx, args.DestinationID)
-	if !ok {
-		return ErrDestinationBusy
-	}
-	defer release()
-
-	prep, err := a.startWebhookAttempt(ctx, args)
-	if err != nil || prep == nil {
-		return err
-	}
-	var res webhook.Result
-	if prep.unsendable != nil {
-		res = *prep.unsendable
-	} else {
-		res = a.webhooks.Sender.Send(ctx, webhook.Request{
-			URL: prep.url, ID: prep.delivery.IdempotencyKey, Timestamp: a.now(), Body: prep.body, Keys: prep.keys,
-		})
-	}
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
-	defer cancel()
-	return a.finishWebhookAttempt(fctx, prep, res)
-}
-
-// startWebhookAttempt commits the attempt of args as DELIVERING and returns
-// what to send, or nil when there is nothing to send.
-func (a *App) startWebhookAttempt(ctx context.Context, args WebhookDeliveryArgs) (*preparedAttempt, error) {
-	now := a.storedNow()
-	sc, err := a.store.WebhookSendContext(ctx, args.TenantID, args.ProjectID, args.DeliveryID, args.DestinationID, args.EventID, now)
-	if errors.Is(err, domain.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	d := sc.Delivery
-	switch {
-	case d.State == domain.WebhookDeliveryDelivering && d.AttemptCount == args.Attempt:
-		return nil, a.retryTx(ctx, func(ctx context.Context) error { return a.recordLostAttempt(ctx, args) })
-	case (d.State == domain.WebhookDeliveryPending || d.State == domain.WebhookDeliveryRetrying) && d.AttemptCount == args.Attempt-1:
-		// A retry due within the scheduler's granularity was enqueued
-		// available at once: wait for its time here.
-		if d.NextAttemptAt != nil {
-			if wait := d.NextAttemptAt.Sub(now); wait > 0 {
-				t := time.NewTimer(min(wait, jobScheduleGranularity))
-				select {
-				case <-t.C:
-				case <-ctx.Done():
-					t.Stop()
-					return nil, ctx.Err()
-				}
-				now = a.storedNow()
-			}
-		}
-	default:
-		return nil, nil // stale: this attempt already ran to an end
-	}
-
-	keys, keyErr := a.openSigningKeys(sc.Destination, sc.Secrets)
-	change, prep, err := a.beginAttempt(d, &sc.Event, sc.Destination.URL, keys, keyErr, now)
-	if err != nil {
-		return nil, err
-	}
-	saved, err := a.store.SaveWebhookDeliveryIf(ctx, change.PrevState, change.PrevAttempts, change.Delivery, change.Attempt)
-	if err != nil || !saved {
-		return nil, err // not saved: another run of this delivery got there first
-	}
-	if keyErr != nil {
-		a.logger.ErrorContext(ctx, "webhook signing secret unavailable", "destination", sc.Destination.ID, "err", keyErr)
-	}
-	return prep, nil
 }
 
 // beginAttempt computes the start of d's next attempt: the change that
@@ -181,12 +89,12 @@ func (a *App) openSigningKeys(dest domain.WebhookDestination, sealed []domain.Se
 // recordLostAttempt closes a DELIVERING attempt whose worker is gone as
 // UNKNOWN and schedules the resend at once (or dead-letters the delivery if
 // it was the last attempt), in the caller's transaction.
-func (a *App) recordLostAttempt(ctx context.Context, args WebhookDeliveryArgs) error {
-	d, err := a.store.GetWebhookDelivery(ctx, args.TenantID, args.DeliveryID, true)
+func (a *App) recordLostAttempt(ctx context.Context, tenantID string, deliveryID uuid.UUID, attempt int) error {
+	d, err := a.store.GetWebhookDelivery(ctx, tenantID, deliveryID, true)
 	if err != nil {
 		return err
 	}
-	if d.State != domain.WebhookDeliveryDelivering || d.AttemptCount != args.Attempt {
+	if d.State != domain.WebhookDeliveryDelivering || d.AttemptCount != attempt {
 		return nil // resolved meanwhile
 	}
 	now := a.storedNow()
@@ -215,15 +123,6 @@ func (a *App) recordLostAttempt(ctx context.Context, args WebhookDeliveryArgs) e
 		return nil
 	}
 	return a.store.EnqueueJobs(ctx, webhookDeliveryJob(&d, time.Time{}))
-}
-
-// finishWebhookAttempt records the outcome of a sent attempt: the
-// delivery's transition and the attempt's evidence in one statement, with
-// the next attempt's job in the same transaction when one is due. Nothing is
-// written when another run took the attempt over meanwhile (it recorded the
-// attempt as unknown).
-func (a *App) finishWebhookAttempt(ctx context.Context, prep *preparedAttempt, res webhook.Result) error {
-	return a.finishWebhookAttempts(ctx, []*preparedAttempt{prep}, []webhook.Result{res})
 }
 
 // finishWebhookAttempts records the outcomes of sent attempts of one

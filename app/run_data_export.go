@@ -77,22 +77,8 @@ func (a *App) RunDataExport(ctx context.Context, run DataExportRun) error {
 	if err != nil {
 		return a.exportError(ctx, run, e, err)
 	}
-	err = a.retryTx(ctx, func(ctx context.Context) error {
-		cur, err := a.store.GetDataExport(ctx, e.TenantID, e.ID, true)
-		if err != nil {
-			return err
-		}
-		now := a.storedNow()
-		if err := cur.Complete(now, key, res.Digest, res.Bytes, res.Rows, now.Add(cfg.TTL)); err != nil {
-			return err
-		}
-		if err := a.store.UpdateDataExport(ctx, cur); err != nil {
-			return err
-		}
-		if run.Complete != nil {
-			return run.Complete(ctx)
-		}
-		return nil
+	err = a.settleExport(ctx, run, e, func(cur *domain.DataExport, now time.Time) error {
+		return cur.Complete(now, key, res.Digest, res.Bytes, res.Rows, now.Add(cfg.TTL))
 	})
 	if err != nil {
 		// Unless the commit went through after all (an ambiguous failure),
@@ -179,12 +165,20 @@ func (a *App) exportError(ctx context.Context, run DataExportRun, e domain.DataE
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
+	return a.settleExport(ctx, run, e, func(cur *domain.DataExport, now time.Time) error {
+		return cur.Fail(now, reason)
+	})
+}
+
+// settleExport ends a run: in one transaction it moves the export (locked)
+// by the domain's transition move, and completes the run's job.
+func (a *App) settleExport(ctx context.Context, run DataExportRun, e domain.DataExport, move func(*domain.DataExport, time.Time) error) error {
 	return a.retryTx(ctx, func(ctx context.Context) error {
 		cur, err := a.store.GetDataExport(ctx, e.TenantID, e.ID, true)
 		if err != nil {
 			return err
 		}
-		if err := cur.Fail(a.storedNow(), reason); err != nil {
+		if err := move(&cur, a.storedNow()); err != nil {
 			return err
 		}
 		if err := a.store.UpdateDataExport(ctx, cur); err != nil {

@@ -12,7 +12,7 @@ import (
 // FanOutWebhookDeliveries runs the outbox fact of recorded events: it
 // matches the events of args against the project's active subscriptions and
 // creates one WebhookDelivery per (subscription, event) with its delivery
-// job (batched per destination, see WebhookDeliveryBatchArgs), in one
+// job (batched per destination, see WebhookDeliveryArgs), in one
 // transaction per chunk of events. It is idempotent: deliveries
 // are unique per (subscription, event), and a delivery job is enqueued only
 // for a delivery this run inserted, so running it twice (River retry,
@@ -82,5 +82,5 @@ func (a *App) fanOutChunk(ctx context.Context, tenantID, projectID string, from,
 	for i, id := range inserted {
 		fresh[i] = byID[id]
 	}
-	return len(inserted), a.store.EnqueueJobs(ctx, webhookBatchJobs(fresh)...)
+	return len(inserted), a.store.EnqueueJobs(ctx, webhookFirstAttemptJobs(fresh)...)
 }

@@ -36,8 +36,6 @@ type WebhookStore interface {
 	SearchWebhookDeliveries(ctx context.Context, tenantID, projectID string, f domain.WebhookDeliveryFilter, before uuid.UUID, limit int) ([]domain.WebhookDelivery, error)
 	LastWebhookAttempt(ctx context.Context, deliveryID uuid.UUID) (domain.WebhookDeliveryAttempt, error)
 	SaveWebhookAttempt(ctx context.Context, deliveryID uuid.UUID, a domain.WebhookDeliveryAttempt) error
-	WebhookSendContext(ctx context.Context, tenantID, projectID string, deliveryID, destinationID, eventID uuid.UUID, now time.Time) (domain.WebhookSendContext, error)
-	SaveWebhookDeliveryIf(ctx context.Context, prev domain.WebhookDeliveryState, prevAttempts int, d domain.WebhookDelivery, a domain.WebhookDeliveryAttempt) (bool, error)
 	SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.WebhookDeliveryChange) ([]uuid.UUID, error)
 	WebhookBatchSendContext(ctx context.Context, tenantID string, destinationID uuid.UUID, deliveryIDs, eventIDs []uuid.UUID, now time.Time) (domain.WebhookBatchSendContext, error)
 	// CommitWithoutFlush lets the transaction in ctx commit without waiting
@@ -186,19 +184,6 @@ type WebhookFanoutArgs struct {
 // Kind names the job.
 func (WebhookFanoutArgs) Kind() string { return "webhook_fanout" }
 
-// WebhookDeliveryArgs asks for attempt number Attempt of a delivery.
-type WebhookDeliveryArgs struct {
-	TenantID      string    `json:"tenant_id"`
-	ProjectID     string    `json:"project_id"`
-	DeliveryID    uuid.UUID `json:"delivery_id"`
-	DestinationID uuid.UUID `json:"destination_id"`
-	EventID       uuid.UUID `json:"event_id"`
-	Attempt       int       `json:"attempt"`
-}
-
-// Kind names the job.
-func (WebhookDeliveryArgs) Kind() string { return "webhook_delivery" }
-
 func webhookFanoutJob(tenantID, projectID string, from, to uint64) domain.OutboxJob {
 	return domain.OutboxJob{Args: WebhookFanoutArgs{TenantID: tenantID, ProjectID: projectID, FromSequence: from, ToSequence: to}}
 }
@@ -207,20 +192,6 @@ func webhookFanoutJob(tenantID, projectID string, from, to uint64) domain.Outbox
 // available (its scheduler runs every few seconds). A retry due sooner is
 // enqueued available at once and its worker waits for the due time itself.
 const jobScheduleGranularity = 5 * time.Second
-
-// webhookDeliveryJob is the job of the delivery's next attempt, due at at
-// (zero: now).
-func webhookDeliveryJob(d *domain.WebhookDelivery, at time.Time) domain.OutboxJob {
-	if time.Until(at) < jobScheduleGranularity {
-		at = time.Time{}
-	}
-	return domain.OutboxJob{
-		Args: WebhookDeliveryArgs{TenantID: d.TenantID, ProjectID: d.ProjectID, DeliveryID: d.ID,
-			DestinationID: d.DestinationID, EventID: d.EventID, Attempt: d.AttemptCount + 1},
-		Queue:       QueueWebhooks,
-		ScheduledAt: at,
-	}
-}
 
 // recordCommandEvent appends the audit event of a command of id, in the
 // caller's transaction: the command's own evidence, sealed into the

@@ -3,8 +3,8 @@ package main
 // The webhook-delivery scenario: audit events recorded through the use case
 // (app.App.RecordAuditEvents / RecordAuditEvent) into projects with webhook
 // subscriptions, delivered by the real pipeline (outbox job webhook_fanout,
-// webhook_delivery_batch jobs per destination (single webhook_delivery jobs
-// for retries), app.App.DeliverWebhookBatch / DeliverWebhook with
+// webhook_delivery jobs of up to 50 deliveries per destination,
+// app.App.DeliverWebhooks with
 // webhook.Sender) to a local HTTPS receiver in a child process
 // (webhook_receiver.go); against a plain net/http client posting payloads
 // of the same shape, signed with webhook.Sign, to the same receiver with as

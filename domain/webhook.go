@@ -363,16 +363,6 @@ type WebhookDeliveryFilter struct {
 	State          WebhookDeliveryState
 }
 
-// WebhookSendContext is everything one attempt of a delivery needs, read
-// together: the delivery, its destination, the destination's valid sealed
-// secrets and the audit event to send.
-type WebhookSendContext struct {
-	Delivery    WebhookDelivery
-	Destination WebhookDestination
-	Secrets     []SealedWebhookSecret
-	Event       AuditEvent
-}
-
 // WebhookDeliveryChange is a delivery's transition as the domain computed
 // it, from the state it was read in, with the attempt it starts or ends.
 type WebhookDeliveryChange struct {

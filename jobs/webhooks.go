@@ -24,53 +24,28 @@ func (w *WebhookFanoutWorker) Work(ctx context.Context, job *river.Job[app.Webho
 	return err
 }
 
-// WebhookDeliveryWorker runs one attempt of a delivery; see
-// app.App.DeliverWebhook. The retry schedule is the delivery's own (each
+// WebhookDeliveryWorker runs the attempts of a delivery job; see
+// app.App.DeliverWebhooks. The retry schedule is the deliveries' own (each
 // retry is a new job committed with the failed attempt's outcome); River's
-// retries of this job only cover errors of the database around an attempt.
+// retries of this job only cover errors of the database around attempts.
 type WebhookDeliveryWorker struct {
 	river.WorkerDefaults[app.WebhookDeliveryArgs]
-	App *app.App
-	// SendTimeout is the sender's total timeout; the job's timeout leaves
-	// room for the transactions around the request.
-	SendTimeout time.Duration
-}
-
-// Timeout implements river.Worker: the request's bound plus time to record
-// its outcome.
-func (w *WebhookDeliveryWorker) Timeout(*river.Job[app.WebhookDeliveryArgs]) time.Duration {
-	return w.SendTimeout + 30*time.Second
-}
-
-// Work implements river.Worker.
-func (w *WebhookDeliveryWorker) Work(ctx context.Context, job *river.Job[app.WebhookDeliveryArgs]) error {
-	return snoozeIfBusy(w.App.DeliverWebhook(ctx, job.Args))
-}
-
-// WebhookDeliveryBatchWorker runs the first attempts of a fan-out's new
-// deliveries to one destination; see app.App.DeliverWebhookBatch.
-type WebhookDeliveryBatchWorker struct {
-	river.WorkerDefaults[app.WebhookDeliveryBatchArgs]
 	App *app.App
 	// SendTimeout is the sender's total timeout per request.
 	SendTimeout time.Duration
 }
 
-// Timeout implements river.Worker: a batch sends its requests at least one
-// at a time, each within SendTimeout.
-func (w *WebhookDeliveryBatchWorker) Timeout(job *river.Job[app.WebhookDeliveryBatchArgs]) time.Duration {
+// Timeout implements river.Worker: a job sends its requests at least one at
+// a time, each within SendTimeout, plus time to record their outcomes.
+func (w *WebhookDeliveryWorker) Timeout(job *river.Job[app.WebhookDeliveryArgs]) time.Duration {
 	return time.Duration(len(job.Args.DeliveryIDs))*w.SendTimeout + 30*time.Second
 }
 
 // Work implements river.Worker.
-func (w *WebhookDeliveryBatchWorker) Work(ctx context.Context, job *river.Job[app.WebhookDeliveryBatchArgs]) error {
-	return snoozeIfBusy(w.App.DeliverWebhookBatch(ctx, job.Args))
-}
-
-// snoozeIfBusy turns app.ErrDestinationBusy into a short snooze: the worker
-// goes back to the pool and the job returns soon, without using an attempt.
-func snoozeIfBusy(err error) error {
+func (w *WebhookDeliveryWorker) Work(ctx context.Context, job *river.Job[app.WebhookDeliveryArgs]) error {
+	err := w.App.DeliverWebhooks(ctx, job.Args)
 	if errors.Is(err, app.ErrDestinationBusy) {
+		// Give the worker back and try again soon, without using an attempt.
 		return river.JobSnooze(250*time.Millisecond + rand.N(250*time.Millisecond))
 	}
 	return err

@@ -340,17 +340,17 @@ func TestWebhookCrashBetweenDeliveringAndOutcome(t *testing.T) {
 	require.Zero(t, n, "a second run of the fan-out creates nothing")
 	var deliveries, deliveryJobs int
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries`).Scan(&deliveries))
-	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind LIKE 'webhook_delivery%'`).Scan(&deliveryJobs))
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = 'webhook_delivery'`).Scan(&deliveryJobs))
 	require.Equal(t, 1, deliveries)
 	require.Equal(t, 1, deliveryJobs, "and enqueues nothing")
 
-	args := lastJobArgs[app.WebhookDeliveryBatchArgs](t, b.pool, "webhook_delivery_batch")
+	args := lastJobArgs[app.WebhookDeliveryArgs](t, b.pool, "webhook_delivery")
 	wake := make(chan struct{})
 	stale := make(chan error, 1)
 	cfg := b.cfg
 	cfg.Sender = hangingSender{real: b.cfg.Sender, wake: wake}
 	crashed := app.New(store.New(b.pool), app.Config{Webhooks: cfg})
-	go func() { stale <- crashed.DeliverWebhookBatch(ctx, args) }()
+	go func() { stale <- crashed.DeliverWebhooks(ctx, args) }()
 	<-r.arrived // the request reached the receiver; the worker is gone
 
 	d, err := b.app.WebhookDelivery(ctx, b.admin, args.DeliveryIDs[0].String())
@@ -359,7 +359,7 @@ func TestWebhookCrashBetweenDeliveringAndOutcome(t *testing.T) {
 	require.Equal(t, domain.WebhookAttemptDelivering, d.Attempts[0].Outcome)
 
 	// River rescues the job and runs it again.
-	require.NoError(t, b.app.DeliverWebhookBatch(ctx, args))
+	require.NoError(t, b.app.DeliverWebhooks(ctx, args))
 	d, err = b.app.WebhookDelivery(ctx, b.admin, args.DeliveryIDs[0].String())
 	require.NoError(t, err)
 	require.Equal(t, domain.WebhookAttemptUnknown, d.Attempts[0].Outcome, "a leftover DELIVERING attempt has an unknown outcome")

@@ -76,12 +76,13 @@ func (s *Store) InsertDataExport(ctx context.Context, e domain.DataExport) error
 // the change.
 func (s *Store) UpdateDataExport(ctx context.Context, e domain.DataExport) error {
 	b := &pgx.Batch{}
-	vals := dataExportValues(&e)
-	b.Queue(`UPDATE data_exports SET state = $9, started_at = $12, progress_rows = $13, progress_bytes = $14,
-			object_ref = $15, content_digest = $16, byte_length = $17, row_count = $18, ready_at = $19, expires_at = $20,
-			failed_at = $21, failure_reason = $22, expired_at = $23, updated_at = $24
-		WHERE tenant_id = $1 AND id = $3 AND project_id = $2 AND kind = $4 AND format = $5 AND compression = $6
-			AND range_from = $7 AND range_to = $8 AND requested_by = $10 AND requested_at = $11`, vals...)
+	// Only the lifecycle columns change; the request's are immutable.
+	b.Queue(`UPDATE data_exports SET state = $3, started_at = $4, progress_rows = $5, progress_bytes = $6,
+			object_ref = $7, content_digest = $8, byte_length = $9, row_count = $10, ready_at = $11, expires_at = $12,
+			failed_at = $13, failure_reason = $14, expired_at = $15, updated_at = $16
+		WHERE tenant_id = $1 AND id = $2`, e.TenantID, e.ID, string(e.State), e.StartedAt, clampInt64(e.ProgressRows),
+		clampInt64(e.ProgressBytes), e.ObjectRef, e.ContentDigest, clampInt64(e.ByteLength), clampInt64(e.RowCount),
+		e.ReadyAt, e.ExpiresAt, e.FailedAt, e.FailureReason, e.ExpiredAt, e.UpdatedAt)
 	notifyDataExport(b, e.TenantID, e.ID)
 	if err := s.q(ctx).SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("updating data export: %w", err)

@@ -407,66 +407,11 @@ func (s *Store) SaveWebhookAttempt(ctx context.Context, deliveryID uuid.UUID, a 
 	return nil
 }
 
-// WebhookSendContext reads, in one round trip, what an attempt of the
-// delivery needs (see domain.WebhookSendContext). ErrNotFound when the
-// tenant has no such delivery.
-func (s *Store) WebhookSendContext(ctx context.Context, tenantID, projectID string, deliveryID, destinationID, eventID uuid.UUID, now time.Time) (domain.WebhookSendContext, error) {
-	var out domain.WebhookSendContext
-	b := &pgx.Batch{}
-	b.Queue(`SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE tenant_id = $1 AND id = $2`, tenantID, deliveryID)
-	b.Queue(`SELECT `+destinationColumns+` FROM webhook_destinations d WHERE d.tenant_id = $1 AND d.id = $2`, tenantID, destinationID)
-	b.Queue(`SELECT id, sealed, created_at, expires_at FROM webhook_destination_secrets
-		WHERE destination_id = $1 AND (expires_at IS NULL OR expires_at > $2) ORDER BY created_at DESC, id DESC`, destinationID, now)
-	// By the (tenant_id, id) key: one row, whatever the statistics say.
-	b.Queue(`SELECT `+auditEventColumns+` FROM audit_events WHERE tenant_id = $1 AND id = $2`, tenantID, eventID)
-	br := s.q(ctx).SendBatch(ctx, b)
-	defer br.Close()
-	rows, _ := br.Query()
-	d, err := pgx.CollectExactlyOneRow(rows, scanDelivery)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return out, ErrNotFound
-	}
-	if err != nil {
-		return out, fmt.Errorf("reading webhook delivery: %w", err)
-	}
-	out.Delivery = d
-	rows, _ = br.Query()
-	if out.Destination, err = pgx.CollectExactlyOneRow(rows, scanDestination); err != nil {
-		return out, fmt.Errorf("reading destination of delivery %s: %w", deliveryID, err)
-	}
-	rows, _ = br.Query()
-	out.Secrets, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.SealedWebhookSecret, error) {
-		var sec domain.SealedWebhookSecret
-		err := row.Scan(&sec.ID, &sec.Sealed, &sec.CreatedAt, &sec.ExpiresAt)
-		return sec, err
-	})
-	if err != nil {
-		return out, fmt.Errorf("reading webhook secrets: %w", err)
-	}
-	rows, _ = br.Query()
-	if out.Event, err = pgx.CollectExactlyOneRow(rows, scanAuditEvent); err != nil {
-		return out, fmt.Errorf("reading event of delivery %s: %w", deliveryID, err)
-	}
-	if out.Event.ProjectID != projectID || out.Delivery.ProjectID != projectID {
-		return out, fmt.Errorf("delivery %s: event or delivery outside project %s", deliveryID, projectID)
-	}
-	return out, br.Close()
-}
-
-// SaveWebhookDeliveryIf persists a delivery changed by the domain together
-// with one of its attempts, in one statement, only if the stored delivery is
-// still in state prev with prevAttempts attempts (compare and set: the
-// domain's transition was computed from that state). It reports whether it
-// did; false means another run moved the delivery meanwhile.
-func (s *Store) SaveWebhookDeliveryIf(ctx context.Context, prev domain.WebhookDeliveryState, prevAttempts int, d domain.WebhookDelivery, a domain.WebhookDeliveryAttempt) (bool, error) {
-	saved, err := s.SaveWebhookDeliveriesIf(ctx, []domain.WebhookDeliveryChange{{
-		PrevState: prev, PrevAttempts: prevAttempts, Delivery: d, Attempt: a}})
-	return len(saved) == 1, err
-}
-
-// SaveWebhookDeliveriesIf is SaveWebhookDeliveryIf for many deliveries of
-// one tenant in one statement. It returns the ids of the deliveries it
-// saved.
+// SaveWebhookDeliveriesIf persists, in one statement, deliveries of one
+// tenant changed by the domain, each with one of its attempts, each only if
+// the stored delivery is still in the state (and attempt count) the change
+// was computed from: compare and set. It returns the ids of the deliveries
+// it saved; a missing one was moved by another run meanwhile.
 func (s *Store) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.WebhookDeliveryChange) ([]uuid.UUID, error) {
 	if len(changes) == 0 {
 		return nil, nil

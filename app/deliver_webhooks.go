@@ -1,0 +1,234 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/aetheriot/aether-audit/domain"
+	"github.com/aetheriot/aether-audit/webhook"
+)
+
+// maxDeliveryBatch bounds the deliveries of one job.
+const maxDeliveryBatch = 50
+
+// WebhookDeliveryArgs asks for one attempt of each of up to
+// maxDeliveryBatch deliveries to one destination: the first attempts of a
+// fan-out's new deliveries (batched, so that their intents and outcomes are
+// written with one statement each), or one delivery's retry, redrive or
+// resend. Attempts[i] is the attempt number the job is for (1 when absent):
+// a delivery found in another state is left alone.
+type WebhookDeliveryArgs struct {
+	TenantID      string      `json:"tenant_id"`
+	DestinationID uuid.UUID   `json:"destination_id"`
+	DeliveryIDs   []uuid.UUID `json:"delivery_ids"`
+	EventIDs      []uuid.UUID `json:"event_ids"`
+	Attempts      []int       `json:"attempts,omitempty"`
+}
+
+// Kind names the job.
+func (WebhookDeliveryArgs) Kind() string { return "webhook_delivery" }
+
+// attempt is the attempt number the job is for of its i-th delivery.
+func (args WebhookDeliveryArgs) attempt(i int) int {
+	if i < len(args.Attempts) {
+		return args.Attempts[i]
+	}
+	return 1
+}
+
+// webhookDeliveryJob is the job of d's next attempt, due at at (zero: now).
+func webhookDeliveryJob(d *domain.WebhookDelivery, at time.Time) domain.OutboxJob {
+	if time.Until(at) < jobScheduleGranularity {
+		at = time.Time{}
+	}
+	return domain.OutboxJob{
+		Args: WebhookDeliveryArgs{TenantID: d.TenantID, DestinationID: d.DestinationID,
+			DeliveryIDs: []uuid.UUID{d.ID}, EventIDs: []uuid.UUID{d.EventID}, Attempts: []int{d.AttemptCount + 1}},
+		Queue:       QueueWebhooks,
+		ScheduledAt: at,
+	}
+}
+
+// webhookFirstAttemptJobs groups new deliveries (all PENDING, no attempt
+// yet) by destination into jobs of at most maxDeliveryBatch.
+func webhookFirstAttemptJobs(ds []*domain.WebhookDelivery) []domain.OutboxJob {
+	byDest := map[uuid.UUID][]*domain.WebhookDelivery{}
+	var order []uuid.UUID
+	for _, d := range ds {
+		if _, ok := byDest[d.DestinationID]; !ok {
+			order = append(order, d.DestinationID)
+		}
+		byDest[d.DestinationID] = append(byDest[d.DestinationID], d)
+	}
+	var jobs []domain.OutboxJob
+	for _, dest := range order {
+		list := byDest[dest]
+		for start := 0; start < len(list); start += maxDeliveryBatch {
+			part := list[start:min(start+maxDeliveryBatch, len(list))]
+			args := WebhookDeliveryArgs{TenantID: part[0].TenantID, DestinationID: dest}
+			for _, d := range part {
+				args.DeliveryIDs = append(args.DeliveryIDs, d.ID)
+				args.EventIDs = append(args.EventIDs, d.EventID)
+			}
+			jobs = append(jobs, domain.OutboxJob{Args: args, Queue: QueueWebhooks})
+		}
+	}
+	return jobs
+}
+
+// DeliverWebhooks runs the attempts a delivery job asks for. It commits
+// every due attempt as DELIVERING in one statement (each the domain's
+// transition, saved only if its delivery is still in the state it was
+// computed from, so concurrent runs cannot both act), sends them through
+// the destination's in-flight slots free now, then records every outcome in
+// one transaction, with the retries' jobs at their scheduled times.
+//
+// A delivery whose attempt is already DELIVERING is a rerun after a crash,
+// rescue or interrupted shutdown: that attempt is recorded as UNKNOWN (the
+// receiver may or may not have it) and the delivery is resent at once under
+// the same webhook-id. A delivery whose attempt already ran to an end is
+// left alone. ErrDestinationBusy means the destination has its maximum of
+// requests in flight in this process; the job should be tried again shortly.
+func (a *App) DeliverWebhooks(ctx context.Context, args WebhookDeliveryArgs) error {
+	if a.webhooks.Sender == nil || a.webhooks.Box == nil {
+		return errors.New("webhooks: delivery needs a sender and a master key")
+	}
+	if len(args.DeliveryIDs) == 0 || len(args.DeliveryIDs) > maxDeliveryBatch || len(args.EventIDs) != len(args.DeliveryIDs) {
+		return fmt.Errorf("webhook delivery job of %d deliveries and %d events", len(args.DeliveryIDs), len(args.EventIDs))
+	}
+	// The job's requests go through the destination's in-flight slots it
+	// can get now (at least one, waiting briefly for it): a busy
+	// destination gives the worker back rather than hold it.
+	slots, err := a.takeSlots(ctx, args.DestinationID, len(args.DeliveryIDs))
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, release := range slots {
+			release()
+		}
+	}()
+	now := a.storedNow()
+	sc, err := a.store.WebhookBatchSendContext(ctx, args.TenantID, args.DestinationID, args.DeliveryIDs, args.EventIDs, now)
+	if errors.Is(err, domain.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	want := make(map[uuid.UUID]int, len(args.DeliveryIDs))
+	for i, id := range args.DeliveryIDs {
+		want[id] = args.attempt(i)
+	}
+	var due []domain.WebhookDelivery
+	var latest time.Time
+	for _, d := range sc.Deliveries {
+		n := want[d.ID]
+		switch {
+		case d.State == domain.WebhookDeliveryDelivering && d.AttemptCount == n:
+			if err := a.retryTx(ctx, func(ctx context.Context) error { return a.recordLostAttempt(ctx, d.TenantID, d.ID, n) }); err != nil {
+				return err
+			}
+		case (d.State == domain.WebhookDeliveryPending || d.State == domain.WebhookDeliveryRetrying) && d.AttemptCount == n-1:
+			due = append(due, d)
+			if d.NextAttemptAt != nil && d.NextAttemptAt.After(latest) {
+				latest = *d.NextAttemptAt
+			}
+		}
+	}
+	if len(due) == 0 {
+		return nil
+	}
+	// A retry due within the scheduler's granularity was enqueued available
+	// at once: wait for its time here.
+	if wait := latest.Sub(now); wait > 0 {
+		t := time.NewTimer(min(wait, jobScheduleGranularity))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+		now = a.storedNow()
+	}
+	keys, keyErr := a.openSigningKeys(sc.Destination, sc.Secrets)
+	if keyErr != nil {
+		a.logger.ErrorContext(ctx, "webhook signing secret unavailable", "destination", sc.Destination.ID, "err", keyErr)
+	}
+	changes := make([]domain.WebhookDeliveryChange, 0, len(due))
+	preps := make(map[uuid.UUID]*preparedAttempt, len(due))
+	for _, d := range due {
+		event := sc.Events[d.EventID]
+		if event == nil {
+			return fmt.Errorf("event %s of delivery %s is missing", d.EventID, d.ID)
+		}
+		change, prep, err := a.beginAttempt(d, event, sc.Destination.URL, keys, keyErr, now)
+		if err != nil {
+			return err
+		}
+		changes = append(changes, change)
+		preps[d.ID] = prep
+	}
+	saved, err := a.store.SaveWebhookDeliveriesIf(ctx, changes)
+	if err != nil || len(saved) == 0 {
+		return err
+	}
+	sent := make([]*preparedAttempt, len(saved))
+	for i, id := range saved {
+		sent[i] = preps[id]
+	}
+	results := a.sendAll(ctx, sent, len(slots))
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	return a.finishWebhookAttempts(fctx, sent, results)
+}
+
+// takeSlots takes up to n of the destination's in-flight slots: the first
+// waiting briefly (else ErrDestinationBusy), the others only if free now.
+func (a *App) takeSlots(ctx context.Context, destinationID uuid.UUID, n int) ([]func(), error) {
+	release, ok := a.webhooks.acquire(ctx, destinationID)
+	if !ok {
+		return nil, ErrDestinationBusy
+	}
+	slots := []func(){release}
+	for len(slots) < n {
+		release, ok := a.webhooks.acquireNow(ctx, destinationID)
+		if !ok {
+			break
+		}
+		slots = append(slots, release)
+	}
+	return slots, nil
+}
+
+// sendAll sends prepared attempts, parallel at most at a time.
+func (a *App) sendAll(ctx context.Context, preps []*preparedAttempt, parallel int) []webhook.Result {
+	results := make([]webhook.Result, len(preps))
+	next := make(chan int, len(preps))
+	for i := range preps {
+		next <- i
+	}
+	close(next)
+	var wg sync.WaitGroup
+	for range max(parallel, 1) {
+		wg.Go(func() {
+			for i := range next {
+				prep := preps[i]
+				if prep.unsendable != nil {
+					results[i] = *prep.unsendable
+					continue
+				}
+				results[i] = a.webhooks.Sender.Send(ctx, webhook.Request{
+					URL: prep.url, ID: prep.delivery.IdempotencyKey, Timestamp: a.now(), Body: prep.body, Keys: prep.keys,
+				})
+			}
+		})
+	}
+	wg.Wait()
+	return results
+}
