@@ -63,6 +63,8 @@ type App struct {
 	// exportWatch signals changes of exports; nil disables their
 	// subscriptions.
 	exportWatch DataExportWatcher
+	// limits bounds commands and subscription starts.
+	limits *rateLimiter
 }
 
 // Config configures an App. Zero fields take defaults.
@@ -82,6 +84,9 @@ type Config struct {
 	// ExportWatch signals changes of exports for their subscriptions; nil
 	// disables them.
 	ExportWatch DataExportWatcher
+	// RateLimits bounds commands and subscription starts per identity and
+	// tenant; zero limits are off.
+	RateLimits RateLimitConfig
 }
 
 // New returns an App over store.
@@ -99,5 +104,6 @@ func New(store Store, cfg Config) *App {
 	a.webhooks = newWebhookRuntime(cfg.Webhooks)
 	a.exports = cfg.Exports.withDefaults()
 	a.exportWatch = cfg.ExportWatch
+	a.limits = newRateLimiter(cfg.RateLimits)
 	return a
 }

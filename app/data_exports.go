@@ -137,7 +137,7 @@ func (DeleteExportObjectArgs) Kind() string { return "delete_export_object" }
 // confirmation recorded) and its River job. A tenant has at most MaxActive
 // queued or running exports (QUOTA_EXCEEDED beyond). Needs exports:write.
 func (a *App) RequestDataExport(ctx context.Context, id Identity, in RequestDataExportInput) (domain.DataExport, error) {
-	if err := authorize(id, PermissionExportsWrite, in.ProjectID); err != nil {
+	if err := a.authorizeCommand(id, PermissionExportsWrite, in.ProjectID); err != nil {
 		return domain.DataExport{}, err
 	}
 	cfg := a.exports
@@ -273,7 +273,7 @@ func (a *App) DataExports(ctx context.Context, id Identity, in DataExportsInput)
 // to EXPIRED and its object is deleted (by a job committed with the
 // change). Needs exports:write and confirm; audited as export.expired.
 func (a *App) ExpireDataExport(ctx context.Context, id Identity, exportID string, confirm bool) (domain.DataExport, error) {
-	if err := authorize(id, PermissionExportsWrite, ""); err != nil {
+	if err := a.authorizeCommand(id, PermissionExportsWrite, ""); err != nil {
 		return domain.DataExport{}, err
 	}
 	if !confirm {
@@ -372,7 +372,7 @@ func DownloadPath(token string) string { return "/api/v1/exports/download/" + to
 // READY export (lifetime ttl, default DownloadTTL, at most MaxDownloadTTL).
 // Needs exports:download; audited as export.download_created.
 func (a *App) CreateDataExportDownload(ctx context.Context, id Identity, exportID string, ttl *time.Duration) (DataExportDownload, error) {
-	if err := authorize(id, PermissionExportsDownload, ""); err != nil {
+	if err := a.authorizeCommand(id, PermissionExportsDownload, ""); err != nil {
 		return DataExportDownload{}, err
 	}
 	life := a.exports.DownloadTTL

@@ -3,6 +3,7 @@ package app
 import (
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/aetheriot/aether-audit/domain"
 )
@@ -55,7 +56,9 @@ type Error struct {
 	Message string
 	// Field is the input path of the offending field, for BAD_USER_INPUT.
 	Field string
-	Err   error
+	// RetryAfter, for RATE_LIMITED, is how long to wait before retrying.
+	RetryAfter time.Duration
+	Err        error
 }
 
 // Error implements error.

@@ -30,7 +30,7 @@ const (
 // an id the tenant already has is skipped, so a retried batch does not
 // duplicate; entries without an id get one. It returns how many were new.
 func (a *App) AppendAlarmHistory(ctx context.Context, id Identity, projectID string, records []domain.AlarmRecord) (int64, error) {
-	if err := authorize(id, PermissionHistoryWrite, projectID); err != nil {
+	if err := a.authorizeCommand(id, PermissionHistoryWrite, projectID); err != nil {
 		return 0, err
 	}
 	if err := checkBatch("entries", len(records)); err != nil {
@@ -80,7 +80,7 @@ func (a *App) AppendAlarmHistory(ctx context.Context, id Identity, projectID str
 // point the project already has (same time, device and metric) is skipped.
 // It returns how many were new.
 func (a *App) AppendTelemetryHistory(ctx context.Context, id Identity, projectID string, points []domain.TelemetryPoint) (int64, error) {
-	if err := authorize(id, PermissionHistoryWrite, projectID); err != nil {
+	if err := a.authorizeCommand(id, PermissionHistoryWrite, projectID); err != nil {
 		return 0, err
 	}
 	if err := checkBatch("points", len(points)); err != nil {

@@ -43,7 +43,7 @@ var ErrLiveUnavailable = errors.New("live feed not configured")
 // identity with audit:read and the project: the same authorization and
 // filters as SearchAuditEvents. The caller must Close the stream.
 func (a *App) SubscribeAuditEvents(ctx context.Context, id Identity, in SubscribeAuditEventsInput) (AuditEventStream, error) {
-	if err := authorize(id, PermissionAuditRead, in.ProjectID); err != nil {
+	if err := a.authorizeSubscription(id, PermissionAuditRead, in.ProjectID); err != nil {
 		return nil, err
 	}
 	filter, err := ParseAuditEventFilter(in.Filter)

@@ -81,7 +81,7 @@ func (a *App) WebhookDeliveries(ctx context.Context, id Identity, in WebhookDeli
 // (webhook.delivery.redriven). Needs deliveries:redrive and confirm; only a
 // DEAD_LETTERED delivery can be redriven (else INVALID_STATE).
 func (a *App) RedriveWebhookDelivery(ctx context.Context, id Identity, deliveryID string, confirm bool) (domain.WebhookDelivery, error) {
-	if err := authorize(id, PermissionDeliveriesRedrive, ""); err != nil {
+	if err := a.authorizeCommand(id, PermissionDeliveriesRedrive, ""); err != nil {
 		return domain.WebhookDelivery{}, err
 	}
 	if !confirm {

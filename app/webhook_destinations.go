@@ -43,7 +43,7 @@ type WebhookDestinationWithSecret struct {
 // webhook.destination.created (without the URL's secret parts or the
 // secret).
 func (a *App) CreateWebhookDestination(ctx context.Context, id Identity, in CreateWebhookDestinationInput) (WebhookDestinationWithSecret, error) {
-	if err := authorize(id, PermissionWebhooksWrite, in.ProjectID); err != nil {
+	if err := a.authorizeCommand(id, PermissionWebhooksWrite, in.ProjectID); err != nil {
 		return WebhookDestinationWithSecret{}, err
 	}
 	url, err := webhook.ValidateURL(in.URL, a.webhooks.URLPolicy)
@@ -143,7 +143,7 @@ type RotateWebhookDestinationSecretInput struct {
 // valid secret, so receivers can switch without losing any. Needs
 // webhooks:write; audited as webhook.destination.secret_rotated.
 func (a *App) RotateWebhookDestinationSecret(ctx context.Context, id Identity, in RotateWebhookDestinationSecretInput) (WebhookDestinationWithSecret, error) {
-	if err := authorize(id, PermissionWebhooksWrite, ""); err != nil {
+	if err := a.authorizeCommand(id, PermissionWebhooksWrite, ""); err != nil {
 		return WebhookDestinationWithSecret{}, err
 	}
 	grace := DefaultSecretGracePeriod

@@ -38,7 +38,7 @@ type CreateWebhookSubscriptionInput struct {
 // (webhook.subscription.created), written in the same transaction. Needs
 // webhooks:write.
 func (a *App) CreateWebhookSubscription(ctx context.Context, id Identity, in CreateWebhookSubscriptionInput) (domain.WebhookSubscription, error) {
-	if err := authorize(id, PermissionWebhooksWrite, in.ProjectID); err != nil {
+	if err := a.authorizeCommand(id, PermissionWebhooksWrite, in.ProjectID); err != nil {
 		return domain.WebhookSubscription{}, err
 	}
 	types, err := domain.ParseWebhookEventTypes("eventTypes", in.EventTypes)
@@ -120,7 +120,7 @@ func subscriptionFingerprint(projectID string, destID uuid.UUID, types []string,
 // successful no-op (and is not audited again); there is no way back. Needs
 // webhooks:write; audited as webhook.subscription.disabled.
 func (a *App) DisableWebhookSubscription(ctx context.Context, id Identity, subscriptionID string) (domain.WebhookSubscription, error) {
-	if err := authorize(id, PermissionWebhooksWrite, ""); err != nil {
+	if err := a.authorizeCommand(id, PermissionWebhooksWrite, ""); err != nil {
 		return domain.WebhookSubscription{}, err
 	}
 	subID, err := parseID(subscriptionID, ErrWebhookSubscriptionNotFound)

@@ -36,6 +36,9 @@ func writeProblemStatus(w http.ResponseWriter, r *http.Request, status int, err 
 	if err.Code == app.CodeUnauthenticated {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="aether"`)
 	}
+	if err.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.FormatInt(app.RetryAfterSeconds(err.RetryAfter), 10))
+	}
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(problem{
 		Type:     problemTypeBase + string(err.Code),

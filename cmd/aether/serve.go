@@ -42,6 +42,7 @@ type serveCmd struct {
 	ShutdownTimeout        time.Duration `name:"shutdown-timeout" env:"AETHER_SHUTDOWN_TIMEOUT" default:"20s" help:"How long in-flight requests may take to finish on shutdown."`
 	webhookFlags
 	exportFlags
+	limitFlags
 }
 
 // Run implements the serve command.
@@ -85,7 +86,7 @@ func (c *serveCmd) Run() error {
 	defer exports.Bucket.Close()
 	st := store.New(db.Pool)
 	hub := live.New(db.Pool, st, live.Config{Logger: logger})
-	application := app.New(st, app.Config{Logger: logger, Live: hub, Webhooks: webhooks, Exports: exports, ExportWatch: hub})
+	application := app.New(st, app.Config{Logger: logger, Live: hub, Webhooks: webhooks, Exports: exports, ExportWatch: hub, RateLimits: c.limitFlags.config()})
 	river, err := jobs.NewClient(db.Pool, st, jobs.ClientConfig{
 		Logger:             logger,
 		App:                application,

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/aetheriot/aether-audit/app"
+)
+
+// rateFlag is a token bucket written RATE:BURST (RATE per second, BURST at
+// once), RATE alone (a burst of twice the rate), or 0 (no limit).
+type rateFlag app.RateLimit
+
+// UnmarshalText parses a rateFlag.
+func (r *rateFlag) UnmarshalText(b []byte) error {
+	s := strings.TrimSpace(string(b))
+	rateText, burstText, hasBurst := strings.Cut(s, ":")
+	rate, err := strconv.ParseFloat(strings.TrimSuffix(rateText, "/s"), 64)
+	if err != nil || !(rate >= 0 && rate <= 1e6) {
+		return fmt.Errorf("rate limit %q: want RATE[:BURST] with RATE per second between 0 and 1e6", s)
+	}
+	burst := max(1, int(2*rate))
+	if hasBurst {
+		burst, err = strconv.Atoi(burstText)
+		if err != nil || burst < 1 || burst > 1e7 {
+			return fmt.Errorf("rate limit %q: BURST must be a whole number from 1 to 1e7", s)
+		}
+	}
+	if rate == 0 {
+		burst = 0
+	}
+	*r = rateFlag{Rate: rate, Burst: burst}
+	return nil
+}
+
+// limitFlags bound how fast identities and tenants may run mutations and
+// start subscriptions.
+type limitFlags struct {
+	RateCommands            rateFlag `name:"rate-commands" env:"AETHER_RATE_COMMANDS" default:"1000:2000" help:"Mutations one identity (tenant and subject) may run, as RATE:BURST per second (a batch of events counts once); 0 turns the limit off. Over it: RATE_LIMITED with a retry hint."`
+	RateTenantCommands      rateFlag `name:"rate-tenant-commands" env:"AETHER_RATE_TENANT_COMMANDS" default:"5000:10000" help:"Mutations one tenant (all its identities) may run, as RATE:BURST per second; 0 turns the limit off."`
+	RateSubscriptions       rateFlag `name:"rate-subscriptions" env:"AETHER_RATE_SUBSCRIPTIONS" default:"10:50" help:"Subscription starts (GraphQL over WebSocket or SSE, live REST streams) one identity may make, as RATE:BURST per second; 0 turns the limit off."`
+	RateTenantSubscriptions rateFlag `name:"rate-tenant-subscriptions" env:"AETHER_RATE_TENANT_SUBSCRIPTIONS" default:"100:500" help:"Subscription starts one tenant may make, as RATE:BURST per second; 0 turns the limit off."`
+}
+
+// config returns the app's rate limits.
+func (f limitFlags) config() app.RateLimitConfig {
+	return app.RateLimitConfig{
+		CommandsPerIdentity:      app.RateLimit(f.RateCommands),
+		CommandsPerTenant:        app.RateLimit(f.RateTenantCommands),
+		SubscriptionsPerIdentity: app.RateLimit(f.RateSubscriptions),
+		SubscriptionsPerTenant:   app.RateLimit(f.RateTenantSubscriptions),
+	}
+}
