@@ -138,7 +138,6 @@ func RetryAfterSeconds(d time.Duration) int64 {
 	return max(1, int64(math.Ceil(d.Seconds())))
 }
 
-
 // authorizeCommand is authorize for a command (a mutation), which once
 // authorized is charged to the identity's and the tenant's command limits:
 // RATE_LIMITED with a retry hint when either is spent.
