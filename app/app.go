@@ -43,6 +43,7 @@ type Store interface {
 
 	WebhookStore
 	DataExportStore
+	RetentionStore
 }
 
 // App runs the use cases.
@@ -65,6 +66,10 @@ type App struct {
 	exportWatch DataExportWatcher
 	// limits bounds commands and subscription starts.
 	limits *rateLimiter
+	// retention is the default audit retention window; purgeBatch the most
+	// events one purge transaction removes.
+	retention  time.Duration
+	purgeBatch int
 }
 
 // Config configures an App. Zero fields take defaults.
@@ -87,6 +92,12 @@ type Config struct {
 	// RateLimits bounds commands and subscription starts per identity and
 	// tenant; zero limits are off.
 	RateLimits RateLimitConfig
+	// AuditRetention is how long audit events are kept unless their tenant
+	// sets its own window; default DefaultAuditRetention.
+	AuditRetention time.Duration
+	// PurgeBatch is the most events one purge transaction removes; default
+	// DefaultPurgeBatch.
+	PurgeBatch int
 }
 
 // New returns an App over store.
@@ -105,5 +116,12 @@ func New(store Store, cfg Config) *App {
 	a.exports = cfg.Exports.withDefaults()
 	a.exportWatch = cfg.ExportWatch
 	a.limits = newRateLimiter(cfg.RateLimits)
+	a.retention, a.purgeBatch = cfg.AuditRetention, cfg.PurgeBatch
+	if a.retention <= 0 {
+		a.retention = DefaultAuditRetention
+	}
+	if a.purgeBatch <= 0 {
+		a.purgeBatch = DefaultPurgeBatch
+	}
 	return a
 }

@@ -162,10 +162,26 @@ func (a *App) DeliverWebhooks(ctx context.Context, args WebhookDeliveryArgs) err
 	}
 	changes := make([]domain.WebhookDeliveryChange, 0, len(due))
 	preps := make(map[uuid.UUID]*preparedAttempt, len(due))
+	var purged *domain.PurgedPrefix
 	for _, d := range due {
 		event := sc.Events[d.EventID]
 		if event == nil {
-			return fmt.Errorf("event %s of delivery %s is missing", d.EventID, d.ID)
+			// Only retention removes events: the project's deliveries of
+			// purged events have nothing left to send, and are dead-lettered.
+			if purged == nil {
+				p, err := a.store.AuditPurgedPrefix(ctx, d.TenantID, d.ProjectID)
+				if err != nil {
+					return err
+				}
+				if _, err := a.store.DeadLetterPurgedWebhookDeliveries(ctx, d.TenantID, d.ProjectID, now); err != nil {
+					return err
+				}
+				purged = &p
+			}
+			if d.EventSequence > purged.Through {
+				return fmt.Errorf("event %s of delivery %s is missing", d.EventID, d.ID)
+			}
+			continue
 		}
 		change, prep, err := a.beginAttempt(d, event, sc.Destination.URL, keys, keyErr, now)
 		if err != nil {

@@ -25,12 +25,16 @@ type ChainVerification struct {
 	// HeadSequence and HeadHash are the project's committed head.
 	HeadSequence uint64
 	HeadHash     domain.Hash
+	// PurgedThrough is the last sequence removed by retention (0 when none
+	// was): verification starts after it, from its stored anchor hash.
+	PurgedThrough uint64
 }
 
 // VerifyAuditChain recomputes the hash chain of a project's events with
-// sequence in [from, to] (defaults: 1 and the head) and reports the first
-// event whose content no longer matches its chain. The range starts from the
-// stored hash of the event before it. Needs audit:read and the project.
+// sequence in [from, to] (defaults: the first event retention kept and the
+// head) and reports the first event whose content no longer matches its
+// chain. The range starts from the stored hash of the event before it, or
+// from the purged prefix's anchor. Needs audit:read and the project.
 func (a *App) VerifyAuditChain(ctx context.Context, id Identity, projectID string, from, to *uint64) (ChainVerification, error) {
 	if err := authorize(id, PermissionAuditRead, projectID); err != nil {
 		return ChainVerification{}, err
@@ -39,11 +43,18 @@ func (a *App) VerifyAuditChain(ctx context.Context, id Identity, projectID strin
 	if err != nil {
 		return ChainVerification{}, err
 	}
-	res := ChainVerification{Valid: true, HeadSequence: head.Sequence, HeadHash: head.Hash}
-	lo, hi := uint64(1), head.Sequence
+	purged, err := a.store.AuditPurgedPrefix(ctx, id.TenantID, projectID)
+	if err != nil {
+		return ChainVerification{}, err
+	}
+	res := ChainVerification{Valid: true, HeadSequence: head.Sequence, HeadHash: head.Hash, PurgedThrough: purged.Through}
+	lo, hi := purged.Through+1, head.Sequence
 	if from != nil {
 		if *from < 1 {
 			return res, badInput("fromSequence", "must be at least 1")
+		}
+		if *from <= purged.Through {
+			return res, badInput("fromSequence", fmt.Sprintf("events through %d were purged by retention: verify from %d", purged.Through, purged.Through+1))
 		}
 		lo = *from
 	}
@@ -60,8 +71,10 @@ func (a *App) VerifyAuditChain(ctx context.Context, id Identity, projectID strin
 		return res, badInput("toSequence", fmt.Sprintf("a range may span at most %d events", MaxVerifyRange))
 	}
 
-	var prev domain.Hash
-	if lo > 1 {
+	// The range chains on the event before it, or on the purged prefix's
+	// anchor when it starts right after it (the zero hash at genesis).
+	prev := purged.Hash
+	if lo > purged.Through+1 {
 		before, err := a.store.GetAuditEventBySequence(ctx, id.TenantID, projectID, lo-1)
 		if errors.Is(err, domain.ErrNotFound) {
 			s := lo - 1

@@ -29,12 +29,12 @@ func tamper(t *testing.T, b *testBundle, project string, seq int, set string) {
 	tx, err := b.pool.Begin(ctx)
 	require.NoError(t, err)
 	defer tx.Rollback(ctx) //nolint:errcheck
-	_, err = tx.Exec(ctx, "ALTER TABLE audit_events DISABLE TRIGGER audit_events_append_only")
+	_, err = tx.Exec(ctx, "ALTER TABLE audit_events DISABLE TRIGGER USER")
 	require.NoError(t, err)
 	tag, err := tx.Exec(ctx, "UPDATE audit_events SET "+set+" WHERE tenant_id = 't1' AND project_id = $1 AND sequence = $2", project, seq)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, tag.RowsAffected())
-	_, err = tx.Exec(ctx, "ALTER TABLE audit_events ENABLE TRIGGER audit_events_append_only")
+	_, err = tx.Exec(ctx, "ALTER TABLE audit_events ENABLE TRIGGER USER")
 	require.NoError(t, err)
 	require.NoError(t, tx.Commit(ctx))
 }
@@ -104,11 +104,11 @@ func TestVerifyAuditChainFindsRemovedEvent(t *testing.T) {
 	recordN(t, b, "p1", 6)
 	tx, err := b.pool.Begin(ctx)
 	require.NoError(t, err)
-	_, err = tx.Exec(ctx, "ALTER TABLE audit_events DISABLE TRIGGER audit_events_append_only")
+	_, err = tx.Exec(ctx, "ALTER TABLE audit_events DISABLE TRIGGER USER")
 	require.NoError(t, err)
 	_, err = tx.Exec(ctx, "DELETE FROM audit_events WHERE project_id = 'p1' AND sequence = 3")
 	require.NoError(t, err)
-	_, err = tx.Exec(ctx, "ALTER TABLE audit_events ENABLE TRIGGER audit_events_append_only")
+	_, err = tx.Exec(ctx, "ALTER TABLE audit_events ENABLE TRIGGER USER")
 	require.NoError(t, err)
 	require.NoError(t, tx.Commit(ctx))
 

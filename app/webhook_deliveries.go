@@ -101,6 +101,13 @@ func (a *App) RedriveWebhookDelivery(ctx context.Context, id Identity, deliveryI
 		if err != nil {
 			return err
 		}
+		purged, err := a.store.AuditPurgedPrefix(ctx, d.TenantID, d.ProjectID)
+		if err != nil {
+			return err
+		}
+		if d.EventSequence <= purged.Through {
+			return newError(CodeInvalidState, "the delivery's audit event was purged by retention: there is nothing left to send")
+		}
 		now := a.storedNow()
 		if err := d.Redrive(now, a.webhooks.RetrySchedule.MaxAttempts()); err != nil {
 			return &Error{Code: CodeInvalidState, Message: err.Error() + "; this one is " + string(d.State), Err: err}

@@ -47,6 +47,9 @@ type ClientConfig struct {
 	// PruneInterval is how often expired idempotency keys are pruned;
 	// default one hour.
 	PruneInterval time.Duration
+	// RetentionInterval is how often audit events past their retention
+	// window are purged; default one hour.
+	RetentionInterval time.Duration
 }
 
 // NewClient returns a River client with every worker and periodic job of
@@ -71,6 +74,9 @@ func NewClient(pool *pgxpool.Pool, store Store, cfg ClientConfig) (*river.Client
 	if cfg.ExpiryInterval <= 0 {
 		cfg.ExpiryInterval = time.Minute
 	}
+	if cfg.RetentionInterval <= 0 {
+		cfg.RetentionInterval = time.Hour
+	}
 	if cfg.FetchCooldown <= 0 {
 		cfg.FetchCooldown = 20 * time.Millisecond
 	}
@@ -82,6 +88,7 @@ func NewClient(pool *pgxpool.Pool, store Store, cfg ClientConfig) (*river.Client
 		river.AddWorkerSafely(workers, &DataExportWorker{App: cfg.App}),
 		river.AddWorkerSafely(workers, &DeleteExportObjectWorker{App: cfg.App}),
 		river.AddWorkerSafely(workers, &ExpireDataExportsWorker{App: cfg.App}),
+		river.AddWorkerSafely(workers, &PurgeAuditEventsWorker{App: cfg.App}),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("registering workers: %w", err)
@@ -105,6 +112,9 @@ func NewClient(pool *pgxpool.Pool, store Store, cfg ClientConfig) (*river.Client
 			river.NewPeriodicJob(river.PeriodicInterval(cfg.ExpiryInterval),
 				func() (river.JobArgs, *river.InsertOpts) { return ExpireDataExportsArgs{}, nil },
 				&river.PeriodicJobOpts{ID: "expire_data_exports", RunOnStart: true}),
+			river.NewPeriodicJob(river.PeriodicInterval(cfg.RetentionInterval),
+				func() (river.JobArgs, *river.InsertOpts) { return PurgeAuditEventsArgs{}, nil },
+				&river.PeriodicJobOpts{ID: "purge_audit_events", RunOnStart: true}),
 		},
 	})
 	if err != nil {

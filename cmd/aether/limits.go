@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aetheriot/aether-audit/app"
+	"github.com/aetheriot/aether-audit/domain"
 )
 
 // rateFlag is a token bucket written RATE:BURST (RATE per second, BURST at
@@ -51,4 +53,29 @@ func (f limitFlags) config() app.RateLimitConfig {
 		SubscriptionsPerIdentity: app.RateLimit(f.RateSubscriptions),
 		SubscriptionsPerTenant:   app.RateLimit(f.RateTenantSubscriptions),
 	}
+}
+
+// daysFlag is a whole number of days, written N or Nd.
+type daysFlag int
+
+// UnmarshalText parses a daysFlag.
+func (d *daysFlag) UnmarshalText(b []byte) error {
+	s := strings.TrimSuffix(strings.TrimSpace(string(b)), "d")
+	n, err := strconv.Atoi(s)
+	if err != nil || n < domain.MinAuditRetentionDays || n > domain.MaxAuditRetentionDays {
+		return fmt.Errorf("%q: want a number of days from %d to %d, e.g. 400d", string(b), domain.MinAuditRetentionDays, domain.MaxAuditRetentionDays)
+	}
+	*d = daysFlag(n)
+	return nil
+}
+
+// retentionFlags configure audit retention.
+type retentionFlags struct {
+	AuditRetention    daysFlag      `name:"audit-retention" env:"AETHER_AUDIT_RETENTION" default:"400d" help:"Days audit events are kept (e.g. 400d); older ones are purged by a periodic job, each purge audited. An admin can set a tenant's own window with setAuditRetention."`
+	RetentionInterval time.Duration `name:"retention-interval" env:"AETHER_RETENTION_INTERVAL" default:"1h" help:"How often audit events past their retention window are purged."`
+}
+
+// retention returns the default retention window.
+func (f retentionFlags) retention() time.Duration {
+	return time.Duration(f.AuditRetention) * 24 * time.Hour
 }

@@ -23,3 +23,15 @@ func TestRateFlag(t *testing.T) {
 		require.Error(t, got.UnmarshalText([]byte(bad)), bad)
 	}
 }
+
+func TestDaysFlag(t *testing.T) {
+	for text, want := range map[string]daysFlag{"400d": 400, "1": 1, "36500d": 36500} {
+		var got daysFlag
+		require.NoError(t, got.UnmarshalText([]byte(text)), text)
+		require.Equal(t, want, got, text)
+	}
+	for _, bad := range []string{"", "0", "0d", "36501", "1h", "-3d", "d"} {
+		var got daysFlag
+		require.Error(t, got.UnmarshalText([]byte(bad)), bad)
+	}
+}

@@ -43,6 +43,7 @@ type serveCmd struct {
 	webhookFlags
 	exportFlags
 	limitFlags
+	retentionFlags
 }
 
 // Run implements the serve command.
@@ -86,12 +87,14 @@ func (c *serveCmd) Run() error {
 	defer exports.Bucket.Close()
 	st := store.New(db.Pool)
 	hub := live.New(db.Pool, st, live.Config{Logger: logger})
-	application := app.New(st, app.Config{Logger: logger, Live: hub, Webhooks: webhooks, Exports: exports, ExportWatch: hub, RateLimits: c.limitFlags.config()})
+	application := app.New(st, app.Config{Logger: logger, Live: hub, Webhooks: webhooks, Exports: exports, ExportWatch: hub, RateLimits: c.limitFlags.config(),
+		AuditRetention: c.retention()})
 	river, err := jobs.NewClient(db.Pool, st, jobs.ClientConfig{
 		Logger:             logger,
 		App:                application,
 		WebhookWorkers:     c.WebhookWorkers,
 		WebhookSendTimeout: c.WebhookTimeout,
+		RetentionInterval:  c.RetentionInterval,
 	})
 	if err != nil {
 		return err

@@ -33,6 +33,7 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
+	AuditRetention() AuditRetentionResolver
 	DataExport() DataExportResolver
 	Mutation() MutationResolver
 	Query() QueryResolver
@@ -53,6 +54,7 @@ type ComplexityRoot struct {
 		FirstInvalidSequence func(childComplexity int) int
 		HeadHash             func(childComplexity int) int
 		HeadSequence         func(childComplexity int) int
+		PurgedThrough        func(childComplexity int) int
 		Valid                func(childComplexity int) int
 	}
 
@@ -100,6 +102,12 @@ type ComplexityRoot struct {
 	AuditResource struct {
 		ID   func(childComplexity int) int
 		Type func(childComplexity int) int
+	}
+
+	AuditRetention struct {
+		DefaultRetentionSeconds func(childComplexity int) int
+		Override                func(childComplexity int) int
+		RetentionSeconds        func(childComplexity int) int
 	}
 
 	AuditSubject struct {
@@ -175,6 +183,7 @@ type ComplexityRoot struct {
 		RedriveWebhookDelivery         func(childComplexity int, input model.RedriveWebhookDeliveryInput) int
 		RequestDataExport              func(childComplexity int, input model.RequestDataExportInput) int
 		RotateWebhookDestinationSecret func(childComplexity int, input model.RotateWebhookDestinationSecretInput) int
+		SetAuditRetention              func(childComplexity int, input model.SetAuditRetentionInput) int
 	}
 
 	PageInfo struct {
@@ -185,6 +194,7 @@ type ComplexityRoot struct {
 	Query struct {
 		AuditEvent           func(childComplexity int, projectID string, id string) int
 		AuditEvents          func(childComplexity int, projectID string, filter *model.AuditEventFilter, first *int, after *string, order *model.AuditOrder) int
+		AuditRetention       func(childComplexity int) int
 		DataExport           func(childComplexity int, id string) int
 		DataExports          func(childComplexity int, projectID string, filter *model.DataExportFilter, first *int, after *string) int
 		VerifyAuditChain     func(childComplexity int, projectID string, fromSequence *uint64, toSequence *uint64) int
@@ -303,6 +313,11 @@ type ComplexityRoot struct {
 
 // region    ************************** generated!.gotpl **************************
 
+type AuditRetentionResolver interface {
+	RetentionSeconds(ctx context.Context, obj *app.AuditRetention) (int, error)
+
+	DefaultRetentionSeconds(ctx context.Context, obj *app.AuditRetention) (int, error)
+}
 type DataExportResolver interface {
 	ObjectRef(ctx context.Context, obj *domain.DataExport) (*string, error)
 	ContentDigest(ctx context.Context, obj *domain.DataExport) (*string, error)
@@ -319,6 +334,7 @@ type MutationResolver interface {
 	CreateDataExportDownload(ctx context.Context, input model.CreateDataExportDownloadInput) (*model.DataExportDownload, error)
 	AppendAlarmHistory(ctx context.Context, input model.AppendAlarmHistoryInput) (*model.AppendHistoryPayload, error)
 	AppendTelemetryHistory(ctx context.Context, input model.AppendTelemetryHistoryInput) (*model.AppendHistoryPayload, error)
+	SetAuditRetention(ctx context.Context, input model.SetAuditRetentionInput) (*app.AuditRetention, error)
 	CreateWebhookDestination(ctx context.Context, input model.CreateWebhookDestinationInput) (*model.CreateWebhookDestinationPayload, error)
 	RotateWebhookDestinationSecret(ctx context.Context, input model.RotateWebhookDestinationSecretInput) (*model.RotateWebhookDestinationSecretPayload, error)
 	CreateWebhookSubscription(ctx context.Context, input model.CreateWebhookSubscriptionInput) (*model.WebhookSubscriptionPayload, error)
@@ -331,6 +347,7 @@ type QueryResolver interface {
 	VerifyAuditChain(ctx context.Context, projectID string, fromSequence *uint64, toSequence *uint64) (*app.ChainVerification, error)
 	DataExport(ctx context.Context, id string) (*domain.DataExport, error)
 	DataExports(ctx context.Context, projectID string, filter *model.DataExportFilter, first *int, after *string) (*model.DataExportConnection, error)
+	AuditRetention(ctx context.Context) (*app.AuditRetention, error)
 	WebhookDestination(ctx context.Context, id string) (*domain.WebhookDestination, error)
 	WebhookDestinations(ctx context.Context, projectID string) ([]domain.WebhookDestination, error)
 	WebhookSubscription(ctx context.Context, id string) (*domain.WebhookSubscription, error)
@@ -395,6 +412,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.AuditChainVerification.HeadSequence(childComplexity), true
+	case "AuditChainVerification.purgedThroughSequence":
+		if e.ComplexityRoot.AuditChainVerification.PurgedThrough == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditChainVerification.PurgedThrough(childComplexity), true
 	case "AuditChainVerification.valid":
 		if e.ComplexityRoot.AuditChainVerification.Valid == nil {
 			break
@@ -575,6 +598,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.AuditResource.Type(childComplexity), true
+
+	case "AuditRetention.defaultRetentionSeconds":
+		if e.ComplexityRoot.AuditRetention.DefaultRetentionSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditRetention.DefaultRetentionSeconds(childComplexity), true
+	case "AuditRetention.retentionDays":
+		if e.ComplexityRoot.AuditRetention.Override == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditRetention.Override(childComplexity), true
+	case "AuditRetention.retentionSeconds":
+		if e.ComplexityRoot.AuditRetention.RetentionSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditRetention.RetentionSeconds(childComplexity), true
 
 	case "AuditSubject.displayName":
 		if e.ComplexityRoot.AuditSubject.DisplayName == nil {
@@ -932,6 +974,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RotateWebhookDestinationSecret(childComplexity, args["input"].(model.RotateWebhookDestinationSecretInput)), true
+	case "Mutation.setAuditRetention":
+		if e.ComplexityRoot.Mutation.SetAuditRetention == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setAuditRetention_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetAuditRetention(childComplexity, args["input"].(model.SetAuditRetentionInput)), true
 
 	case "PageInfo.endCursor":
 		if e.ComplexityRoot.PageInfo.EndCursor == nil {
@@ -968,6 +1021,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.AuditEvents(childComplexity, args["projectId"].(string), args["filter"].(*model.AuditEventFilter), args["first"].(*int), args["after"].(*string), args["order"].(*model.AuditOrder)), true
+	case "Query.auditRetention":
+		if e.ComplexityRoot.Query.AuditRetention == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.AuditRetention(childComplexity), true
 	case "Query.dataExport":
 		if e.ComplexityRoot.Query.DataExport == nil {
 			break
@@ -1482,6 +1541,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("RedriveWebhookDeliveryInput", ec.unmarshalInputRedriveWebhookDeliveryInput),
 			graphql.NewInputUnmarshaler("RequestDataExportInput", ec.unmarshalInputRequestDataExportInput),
 			graphql.NewInputUnmarshaler("RotateWebhookDestinationSecretInput", ec.unmarshalInputRotateWebhookDestinationSecretInput),
+			graphql.NewInputUnmarshaler("SetAuditRetentionInput", ec.unmarshalInputSetAuditRetentionInput),
 			graphql.NewInputUnmarshaler("TelemetryPointInput", ec.unmarshalInputTelemetryPointInput),
 			graphql.NewInputUnmarshaler("WebhookDeliveryFilter", ec.unmarshalInputWebhookDeliveryFilter),
 		)
@@ -1693,6 +1753,11 @@ type AuditChainVerification {
   firstInvalidSequence: Uint64
   headSequence: Uint64!
   headHash: String!
+  """
+  The last sequence removed by retention ("0" when none was). Verification
+  starts after it, chained on the stored hash of that last purged event.
+  """
+  purgedThroughSequence: Uint64!
 }
 
 input RecordAuditEventInput {
@@ -1962,6 +2027,46 @@ input AppendTelemetryHistoryInput {
 type AppendHistoryPayload {
   "How many entries were new (the others were already stored)."
   appended: Int!
+}
+`, BuiltIn: false},
+	{Name: "../../schema/retention.graphqls", Input: `extend type Query {
+  """
+  The audit retention of the caller's tenant: events recorded longer ago
+  than the window are purged by a periodic job. Needs admin.
+  """
+  auditRetention: AuditRetention!
+}
+
+extend type Mutation {
+  """
+  Sets the caller's tenant's audit retention window in days, or returns it
+  to the service's default with retentionDays: null. Needs admin and a token
+  for every project of the tenant (FORBIDDEN otherwise), and confirm: true
+  (CONFIRMATION_REQUIRED otherwise): a shorter window deletes evidence for
+  good at the next purge. Recorded as audit.retention.updated in every
+  project of the tenant.
+  """
+  setAuditRetention(input: SetAuditRetentionInput!): AuditRetention!
+}
+
+input SetAuditRetentionInput {
+  "Days to keep audit events, 1 to 36500; null for the service's default."
+  retentionDays: Int
+  confirm: Boolean!
+}
+
+"""
+A tenant's audit retention. Each purge is itself recorded as an
+audit.events.purged event in the project it purged, with the sequence range
+removed, and the remaining chain still verifies (see verifyAuditChain).
+"""
+type AuditRetention {
+  "The window in force, in seconds."
+  retentionSeconds: Int!
+  "The tenant's own window in days; null when the service's default applies."
+  retentionDays: Int
+  "The service's default window, in seconds."
+  defaultRetentionSeconds: Int!
 }
 `, BuiltIn: false},
 	{Name: "../../schema/schema.graphqls", Input: `"""
@@ -2297,6 +2402,8 @@ func (ec *executionContext) childFields_AuditChainVerification(ctx context.Conte
 		return ec.fieldContext_AuditChainVerification_headSequence(ctx, field)
 	case "headHash":
 		return ec.fieldContext_AuditChainVerification_headHash(ctx, field)
+	case "purgedThroughSequence":
+		return ec.fieldContext_AuditChainVerification_purgedThroughSequence(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type AuditChainVerification", field.Name)
 }
@@ -2391,6 +2498,18 @@ func (ec *executionContext) childFields_AuditResource(ctx context.Context, field
 		return ec.fieldContext_AuditResource_id(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type AuditResource", field.Name)
+}
+
+func (ec *executionContext) childFields_AuditRetention(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "retentionSeconds":
+		return ec.fieldContext_AuditRetention_retentionSeconds(ctx, field)
+	case "retentionDays":
+		return ec.fieldContext_AuditRetention_retentionDays(ctx, field)
+	case "defaultRetentionSeconds":
+		return ec.fieldContext_AuditRetention_defaultRetentionSeconds(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AuditRetention", field.Name)
 }
 
 func (ec *executionContext) childFields_AuditSubject(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3001,6 +3120,20 @@ func (ec *executionContext) field_Mutation_rotateWebhookDestinationSecret_args(c
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_setAuditRetention_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.SetAuditRetentionInput, error) {
+			return ec.unmarshalNSetAuditRetentionInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐSetAuditRetentionInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Query___type_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -3543,6 +3676,29 @@ func (ec *executionContext) _AuditChainVerification_headHash(ctx context.Context
 }
 func (ec *executionContext) fieldContext_AuditChainVerification_headHash(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("AuditChainVerification", field, false, false, "String")
+}
+
+func (ec *executionContext) _AuditChainVerification_purgedThroughSequence(ctx context.Context, field graphql.CollectedField, obj *app.ChainVerification) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditChainVerification_purgedThroughSequence(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PurgedThrough, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v uint64) graphql.Marshaler {
+			return ec.marshalNUint642uint64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditChainVerification_purgedThroughSequence(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditChainVerification", field, false, false, "Uint64")
 }
 
 func (ec *executionContext) _AuditCorrelation_traceId(ctx context.Context, field graphql.CollectedField, obj *domain.Correlation) (ret graphql.Marshaler) {
@@ -4259,6 +4415,75 @@ func (ec *executionContext) _AuditResource_id(ctx context.Context, field graphql
 }
 func (ec *executionContext) fieldContext_AuditResource_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("AuditResource", field, false, false, "String")
+}
+
+func (ec *executionContext) _AuditRetention_retentionSeconds(ctx context.Context, field graphql.CollectedField, obj *app.AuditRetention) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditRetention_retentionSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.AuditRetention().RetentionSeconds(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditRetention_retentionSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditRetention", field, true, true, "Int")
+}
+
+func (ec *executionContext) _AuditRetention_retentionDays(ctx context.Context, field graphql.CollectedField, obj *app.AuditRetention) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditRetention_retentionDays(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Override, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AuditRetention_retentionDays(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditRetention", field, false, false, "Int")
+}
+
+func (ec *executionContext) _AuditRetention_defaultRetentionSeconds(ctx context.Context, field graphql.CollectedField, obj *app.AuditRetention) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditRetention_defaultRetentionSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.AuditRetention().DefaultRetentionSeconds(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditRetention_defaultRetentionSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditRetention", field, true, true, "Int")
 }
 
 func (ec *executionContext) _AuditSubject_type(ctx context.Context, field graphql.CollectedField, obj *domain.Subject) (ret graphql.Marshaler) {
@@ -5442,6 +5667,50 @@ func (ec *executionContext) fieldContext_Mutation_appendTelemetryHistory(ctx con
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_setAuditRetention(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setAuditRetention(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetAuditRetention(ctx, fc.Args["input"].(model.SetAuditRetentionInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *app.AuditRetention) graphql.Marshaler {
+			return ec.marshalNAuditRetention2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋappᚐAuditRetention(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setAuditRetention(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuditRetention(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setAuditRetention_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_createWebhookDestination(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5924,6 +6193,38 @@ func (ec *executionContext) fieldContext_Query_dataExports(ctx context.Context, 
 	if fc.Args, err = ec.field_Query_dataExports_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_auditRetention(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_auditRetention(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().AuditRetention(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *app.AuditRetention) graphql.Marshaler {
+			return ec.marshalNAuditRetention2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋappᚐAuditRetention(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_auditRetention(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuditRetention(ctx, field)
+		},
 	}
 	return fc, nil
 }
@@ -10103,6 +10404,55 @@ func UnmarshalRotateWebhookDestinationSecretInput(ctx context.Context, raw any) 
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputSetAuditRetentionInput(ctx context.Context, obj any) (model.SetAuditRetentionInput, error) {
+	var it model.SetAuditRetentionInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"retentionDays", "confirm"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "retentionDays":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("retentionDays"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RetentionDays = data
+		case "confirm":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("confirm"))
+			data, err := ec.unmarshalNBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Confirm = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalSetAuditRetentionInput unmarshals raw into the SetAuditRetentionInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSetAuditRetentionInput(ctx context.Context, raw any) (model.SetAuditRetentionInput, error) {
+	var out model.SetAuditRetentionInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SetAuditRetentionInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputTelemetryPointInput(ctx context.Context, obj any) (model.TelemetryPointInput, error) {
 	var it model.TelemetryPointInput
 	if obj == nil {
@@ -10303,6 +10653,11 @@ func (ec *executionContext) _AuditChainVerification(ctx context.Context, sel ast
 			}
 		case "headHash":
 			out.Values[i] = ec._AuditChainVerification_headHash(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "purgedThroughSequence":
+			out.Values[i] = ec._AuditChainVerification_purgedThroughSequence(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -10614,6 +10969,51 @@ func (ec *executionContext) _AuditResource(ctx context.Context, sel ast.Selectio
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var auditRetentionImplementors = []string{"AuditRetention"}
+
+func (ec *executionContext) _AuditRetention(ctx context.Context, sel ast.SelectionSet, obj *app.AuditRetention) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, auditRetentionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AuditRetention")
+		case "retentionSeconds":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._AuditRetention_retentionSeconds(ctx, field, obj)
+				})
+		case "retentionDays":
+			out.Values[i] = ec._AuditRetention_retentionDays(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "defaultRetentionSeconds":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._AuditRetention_defaultRetentionSeconds(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -11108,6 +11508,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "setAuditRetention":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setAuditRetention(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "createWebhookDestination":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_createWebhookDestination(ctx, field)
@@ -11246,6 +11653,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_dataExports(ctx, field)
+				})
+		case "auditRetention":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_auditRetention(ctx, field)
 				})
 		case "webhookDestination":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -12493,6 +12906,14 @@ func (ec *executionContext) unmarshalNAuditResourceInput2ᚖgithubᚗcomᚋaethe
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) marshalNAuditRetention2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋappᚐAuditRetention(ctx context.Context, sel ast.SelectionSet, v *app.AuditRetention) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "AuditRetention!")
+		return graphql.Null
+	}
+	return ec._AuditRetention(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNAuditRisk2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐRisk(ctx context.Context, v any) (domain.Risk, error) {
 	var res domain.Risk
 	err := res.UnmarshalGQL(v)
@@ -12829,6 +13250,11 @@ func (ec *executionContext) marshalNRotateWebhookDestinationSecretPayload2ᚖgit
 		return graphql.Null
 	}
 	return ec._RotateWebhookDestinationSecretPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNSetAuditRetentionInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐSetAuditRetentionInput(ctx context.Context, v any) (model.SetAuditRetentionInput, error) {
+	res, err := ec.unmarshalInputSetAuditRetentionInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) unmarshalNString2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐHash(ctx context.Context, v any) (domain.Hash, error) {

@@ -234,6 +234,12 @@ type RotateWebhookDestinationSecretPayload struct {
 	PreviousSecretsExpireAt time.Time `json:"previousSecretsExpireAt"`
 }
 
+type SetAuditRetentionInput struct {
+	// Days to keep audit events, 1 to 36500; null for the service's default.
+	RetentionDays *int `json:"retentionDays,omitempty"`
+	Confirm       bool `json:"confirm"`
+}
+
 type Subscription struct {
 }
 

@@ -1,0 +1,179 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aetheriot/aether-audit/domain"
+)
+
+// DefaultAuditRetention is how long audit events are kept when neither the
+// service nor the tenant says otherwise.
+const DefaultAuditRetention = 400 * 24 * time.Hour
+
+// DefaultPurgeBatch is the most events one purge transaction removes.
+const DefaultPurgeBatch = 10_000
+
+// retentionSubject is the system identity that audits purges.
+const retentionSubject = "system:retention"
+
+// RetentionStore is what retention needs of persistence.
+type RetentionStore interface {
+	AuditRetentionOverride(ctx context.Context, tenantID string) (days int, found bool, err error)
+	SetAuditRetentionOverride(ctx context.Context, tenantID string, days *int, by string, now time.Time) error
+	TenantProjects(ctx context.Context, tenantID string) ([]string, error)
+	AuditPurgedPrefix(ctx context.Context, tenantID, projectID string) (domain.PurgedPrefix, error)
+	AuditPurgeCandidates(ctx context.Context, defaultRetention time.Duration, now time.Time, limit int) ([]domain.PurgeCandidate, error)
+	PurgeAuditPrefix(ctx context.Context, tenantID, projectID string, cutoff time.Time, maxEvents int, now time.Time) (domain.AuditPurge, error)
+	DeadLetterPurgedWebhookDeliveries(ctx context.Context, tenantID, projectID string, now time.Time) (int64, error)
+}
+
+// AuditRetention is a tenant's retention window.
+type AuditRetention struct {
+	// Retention is the window in force: events recorded longer ago are
+	// purged.
+	Retention time.Duration
+	// Override is the tenant's own window in days, nil when the service's
+	// default applies.
+	Override *int
+	// Default is the service's window.
+	Default time.Duration
+}
+
+// AuditRetention returns the identity's tenant's retention. Needs admin.
+func (a *App) AuditRetention(ctx context.Context, id Identity) (AuditRetention, error) {
+	if err := authorize(id, PermissionAdmin, ""); err != nil {
+		return AuditRetention{}, err
+	}
+	return a.auditRetention(ctx, id.TenantID)
+}
+
+func (a *App) auditRetention(ctx context.Context, tenantID string) (AuditRetention, error) {
+	days, found, err := a.store.AuditRetentionOverride(ctx, tenantID)
+	if err != nil {
+		return AuditRetention{}, err
+	}
+	r := AuditRetention{Retention: a.retention, Default: a.retention}
+	if found {
+		r.Override = &days
+		r.Retention = time.Duration(days) * 24 * time.Hour
+	}
+	return r, nil
+}
+
+// SetAuditRetention sets the tenant's retention window to days, or back to
+// the service's default when days is nil. It needs admin for every project
+// of the tenant (the setting covers them all) and confirm, since a shorter
+// window deletes evidence at the next purge. The change is audited in every
+// project of the tenant, in the same transaction.
+func (a *App) SetAuditRetention(ctx context.Context, id Identity, days *int, confirm bool) (AuditRetention, error) {
+	if err := a.authorizeCommand(id, PermissionAdmin, ""); err != nil {
+		return AuditRetention{}, err
+	}
+	if !id.CanAccessProject(AllProjects) {
+		return AuditRetention{}, newError(CodeForbidden, "retention covers every project of the tenant: it needs a token for all projects")
+	}
+	if days != nil && (*days < domain.MinAuditRetentionDays || *days > domain.MaxAuditRetentionDays) {
+		return AuditRetention{}, badInput("retentionDays", fmt.Sprintf("must be between %d and %d", domain.MinAuditRetentionDays, domain.MaxAuditRetentionDays))
+	}
+	if !confirm {
+		return AuditRetention{}, &Error{Code: CodeConfirmationRequired, Field: "confirm",
+			Message: "events older than the retention window are deleted for good: repeat with confirm: true"}
+	}
+	var out AuditRetention
+	err := a.retryTx(ctx, func(ctx context.Context) error {
+		before, err := a.auditRetention(ctx, id.TenantID)
+		if err != nil {
+			return err
+		}
+		now := a.storedNow()
+		if err := a.store.SetAuditRetentionOverride(ctx, id.TenantID, days, id.Subject, now); err != nil {
+			return err
+		}
+		if out, err = a.auditRetention(ctx, id.TenantID); err != nil {
+			return err
+		}
+		details, _ := json.Marshal(map[string]any{
+			"retentionDays": days, "previousRetentionDays": before.Override,
+			"retentionSeconds": int64(out.Retention / time.Second), "previousRetentionSeconds": int64(before.Retention / time.Second),
+		})
+		projects, err := a.store.TenantProjects(ctx, id.TenantID)
+		if err != nil {
+			return err
+		}
+		for _, p := range projects {
+			if _, err := a.recordCommandEvent(ctx, id, p, "audit.retention.updated",
+				domain.Resource{Type: "audit_retention", ID: id.TenantID}, domain.RiskHigh, string(details), now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return AuditRetention{}, err
+	}
+	return out, nil
+}
+
+// PurgeExpiredAuditEvents removes, project by project, the events older
+// than their tenant's retention window, in transactions of at most the
+// purge batch, each of which also records an audit.events.purged event
+// (with the sequence range removed) in the project it purged and
+// dead-letters the webhook deliveries of purged events still waiting to be
+// sent. It stops after maxBatches transactions (the periodic job goes on at
+// its next run) and returns the purges.
+func (a *App) PurgeExpiredAuditEvents(ctx context.Context, maxBatches int) ([]domain.AuditPurge, error) {
+	var purges []domain.AuditPurge
+	for len(purges) < maxBatches {
+		now := a.storedNow()
+		candidates, err := a.store.AuditPurgeCandidates(ctx, a.retention, now, maxBatches-len(purges))
+		if err != nil || len(candidates) == 0 {
+			return purges, err
+		}
+		progressed := false
+		for _, c := range candidates {
+			p, err := a.purgeAuditBatch(ctx, c, now)
+			if err != nil {
+				return purges, fmt.Errorf("purging %s/%s: %w", c.TenantID, c.ProjectID, err)
+			}
+			if p.Count > 0 {
+				purges, progressed = append(purges, p), true
+			}
+		}
+		if !progressed { // another process purged them first
+			return purges, nil
+		}
+	}
+	return purges, nil
+}
+
+// purgeAuditBatch runs one purge transaction of a project.
+func (a *App) purgeAuditBatch(ctx context.Context, c domain.PurgeCandidate, now time.Time) (domain.AuditPurge, error) {
+	var out domain.AuditPurge
+	err := a.retryTx(ctx, func(ctx context.Context) error {
+		if _, _, err := a.store.LockAuditHead(ctx, c.TenantID, c.ProjectID); err != nil {
+			return err
+		}
+		p, err := a.store.PurgeAuditPrefix(ctx, c.TenantID, c.ProjectID, now.Add(-c.Retention), a.purgeBatch, now)
+		if err != nil || p.Count == 0 {
+			out = p
+			return err
+		}
+		details, _ := json.Marshal(map[string]any{
+			"fromSequence": strconv.FormatUint(p.From, 10), "throughSequence": strconv.FormatUint(p.Through, 10),
+			"count": p.Count, "recordedBefore": p.Cutoff.UTC().Format(time.RFC3339Nano),
+			"retentionSeconds": int64(c.Retention / time.Second), "deadLetteredDeliveries": p.DeadLettered,
+		})
+		system := Identity{TenantID: c.TenantID, Subject: retentionSubject}
+		if _, err := a.recordCommandEvent(ctx, system, c.ProjectID, "audit.events.purged",
+			domain.Resource{Type: "audit_project", ID: c.ProjectID}, domain.RiskHigh, string(details), now); err != nil {
+			return err
+		}
+		out = p
+		return nil
+	})
+	return out, err
+}
