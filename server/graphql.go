@@ -43,7 +43,7 @@ func (s *Server) graphQLHandler() *handler.Server {
 	srv.AddTransport(jsonGET{})
 	// graphql-sse (distinct connections mode): a POST that accepts
 	// text/event-stream; it must come before the plain POST transport.
-	srv.AddTransport(transport.SSE{})
+	srv.AddTransport(graphQLSSE{sse: transport.SSE{KeepAlivePingInterval: s.cfg.HeartbeatInterval}, shutdown: s.shutdown})
 	srv.AddTransport(jsonPOST{fast: graph.NewRecordFastPath(resolver, es, s.cfg.MaxDepth, s.cfg.ComplexityLimit)})
 
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
