@@ -4,7 +4,7 @@ GO      ?= go
 BIN     := bin/aether
 DEV_PERMISSIONS := audit:read,audit:write,webhooks:read,webhooks:write,deliveries:redrive,exports:read,exports:write,exports:download,history:write,admin
 
-.PHONY: all build run test e2e vet generate check-generate bench tidy
+.PHONY: all build run test e2e vet generate check-generate docs check-docs bench tidy
 
 all: build
 
@@ -24,16 +24,17 @@ vet:
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 
-test: vet
+test: vet check-docs
 	$(GO) test -race -count=1 -timeout 20m ./...
 	@echo "--- again on a private cluster started from the installed PostgreSQL binaries (the fallback where no server runs)"
 	AETHER_TEST_DATABASE=private $(GO) test -count=1 -timeout 10m ./app/ ./store/...
-	@echo "--- end to end: aether serve driven by the graphql-ws client (Node.js)"
+	@echo "--- end to end: aether serve driven by the graphql-ws, graphql-http and graphql-sse clients (Node.js)"
 	$(MAKE) --no-print-directory e2e
 
 # End-to-end tests in e2e/ (Node.js test runner) against the built binary;
 # they use DATABASE_URL if set, else the binary's embedded PostgreSQL.
 e2e: build
+	@command -v npm >/dev/null 2>&1 || { echo "make e2e needs Node.js 20+ with npm: run apt-get install -y nodejs npm"; exit 1; }
 	cd e2e && npm ci --no-audit --no-fund && AETHER_BIN=$(CURDIR)/$(BIN) node --test
 
 # Regenerates gqlgen code from schema/*.graphqls.
@@ -43,6 +44,14 @@ generate:
 # Fails when generated code is stale.
 check-generate: generate
 	git diff --exit-code -- graph/
+
+# Regenerates the API reference (docs/api-reference.md) from schema/*.graphqls.
+docs:
+	$(GO) run ./cmd/schemadoc
+
+# Fails when docs/api-reference.md is stale ("run make docs").
+check-docs:
+	$(GO) run ./cmd/schemadoc -check
 
 bench:
 	$(GO) run ./bench $(BENCH_FLAGS)

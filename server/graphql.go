@@ -40,10 +40,10 @@ func (s *Server) graphQLHandler() *handler.Server {
 	s.ws = wsgraphql.New(wsCfg)
 	srv.AddTransport(s.ws)
 	srv.AddTransport(transport.Options{})
-	srv.AddTransport(transport.GET{})
+	srv.AddTransport(jsonGET{})
 	// graphql-sse (distinct connections mode): a POST that accepts
 	// text/event-stream; it must come before the plain POST transport.
-	srv.AddTransport(transport.SSE{})
+	srv.AddTransport(graphQLSSE{sse: transport.SSE{KeepAlivePingInterval: s.cfg.HeartbeatInterval}, shutdown: s.shutdown})
 	srv.AddTransport(jsonPOST{fast: graph.NewRecordFastPath(resolver, es, s.cfg.MaxDepth, s.cfg.ComplexityLimit)})
 
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
@@ -65,8 +65,12 @@ func (s *Server) graphQLHandler() *handler.Server {
 
 // graphQLRequestGate answers requests the GraphQL transports would refuse
 // without an error code: methods other than GET, POST and OPTIONS (405), a
-// POST body that is not application/json (415), and a GET whose operation
-// is not a query (405: GET must be safe, so mutations need POST).
+// POST body that is not application/json (415), an Accept header that
+// allows neither application/graphql-response+json nor application/json
+// (406; WebSocket upgrades and graphql-sse POSTs, which accept
+// text/event-stream, are not negotiated here),
+// and a GET whose operation is not a query (405: GET must be safe, so
+// mutations need POST).
 func graphQLRequestGate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.Method {
@@ -80,6 +84,13 @@ func graphQLRequestGate(next http.Handler) http.Handler {
 			w.Header().Set("Allow", "GET, POST, OPTIONS")
 			graphQLError(w, http.StatusMethodNotAllowed, app.CodeBadUserInput, "GraphQL requests use GET (queries) or POST")
 			return
+		}
+		streaming := r.Header.Get("Upgrade") != "" || (transport.SSE{}).Supports(r)
+		if r.Method != http.MethodOptions && !streaming {
+			if _, ok := graphQLResponseMedia(r); !ok {
+				graphQLError(w, http.StatusNotAcceptable, app.CodeBadUserInput, "GraphQL responses are application/graphql-response+json or application/json; the Accept header allows neither")
+				return
+			}
 		}
 		if r.Method == http.MethodGet {
 			q := r.URL.Query()

@@ -2,13 +2,14 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"mime"
 	"net/http"
 
 	"github.com/99designs/gqlgen/graphql"
-	"github.com/99designs/gqlgen/graphql/errcode"
 	gojson "github.com/goccy/go-json"
+	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/aetheriot/aether-audit/graph"
@@ -46,7 +47,7 @@ func (jsonPOST) Supports(r *http.Request) bool {
 // Do implements graphql.Transport.
 func (t jsonPOST) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
 	ctx := r.Context()
-	w.Header().Set("Content-Type", "application/json")
+	media := responseMedia(w, r)
 	start := graphql.Now()
 	var body postBody
 	dec := gojson.NewDecoder(r.Body)
@@ -63,22 +64,70 @@ func (t jsonPOST) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphE
 	}
 	if err != nil {
 		w.WriteHeader(http.StatusBadRequest)
-		writeGraphQLResponse(w, exec.DispatchError(ctx, gqlerror.List{gqlerror.Errorf("request body is not valid GraphQL-over-HTTP JSON")}))
+		writeRequestError(w, exec.DispatchError(ctx, gqlerror.List{gqlerror.Errorf("request body is not valid GraphQL-over-HTTP JSON")}))
 		return
 	}
 	params.Headers = r.Header
 	params.ReadTime = graphql.TraceTiming{Start: start, End: graphql.Now()}
+	executeGraphQL(ctx, w, exec, &params, media, false)
+}
 
-	rc, opErr := exec.CreateOperationContext(ctx, &params)
+// responseMedia sets the response's Content-Type to the media type the
+// request accepts (application/json when it accepts neither; the request
+// gate has answered 406 to such requests already) and returns it.
+func responseMedia(w http.ResponseWriter, r *http.Request) string {
+	media, ok := graphQLResponseMedia(r)
+	if !ok {
+		media = mediaJSON
+	}
+	w.Header().Set("Content-Type", media)
+	return media
+}
+
+// executeGraphQL runs one GraphQL-over-HTTP request and writes its response
+// in media. A request that cannot be executed (no query, a document that
+// does not parse or validate, variables that do not coerce, an operation
+// over the depth or complexity limit) is a request error: its response has
+// no data entry and answers 400 in application/graphql-response+json and
+// 200 in application/json, as the GraphQL-over-HTTP specification asks;
+// a missing query is a malformed request and answers 400 in both. With
+// queryOnly (GET), operations other than queries answer 405.
+func executeGraphQL(ctx context.Context, w http.ResponseWriter, exec graphql.GraphExecutor, params *graphql.RawParams, media string, queryOnly bool) {
+	if params.Query == "" && params.Extensions["persistedQuery"] == nil {
+		w.WriteHeader(http.StatusBadRequest)
+		writeRequestError(w, exec.DispatchError(ctx, gqlerror.List{gqlerror.Errorf("a GraphQL request needs a query")}))
+		return
+	}
+	rc, opErr := exec.CreateOperationContext(ctx, params)
 	if opErr != nil {
-		if errcode.GetErrorKind(opErr) == errcode.KindProtocol {
-			w.WriteHeader(http.StatusUnprocessableEntity)
+		if media == mediaGraphQLResponse {
+			w.WriteHeader(http.StatusBadRequest)
 		}
-		writeGraphQLResponse(w, exec.DispatchError(graphql.WithOperationContext(ctx, rc), opErr))
+		writeRequestError(w, exec.DispatchError(graphql.WithOperationContext(ctx, rc), opErr))
+		return
+	}
+	if queryOnly && rc.Operation.Operation != ast.Query {
+		w.Header().Set("Allow", "POST")
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		writeRequestError(w, exec.DispatchError(graphql.WithOperationContext(ctx, rc), gqlerror.List{gqlerror.Errorf("GET requests only allow query operations; use POST")}))
 		return
 	}
 	responses, ctx := exec.DispatchOperation(ctx, rc)
 	writeGraphQLResponse(w, responses(ctx))
+}
+
+// writeRequestError writes the response to a request error: its errors
+// (and extensions), without a data entry, since nothing was executed.
+func writeRequestError(w http.ResponseWriter, resp *graphql.Response) {
+	b, err := json.Marshal(struct {
+		Errors     gqlerror.List  `json:"errors"`
+		Extensions map[string]any `json:"extensions,omitempty"`
+	}{resp.Errors, resp.Extensions})
+	if err != nil {
+		_, _ = w.Write([]byte(`{"errors":[{"message":"internal error","extensions":{"code":"INTERNAL"}}]}`))
+		return
+	}
+	_, _ = w.Write(b)
 }
 
 // writeGraphQLResponse writes resp; a response of data alone is written

@@ -36,6 +36,13 @@ func (b *testBundle) openLive(t *testing.T, token, path string, header ...string
 		req.Header.Set(header[i], header[i+1])
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
+	return startLiveStream(t, req)
+}
+
+// startLiveStream sends req and reads its text/event-stream response frame
+// by frame (none when the status is not 200).
+func startLiveStream(t *testing.T, req *http.Request) *liveStream {
+	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	t.Cleanup(func() { resp.Body.Close() })
@@ -221,4 +228,57 @@ func TestGraphQLSubscriptionOverSSE(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{"2", "3"}, seqs)
+}
+
+// TestGraphQLSSEHeartbeatAndShutdown: a graphql-sse subscription gets
+// heartbeat comments while idle, and Server.Shutdown ends it at once,
+// without the protocol's complete event (so that clients reconnect and
+// resume rather than take the subscription as finished).
+func TestGraphQLSSEHeartbeatAndShutdown(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *server.Config) { c.HeartbeatInterval = 50 * time.Millisecond })
+	tok := b.token(t, tokenOpts{})
+	b.recordN(t, tok, 1, "device.before")
+
+	body, err := json.Marshal(map[string]any{
+		"query":     `subscription($p: ID!) { auditEventRecorded(projectId: $p, afterSequence: "0") { sequence } }`,
+		"variables": map[string]any{"p": projectA},
+	})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.url+"/graphql", strings.NewReader(string(body)))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+tok)
+	s := startLiveStream(t, req)
+	require.Equal(t, http.StatusOK, s.resp.StatusCode)
+
+	f, ok := s.next()
+	require.True(t, ok)
+	require.Equal(t, "next", f.event)
+	require.JSONEq(t, `{"data":{"auditEventRecorded":{"sequence":"1"}}}`, f.data)
+
+	// Heartbeats arrive while idle.
+	deadline := time.After(10 * time.Second)
+	for beat := false; !beat; {
+		select {
+		case f := <-s.frames:
+			beat = f.comment == "ping"
+		case <-deadline:
+			t.Fatal("no heartbeat")
+		}
+	}
+
+	b.server.Shutdown(context.Background())
+	var rest []sseFrame
+	for {
+		f, ok := s.next()
+		if !ok {
+			break
+		}
+		rest = append(rest, f)
+	}
+	require.Empty(t, rest, "frames after shutdown (no complete event)")
 }
