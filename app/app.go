@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/aetheriot/aether-audit/domain"
 )
@@ -63,6 +64,10 @@ type App struct {
 	// exportWatch signals changes of exports; nil disables their
 	// subscriptions.
 	exportWatch DataExportWatcher
+	// observer receives measurements (metrics).
+	observer Observer
+	// tracer starts the spans of commands; nil when tracing is off.
+	tracer trace.Tracer
 }
 
 // Config configures an App. Zero fields take defaults.
@@ -82,6 +87,12 @@ type Config struct {
 	// ExportWatch signals changes of exports for their subscriptions; nil
 	// disables them.
 	ExportWatch DataExportWatcher
+	// Observer receives measurements of webhook attempts and export runs;
+	// nil ignores them.
+	Observer Observer
+	// Tracer, when set, starts a span for each command (a use case that
+	// writes); nil turns command spans off at no cost.
+	Tracer trace.Tracer
 }
 
 // New returns an App over store.
@@ -99,5 +110,9 @@ func New(store Store, cfg Config) *App {
 	a.webhooks = newWebhookRuntime(cfg.Webhooks)
 	a.exports = cfg.Exports.withDefaults()
 	a.exportWatch = cfg.ExportWatch
+	a.observer, a.tracer = cfg.Observer, cfg.Tracer
+	if a.observer == nil {
+		a.observer = noObserver{}
+	}
 	return a
 }
