@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/aetheriot/aether-audit/domain"
 )
@@ -70,6 +71,10 @@ type App struct {
 	// events one purge transaction removes.
 	retention  time.Duration
 	purgeBatch int
+	// observer receives measurements (metrics).
+	observer Observer
+	// tracer starts the spans of commands; nil when tracing is off.
+	tracer trace.Tracer
 }
 
 // Config configures an App. Zero fields take defaults.
@@ -98,6 +103,12 @@ type Config struct {
 	// PurgeBatch is the most events one purge transaction removes; default
 	// DefaultPurgeBatch.
 	PurgeBatch int
+	// Observer receives measurements of webhook attempts and export runs;
+	// nil ignores them.
+	Observer Observer
+	// Tracer, when set, starts a span for each command (a use case that
+	// writes); nil turns command spans off at no cost.
+	Tracer trace.Tracer
 }
 
 // New returns an App over store.
@@ -122,6 +133,10 @@ func New(store Store, cfg Config) *App {
 	}
 	if a.purgeBatch <= 0 {
 		a.purgeBatch = DefaultPurgeBatch
+	}
+	a.observer, a.tracer = cfg.Observer, cfg.Tracer
+	if a.observer == nil {
+		a.observer = noObserver{}
 	}
 	return a
 }

@@ -69,7 +69,9 @@ func (a *App) auditRetention(ctx context.Context, tenantID string) (AuditRetenti
 // of the tenant (the setting covers them all) and confirm, since a shorter
 // window deletes evidence at the next purge. The change is audited in every
 // project of the tenant, in the same transaction.
-func (a *App) SetAuditRetention(ctx context.Context, id Identity, days *int, confirm bool) (AuditRetention, error) {
+func (a *App) SetAuditRetention(ctx context.Context, id Identity, days *int, confirm bool) (_ AuditRetention, err error) {
+	ctx, span := a.startCommand(ctx, "SetAuditRetention")
+	defer func() { a.endCommand(span, err) }()
 	if err := a.authorizeCommand(id, PermissionAdmin, ""); err != nil {
 		return AuditRetention{}, err
 	}
@@ -84,7 +86,7 @@ func (a *App) SetAuditRetention(ctx context.Context, id Identity, days *int, con
 			Message: "events older than the retention window are deleted for good: repeat with confirm: true"}
 	}
 	var out AuditRetention
-	err := a.retryTx(ctx, func(ctx context.Context) error {
+	err = a.retryTx(ctx, func(ctx context.Context) error {
 		before, err := a.auditRetention(ctx, id.TenantID)
 		if err != nil {
 			return err
@@ -151,9 +153,10 @@ func (a *App) PurgeExpiredAuditEvents(ctx context.Context, maxBatches int) ([]do
 }
 
 // purgeAuditBatch runs one purge transaction of a project.
-func (a *App) purgeAuditBatch(ctx context.Context, c domain.PurgeCandidate, now time.Time) (domain.AuditPurge, error) {
-	var out domain.AuditPurge
-	err := a.retryTx(ctx, func(ctx context.Context) error {
+func (a *App) purgeAuditBatch(ctx context.Context, c domain.PurgeCandidate, now time.Time) (out domain.AuditPurge, err error) {
+	ctx, span := a.startCommand(ctx, "PurgeAuditEvents")
+	defer func() { a.endCommand(span, err) }()
+	err = a.retryTx(ctx, func(ctx context.Context) error {
 		if _, _, err := a.store.LockAuditHead(ctx, c.TenantID, c.ProjectID); err != nil {
 			return err
 		}

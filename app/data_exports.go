@@ -136,7 +136,9 @@ func (DeleteExportObjectArgs) Kind() string { return "delete_export_object" }
 // in state QUEUED, its audit event (export.requested, risk HIGH, the
 // confirmation recorded) and its River job. A tenant has at most MaxActive
 // queued or running exports (QUOTA_EXCEEDED beyond). Needs exports:write.
-func (a *App) RequestDataExport(ctx context.Context, id Identity, in RequestDataExportInput) (domain.DataExport, error) {
+func (a *App) RequestDataExport(ctx context.Context, id Identity, in RequestDataExportInput) (_ domain.DataExport, err error) {
+	ctx, span := a.startCommand(ctx, "RequestDataExport")
+	defer func() { a.endCommand(span, err) }()
 	if err := a.authorizeCommand(id, PermissionExportsWrite, in.ProjectID); err != nil {
 		return domain.DataExport{}, err
 	}
@@ -171,7 +173,7 @@ func (a *App) RequestDataExport(ctx context.Context, id Identity, in RequestData
 		RequestedBy: id.Subject, RequestedAt: now, UpdatedAt: now,
 	}
 	var out domain.DataExport
-	err := a.retryTx(ctx, func(ctx context.Context) error {
+	err = a.retryTx(ctx, func(ctx context.Context) error {
 		if in.IdempotencyKey != "" {
 			b, _ := json.Marshal([]any{in.ProjectID, in.Kind, e.From, e.To, in.Format, in.Compression})
 			fp := domain.Hash(sha256.Sum256(b))
@@ -272,7 +274,9 @@ func (a *App) DataExports(ctx context.Context, id Identity, in DataExportsInput)
 // ExpireDataExport expires a QUEUED, READY or FAILED export early: it moves
 // to EXPIRED and its object is deleted (by a job committed with the
 // change). Needs exports:write and confirm; audited as export.expired.
-func (a *App) ExpireDataExport(ctx context.Context, id Identity, exportID string, confirm bool) (domain.DataExport, error) {
+func (a *App) ExpireDataExport(ctx context.Context, id Identity, exportID string, confirm bool) (_ domain.DataExport, err error) {
+	ctx, span := a.startCommand(ctx, "ExpireDataExport")
+	defer func() { a.endCommand(span, err) }()
 	if err := a.authorizeCommand(id, PermissionExportsWrite, ""); err != nil {
 		return domain.DataExport{}, err
 	}
@@ -281,7 +285,7 @@ func (a *App) ExpireDataExport(ctx context.Context, id Identity, exportID string
 			Message: "expiring an export deletes it: repeat with confirm: true"}
 	}
 	var out domain.DataExport
-	err := a.retryTx(ctx, func(ctx context.Context) error {
+	err = a.retryTx(ctx, func(ctx context.Context) error {
 		e, err := a.visibleExport(ctx, id, exportID, true)
 		if err != nil {
 			return err
@@ -320,7 +324,9 @@ const expirySubject = "system:export-expiry"
 // FAILED exports older than the exports' TTL, up to limit of each, each in
 // its own transaction (audited as export.expired by the system). It
 // returns how many it expired.
-func (a *App) ExpireDueDataExports(ctx context.Context, limit int) (int, error) {
+func (a *App) ExpireDueDataExports(ctx context.Context, limit int) (_ int, err error) {
+	ctx, span := a.startCommand(ctx, "ExpireDueDataExports")
+	defer func() { a.endCommand(span, err) }()
 	now := a.storedNow()
 	due, err := a.store.DueDataExportExpiries(ctx, now, now.Add(-a.exports.TTL), limit)
 	if err != nil {
@@ -371,7 +377,9 @@ func DownloadPath(token string) string { return "/api/v1/exports/download/" + to
 // CreateDataExportDownload mints a short-lived capability to download a
 // READY export (lifetime ttl, default DownloadTTL, at most MaxDownloadTTL).
 // Needs exports:download; audited as export.download_created.
-func (a *App) CreateDataExportDownload(ctx context.Context, id Identity, exportID string, ttl *time.Duration) (DataExportDownload, error) {
+func (a *App) CreateDataExportDownload(ctx context.Context, id Identity, exportID string, ttl *time.Duration) (_ DataExportDownload, err error) {
+	ctx, span := a.startCommand(ctx, "CreateDataExportDownload")
+	defer func() { a.endCommand(span, err) }()
 	if err := a.authorizeCommand(id, PermissionExportsDownload, ""); err != nil {
 		return DataExportDownload{}, err
 	}
@@ -386,7 +394,7 @@ func (a *App) CreateDataExportDownload(ctx context.Context, id Identity, exportI
 		return DataExportDownload{}, errors.New("exports: no download key configured")
 	}
 	var out DataExportDownload
-	err := a.retryTx(ctx, func(ctx context.Context) error {
+	err = a.retryTx(ctx, func(ctx context.Context) error {
 		e, err := a.visibleExport(ctx, id, exportID, false)
 		if err != nil {
 			return err

@@ -32,9 +32,11 @@ type WebhookPayload struct {
 type preparedAttempt struct {
 	delivery domain.WebhookDelivery
 	started  time.Time
-	url      string
-	keys     [][]byte
-	body     []byte
+	// recordedAt is when the event was recorded, for the delivery lag.
+	recordedAt time.Time
+	url        string
+	keys       [][]byte
+	body       []byte
 	// unsendable, when set, is the outcome of an attempt that could not be
 	// sent at all (no signing key); it is recorded without a request.
 	unsendable *webhook.Result
@@ -54,7 +56,7 @@ func (a *App) beginAttempt(d domain.WebhookDelivery, event *domain.AuditEvent, u
 	}
 	change.Delivery = d
 	change.Attempt = domain.WebhookDeliveryAttempt{Number: n, Outcome: domain.WebhookAttemptDelivering, StartedAt: now}
-	prep := &preparedAttempt{delivery: d, started: now, url: url, keys: keys, body: body}
+	prep := &preparedAttempt{delivery: d, started: now, recordedAt: event.RecordedAt, url: url, keys: keys, body: body}
 	if keyErr != nil {
 		prep.unsendable = &webhook.Result{ErrorClass: errorClassSecret,
 			Error: "the destination's signing secret cannot be opened (was the master key changed?); rotate the destination's secret"}
@@ -111,6 +113,7 @@ func (a *App) recordLostAttempt(ctx context.Context, tenantID string, deliveryID
 		if err := a.store.SaveWebhookAttempt(ctx, d.ID, last); err != nil {
 			return err
 		}
+		a.observer.WebhookAttempt(strings.ToLower(string(domain.WebhookAttemptUnknown)), 0)
 	}
 	retry, err := d.Fail(now, now, unknownOutcome)
 	if err != nil {
@@ -145,7 +148,8 @@ func (a *App) finishWebhookAttempts(ctx context.Context, preps []*preparedAttemp
 			next[change.Delivery.ID] = *job
 		}
 	}
-	return a.retryTx(ctx, func(ctx context.Context) error {
+	var recorded []uuid.UUID
+	err := a.retryTx(ctx, func(ctx context.Context) error {
 		if err := a.store.CommitWithoutFlush(ctx); err != nil {
 			return err
 		}
@@ -153,6 +157,7 @@ func (a *App) finishWebhookAttempts(ctx context.Context, preps []*preparedAttemp
 		if err != nil {
 			return err
 		}
+		recorded = saved
 		var jobs []domain.OutboxJob
 		for _, id := range saved {
 			if job, ok := next[id]; ok {
@@ -161,6 +166,30 @@ func (a *App) finishWebhookAttempts(ctx context.Context, preps []*preparedAttemp
 		}
 		return a.store.EnqueueJobs(ctx, jobs...)
 	})
+	if err != nil {
+		return err
+	}
+	a.observeAttempts(changes, preps, recorded, now)
+	return nil
+}
+
+// observeAttempts reports the recorded attempts' outcomes, and the delivery
+// lag of the succeeded ones, to the observer.
+func (a *App) observeAttempts(changes []domain.WebhookDeliveryChange, preps []*preparedAttempt, recorded []uuid.UUID, now time.Time) {
+	saved := make(map[uuid.UUID]bool, len(recorded))
+	for _, id := range recorded {
+		saved[id] = true
+	}
+	for i, change := range changes {
+		if !saved[change.Delivery.ID] {
+			continue
+		}
+		var lag time.Duration
+		if change.Attempt.Outcome == domain.WebhookAttemptSucceeded {
+			lag = max(now.Sub(preps[i].recordedAt), time.Nanosecond)
+		}
+		a.observer.WebhookAttempt(strings.ToLower(string(change.Attempt.Outcome)), lag)
+	}
 }
 
 // attemptOutcome computes the end of a sent attempt: the delivery's change

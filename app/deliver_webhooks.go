@@ -94,7 +94,9 @@ func webhookFirstAttemptJobs(ds []*domain.WebhookDelivery) []domain.OutboxJob {
 // the same webhook-id. A delivery whose attempt already ran to an end is
 // left alone. ErrDestinationBusy means the destination has its maximum of
 // requests in flight in this process; the job should be tried again shortly.
-func (a *App) DeliverWebhooks(ctx context.Context, args WebhookDeliveryArgs) error {
+func (a *App) DeliverWebhooks(ctx context.Context, args WebhookDeliveryArgs) (err error) {
+	ctx, span := a.startCommand(ctx, "DeliverWebhooks")
+	defer func() { a.endCommand(span, err) }()
 	if a.webhooks.Sender == nil || a.webhooks.Box == nil {
 		return errors.New("webhooks: delivery needs a sender and a master key")
 	}

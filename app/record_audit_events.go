@@ -39,7 +39,9 @@ type RecordAuditEventsInput struct {
 }
 
 // RecordAuditEvent appends one event; see RecordAuditEvents.
-func (a *App) RecordAuditEvent(ctx context.Context, id Identity, draft domain.AuditEventDraft, traceID string) (domain.AuditEvent, error) {
+func (a *App) RecordAuditEvent(ctx context.Context, id Identity, draft domain.AuditEventDraft, traceID string) (_ domain.AuditEvent, err error) {
+	ctx, span := a.startCommand(ctx, "RecordAuditEvent")
+	defer func() { a.endCommand(span, err) }()
 	events, err := a.recordAuditEvents(ctx, id, RecordAuditEventsInput{Events: []domain.AuditEventDraft{draft}, TraceID: traceID}, "")
 	if err != nil {
 		return domain.AuditEvent{}, err
@@ -60,7 +62,9 @@ func (a *App) RecordAuditEvent(ctx context.Context, id Identity, draft domain.Au
 // This transaction is the one place where recorded evidence will get its
 // follow-up work (the outbox jobs of webhook deliveries, the live-feed
 // notification), so that such work exists exactly when the events do.
-func (a *App) RecordAuditEvents(ctx context.Context, id Identity, in RecordAuditEventsInput) ([]domain.AuditEvent, error) {
+func (a *App) RecordAuditEvents(ctx context.Context, id Identity, in RecordAuditEventsInput) (_ []domain.AuditEvent, err error) {
+	ctx, span := a.startCommand(ctx, "RecordAuditEvents")
+	defer func() { a.endCommand(span, err) }()
 	return a.recordAuditEvents(ctx, id, in, "events")
 }
 

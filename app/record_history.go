@@ -29,7 +29,9 @@ const (
 // nothing, for the platform's alarm service (history:write). An entry with
 // an id the tenant already has is skipped, so a retried batch does not
 // duplicate; entries without an id get one. It returns how many were new.
-func (a *App) AppendAlarmHistory(ctx context.Context, id Identity, projectID string, records []domain.AlarmRecord) (int64, error) {
+func (a *App) AppendAlarmHistory(ctx context.Context, id Identity, projectID string, records []domain.AlarmRecord) (_ int64, err error) {
+	ctx, span := a.startCommand(ctx, "AppendAlarmHistory")
+	defer func() { a.endCommand(span, err) }()
 	if err := a.authorizeCommand(id, PermissionHistoryWrite, projectID); err != nil {
 		return 0, err
 	}
@@ -79,7 +81,9 @@ func (a *App) AppendAlarmHistory(ctx context.Context, id Identity, projectID str
 // all or nothing, for the platform's telemetry service (history:write). A
 // point the project already has (same time, device and metric) is skipped.
 // It returns how many were new.
-func (a *App) AppendTelemetryHistory(ctx context.Context, id Identity, projectID string, points []domain.TelemetryPoint) (int64, error) {
+func (a *App) AppendTelemetryHistory(ctx context.Context, id Identity, projectID string, points []domain.TelemetryPoint) (_ int64, err error) {
+	ctx, span := a.startCommand(ctx, "AppendTelemetryHistory")
+	defer func() { a.endCommand(span, err) }()
 	if err := a.authorizeCommand(id, PermissionHistoryWrite, projectID); err != nil {
 		return 0, err
 	}

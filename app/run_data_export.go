@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,14 +37,16 @@ type DataExportRun struct {
 // its reason; any other error is retried by River and fails the export on
 // the last attempt. A run of an export that is no longer QUEUED or RUNNING
 // does nothing.
-func (a *App) RunDataExport(ctx context.Context, run DataExportRun) error {
+func (a *App) RunDataExport(ctx context.Context, run DataExportRun) (err error) {
+	ctx, span := a.startCommand(ctx, "RunDataExport")
+	defer func() { a.endCommand(span, err) }()
 	cfg := a.exports
 	if cfg.Bucket == nil {
 		return errors.New("exports: no object storage configured")
 	}
 	var e domain.DataExport
 	proceed := false
-	err := a.retryTx(ctx, func(ctx context.Context) error {
+	err = a.retryTx(ctx, func(ctx context.Context) error {
 		var err error
 		e, err = a.store.GetDataExport(ctx, run.Args.TenantID, run.Args.ExportID, true)
 		if err != nil {
@@ -67,6 +70,17 @@ func (a *App) RunDataExport(ctx context.Context, run DataExportRun) error {
 	if err != nil || !proceed {
 		return err
 	}
+	start, ready, size := time.Now(), false, uint64(0)
+	defer func() {
+		outcome := ExportRunReady
+		switch {
+		case err != nil:
+			outcome = ExportRunError
+		case !ready:
+			outcome = ExportRunFailed // exportError failed the export
+		}
+		a.observer.DataExportRun(strings.ToLower(string(e.Kind)), outcome, time.Since(start), size)
+	}()
 
 	prefix := export.KeyPrefix(e.TenantID, e.ProjectID, e.ID)
 	if err := export.DeletePrefix(ctx, cfg.Bucket, prefix, ""); err != nil {
@@ -91,6 +105,7 @@ func (a *App) RunDataExport(ctx context.Context, run DataExportRun) error {
 		}
 		return err
 	}
+	ready, size = true, res.Bytes
 	return nil
 }
 

@@ -80,7 +80,9 @@ func (a *App) WebhookDeliveries(ctx context.Context, id Identity, in WebhookDeli
 // transaction as the change and its audit event
 // (webhook.delivery.redriven). Needs deliveries:redrive and confirm; only a
 // DEAD_LETTERED delivery can be redriven (else INVALID_STATE).
-func (a *App) RedriveWebhookDelivery(ctx context.Context, id Identity, deliveryID string, confirm bool) (domain.WebhookDelivery, error) {
+func (a *App) RedriveWebhookDelivery(ctx context.Context, id Identity, deliveryID string, confirm bool) (_ domain.WebhookDelivery, err error) {
+	ctx, span := a.startCommand(ctx, "RedriveWebhookDelivery")
+	defer func() { a.endCommand(span, err) }()
 	if err := a.authorizeCommand(id, PermissionDeliveriesRedrive, ""); err != nil {
 		return domain.WebhookDelivery{}, err
 	}

@@ -42,7 +42,9 @@ type WebhookDestinationWithSecret struct {
 // and must not name localhost or a literal non-global address. Audited as
 // webhook.destination.created (without the URL's secret parts or the
 // secret).
-func (a *App) CreateWebhookDestination(ctx context.Context, id Identity, in CreateWebhookDestinationInput) (WebhookDestinationWithSecret, error) {
+func (a *App) CreateWebhookDestination(ctx context.Context, id Identity, in CreateWebhookDestinationInput) (_ WebhookDestinationWithSecret, err error) {
+	ctx, span := a.startCommand(ctx, "CreateWebhookDestination")
+	defer func() { a.endCommand(span, err) }()
 	if err := a.authorizeCommand(id, PermissionWebhooksWrite, in.ProjectID); err != nil {
 		return WebhookDestinationWithSecret{}, err
 	}
@@ -142,7 +144,9 @@ type RotateWebhookDestinationSecretInput struct {
 // returned once. During the grace period deliveries are signed with every
 // valid secret, so receivers can switch without losing any. Needs
 // webhooks:write; audited as webhook.destination.secret_rotated.
-func (a *App) RotateWebhookDestinationSecret(ctx context.Context, id Identity, in RotateWebhookDestinationSecretInput) (WebhookDestinationWithSecret, error) {
+func (a *App) RotateWebhookDestinationSecret(ctx context.Context, id Identity, in RotateWebhookDestinationSecretInput) (_ WebhookDestinationWithSecret, err error) {
+	ctx, span := a.startCommand(ctx, "RotateWebhookDestinationSecret")
+	defer func() { a.endCommand(span, err) }()
 	if err := a.authorizeCommand(id, PermissionWebhooksWrite, ""); err != nil {
 		return WebhookDestinationWithSecret{}, err
 	}

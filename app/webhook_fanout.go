@@ -17,7 +17,9 @@ import (
 // are unique per (subscription, event), and a delivery job is enqueued only
 // for a delivery this run inserted, so running it twice (River retry,
 // rescue) creates nothing more.
-func (a *App) FanOutWebhookDeliveries(ctx context.Context, args WebhookFanoutArgs) (int, error) {
+func (a *App) FanOutWebhookDeliveries(ctx context.Context, args WebhookFanoutArgs) (_ int, err error) {
+	ctx, span := a.startCommand(ctx, "FanOutWebhookDeliveries")
+	defer func() { a.endCommand(span, err) }()
 	if args.FromSequence == 0 || args.ToSequence < args.FromSequence {
 		return 0, fmt.Errorf("webhook fan-out: bad sequence range [%d, %d]", args.FromSequence, args.ToSequence)
 	}

@@ -37,7 +37,9 @@ type CreateWebhookSubscriptionInput struct {
 // receives the events recorded after its own creation event
 // (webhook.subscription.created), written in the same transaction. Needs
 // webhooks:write.
-func (a *App) CreateWebhookSubscription(ctx context.Context, id Identity, in CreateWebhookSubscriptionInput) (domain.WebhookSubscription, error) {
+func (a *App) CreateWebhookSubscription(ctx context.Context, id Identity, in CreateWebhookSubscriptionInput) (_ domain.WebhookSubscription, err error) {
+	ctx, span := a.startCommand(ctx, "CreateWebhookSubscription")
+	defer func() { a.endCommand(span, err) }()
 	if err := a.authorizeCommand(id, PermissionWebhooksWrite, in.ProjectID); err != nil {
 		return domain.WebhookSubscription{}, err
 	}
@@ -119,7 +121,9 @@ func subscriptionFingerprint(projectID string, destID uuid.UUID, types []string,
 // deliveries are created for it. Disabling a disabled subscription is a
 // successful no-op (and is not audited again); there is no way back. Needs
 // webhooks:write; audited as webhook.subscription.disabled.
-func (a *App) DisableWebhookSubscription(ctx context.Context, id Identity, subscriptionID string) (domain.WebhookSubscription, error) {
+func (a *App) DisableWebhookSubscription(ctx context.Context, id Identity, subscriptionID string) (_ domain.WebhookSubscription, err error) {
+	ctx, span := a.startCommand(ctx, "DisableWebhookSubscription")
+	defer func() { a.endCommand(span, err) }()
 	if err := a.authorizeCommand(id, PermissionWebhooksWrite, ""); err != nil {
 		return domain.WebhookSubscription{}, err
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	gojson "github.com/goccy/go-json"
@@ -37,6 +38,11 @@ type RecordFastPath struct {
 	documents
 	resolver *Resolver
 	plans    *planCache[*recordPlan]
+	// OnServed, if set, is called after each request the path served, with
+	// the operation's name ("" when anonymous), whether it answered with an
+	// error, and how long it took from TryServe's start: the generic
+	// server's operation middlewares never see these requests.
+	OnServed func(ctx context.Context, operationName string, failed bool, took time.Duration)
 }
 
 // NewRecordFastPath returns the fast path for es with the server's limits.
@@ -50,6 +56,7 @@ func NewRecordFastPath(r *Resolver, es graphql.ExecutableSchema, maxDepth, compl
 // per document; eligible is false for documents it leaves to the executor.
 type recordPlan struct {
 	eligible bool
+	name     string // the operation's name
 	batch    bool   // recordAuditEvents rather than recordAuditEvent
 	variable string // the variable holding the input
 	field    *ast.Field
@@ -60,6 +67,10 @@ type recordPlan struct {
 // TryServe answers one GraphQL request if it is the fast path's to answer
 // and reports whether it did; when it returns false nothing was written.
 func (p *RecordFastPath) TryServe(ctx context.Context, w io.Writer, query, operationName string, variables json.RawMessage) bool {
+	var start time.Time
+	if p.OnServed != nil {
+		start = time.Now()
+	}
 	plan := p.plans.get(query, operationName)
 	if !plan.eligible {
 		return false
@@ -127,9 +138,12 @@ func (p *RecordFastPath) TryServe(ctx context.Context, w io.Writer, query, opera
 	}
 	if err != nil {
 		p.writeError(ctx, w, plan, err)
-		return true
+	} else {
+		p.writeData(w, plan, events)
 	}
-	p.writeData(w, plan, events)
+	if p.OnServed != nil {
+		p.OnServed(ctx, plan.name, err != nil, time.Since(start))
+	}
 	return true
 }
 
@@ -148,7 +162,7 @@ func (p *RecordFastPath) makePlan(query, operationName string) *recordPlan {
 	if !ok || len(op.VariableDefinitions) != 1 || len(field.Arguments) != 1 {
 		return no
 	}
-	plan := &recordPlan{field: field}
+	plan := &recordPlan{field: field, name: op.Name}
 	vdef := op.VariableDefinitions[0]
 	switch {
 	case field.Name == "recordAuditEvents" && vdef.Type.String() == "RecordAuditEventsInput!":

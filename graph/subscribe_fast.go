@@ -29,6 +29,10 @@ type SubscribeFastPath struct {
 	documents
 	resolver *Resolver
 	plans    *planCache[*subscribePlan]
+	// OnOpened, if set, is called for each subscription the path opened,
+	// with the operation's name ("" when anonymous): the generic server's
+	// operation middlewares never see them.
+	OnOpened func(ctx context.Context, operationName string)
 }
 
 // NewSubscribeFastPath returns the fast path for es with the server's limits.
@@ -41,6 +45,7 @@ func NewSubscribeFastPath(r *Resolver, es graphql.ExecutableSchema, maxDepth, co
 // subscribePlan is what one document means for the fast path.
 type subscribePlan struct {
 	eligible bool
+	name     string // the operation's name
 	field    *ast.Field
 	prefix   []byte // {"data":{"<alias>":
 	event    pageWriter
@@ -74,6 +79,9 @@ func (p *SubscribeFastPath) Open(ctx context.Context, params *graphql.RawParams)
 	stream, err := p.resolver.App.SubscribeAuditEvents(ctx, app.IdentityFromContext(ctx), in)
 	if err != nil {
 		return nil, false // the executor reports it
+	}
+	if p.OnOpened != nil {
+		p.OnOpened(ctx, plan.name)
 	}
 	return func(ctx context.Context) ([]byte, bool) {
 		e, err := stream.Next(ctx)
@@ -121,7 +129,7 @@ func (p *SubscribeFastPath) makePlan(query, operationName string) *subscribePlan
 	if !ok || field.Name != "auditEventRecorded" {
 		return no
 	}
-	plan := &subscribePlan{field: field}
+	plan := &subscribePlan{field: field, name: op.Name}
 	plan.event.oc = &graphql.OperationContext{RawQuery: query, Doc: doc, Operation: op, Variables: map[string]any{}}
 	if !plan.event.planEvent(field.SelectionSet) {
 		return no

@@ -14,6 +14,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
+	"github.com/riverqueue/rivercontrib/otelriver"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/aetheriot/aether-audit/app"
 )
@@ -50,6 +53,9 @@ type ClientConfig struct {
 	// RetentionInterval is how often audit events past their retention
 	// window are purged; default one hour.
 	RetentionInterval time.Duration
+	// TracerProvider, when set, gives every worked job a span (River's
+	// OpenTelemetry middleware); nil adds no middleware.
+	TracerProvider trace.TracerProvider
 }
 
 // NewClient returns a River client with every worker and periodic job of
@@ -93,7 +99,14 @@ func NewClient(pool *pgxpool.Pool, store Store, cfg ClientConfig) (*river.Client
 	if err != nil {
 		return nil, fmt.Errorf("registering workers: %w", err)
 	}
+	var middleware []rivertype.Middleware
+	if cfg.TracerProvider != nil {
+		middleware = append(middleware, otelriver.NewMiddleware(&otelriver.MiddlewareConfig{
+			TracerProvider: cfg.TracerProvider, EnableWorkSpanJobKindSuffix: true, EnableTracePropagation: true,
+		}))
+	}
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+		Middleware:    middleware,
 		Logger:        cfg.Logger,
 		FetchCooldown: cfg.FetchCooldown,
 		Queues: map[string]river.QueueConfig{

@@ -119,6 +119,9 @@ func (f *feed) fetch() error {
 			f.head = events[len(events)-1].Sequence
 			after = f.head
 			f.mu.Unlock()
+			if obs := f.hub.cfg.Observer; obs != nil {
+				obs.FanoutLag(time.Since(events[len(events)-1].RecordedAt))
+			}
 		}
 		if len(events) < f.hub.cfg.FetchBatch {
 			// One signal per subscriber per fetch, however many pages it

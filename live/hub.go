@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -46,6 +47,15 @@ type Config struct {
 	PollInterval time.Duration
 	// FetchBatch is how many events one store read fetches; default 500.
 	FetchBatch int
+	// Observer receives the hub's measurements; nil ignores them.
+	Observer Observer
+}
+
+// Observer receives measurements of the hub (metrics).
+type Observer interface {
+	// FanoutLag is called once per read of new events with the time from
+	// the newest one's recording (its commit) to its fan-out.
+	FanoutLag(lag time.Duration)
 }
 
 // Hub fans committed audit events out to subscribers. Create it with New
@@ -60,6 +70,8 @@ type Hub struct {
 	listening bool // the LISTEN connection is up
 	// exportWatches are the watchers of each data export.
 	exportWatches map[exportKey]map[chan struct{}]struct{}
+	// subscribers counts open subscriptions.
+	subscribers atomic.Int64
 }
 
 type exportKey struct {
@@ -223,8 +235,12 @@ func (h *Hub) Subscribe(ctx context.Context, tenantID, projectID string, after *
 	s := &Subscription{feed: f, cursor: cursor, filter: filter, signal: make(chan struct{}, 1), closed: make(chan struct{})}
 	f.add(s)
 	h.mu.Unlock()
+	h.subscribers.Add(1)
 	return s, nil
 }
+
+// Subscribers returns the number of open subscriptions of the hub.
+func (h *Hub) Subscribers() int { return int(h.subscribers.Load()) }
 
 // release drops a feed without subscribers.
 func (h *Hub) release(f *feed) {

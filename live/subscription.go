@@ -128,6 +128,7 @@ func (s *Subscription) isClosed() bool {
 func (s *Subscription) Close() {
 	s.closeOnce.Do(func() {
 		close(s.closed)
+		s.feed.hub.subscribers.Add(-1)
 		s.feed.remove(s)
 		s.feed.hub.release(s.feed)
 	})

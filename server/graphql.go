@@ -35,8 +35,14 @@ func (s *Server) graphQLHandler() *handler.Server {
 	})
 	srv := handler.New(es)
 	srv.AroundRootFields(resolver.AuditEventsFastPath)
+	subscribeFast := graph.NewSubscribeFastPath(resolver, es, s.cfg.MaxDepth, s.cfg.ComplexityLimit)
+	recordFast := graph.NewRecordFastPath(resolver, es, s.cfg.MaxDepth, s.cfg.ComplexityLimit)
+	if s.cfg.Metrics != nil {
+		srv.Use(graphQLMetrics{s.cfg.Metrics})
+		instrumentFastPaths(s.cfg.Metrics, recordFast, subscribeFast)
+	}
 	wsCfg := s.webSocketConfig()
-	wsCfg.FastPath = graph.NewSubscribeFastPath(resolver, es, s.cfg.MaxDepth, s.cfg.ComplexityLimit).Open
+	wsCfg.FastPath = subscribeFast.Open
 	s.ws = wsgraphql.New(wsCfg)
 	srv.AddTransport(s.ws)
 	srv.AddTransport(transport.Options{})
@@ -44,7 +50,7 @@ func (s *Server) graphQLHandler() *handler.Server {
 	// graphql-sse (distinct connections mode): a POST that accepts
 	// text/event-stream; it must come before the plain POST transport.
 	srv.AddTransport(graphQLSSE{sse: transport.SSE{KeepAlivePingInterval: s.cfg.HeartbeatInterval}, shutdown: s.shutdown})
-	srv.AddTransport(jsonPOST{fast: graph.NewRecordFastPath(resolver, es, s.cfg.MaxDepth, s.cfg.ComplexityLimit)})
+	srv.AddTransport(jsonPOST{fast: recordFast})
 
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})

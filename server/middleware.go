@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/aetheriot/aether-audit/app"
 	"github.com/aetheriot/aether-audit/auth"
 )
@@ -49,11 +51,15 @@ func (s *Server) authenticated(next http.Handler, deny unauthenticatedWriter) ht
 // traceparentPattern is a W3C traceparent: version-traceid-parentid-flags.
 var traceparentPattern = regexp.MustCompile(`^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$`)
 
-// traced takes the W3C trace id from the traceparent header, when valid, into
-// the request context; audit events the request records carry it.
+// traced puts the request's W3C trace id into the request context; audit
+// events the request records carry it. With tracing on it is the trace id
+// of the request's span (which continues an incoming traceparent); with
+// tracing off it is taken from the traceparent header, when valid.
 func (s *Server) traced(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if m := traceparentPattern.FindStringSubmatch(r.Header.Get("Traceparent")); m != nil && m[1] != "00000000000000000000000000000000" {
+		if sc := trace.SpanContextFromContext(r.Context()); sc.HasTraceID() {
+			r = r.WithContext(app.ContextWithTraceID(r.Context(), sc.TraceID().String()))
+		} else if m := traceparentPattern.FindStringSubmatch(r.Header.Get("Traceparent")); m != nil && m[1] != "00000000000000000000000000000000" {
 			r = r.WithContext(app.ContextWithTraceID(r.Context(), m[1]))
 		}
 		next.ServeHTTP(w, r)

@@ -1,5 +1,6 @@
 // Package server composes Aether Audit's HTTP surface: identity middleware,
-// the GraphQL endpoint, the REST and SSE audit endpoints, and health checks.
+// the GraphQL endpoint, the REST and SSE audit endpoints, health checks, and
+// the operator surfaces (Prometheus metrics, River UI, request tracing).
 // Handlers only translate between HTTP and the use cases of package app.
 package server
 
@@ -10,7 +11,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/aetheriot/aether-audit/app"
+	"github.com/aetheriot/aether-audit/metrics"
 	"github.com/aetheriot/aether-audit/server/wsgraphql"
 )
 
@@ -57,6 +63,14 @@ type Config struct {
 	// identity (tenant and subject); default DefaultMaxWebSocketsPerIdentity.
 	// One more closes with 4429 "too many connections".
 	MaxWebSocketsPerIdentity int
+	// Metrics, when set, records HTTP and GraphQL request metrics and
+	// serves them at /metrics to admin identities.
+	Metrics *metrics.Metrics
+	// TracerProvider, when set, gives every request a span (continuing an
+	// incoming W3C traceparent); nil turns request tracing off.
+	TracerProvider trace.TracerProvider
+	// River, when set, mounts River UI at /riverui/ for admin identities.
+	River *river.Client[pgx.Tx]
 }
 
 // Defaults of Config's limits.
@@ -72,9 +86,13 @@ const (
 
 // Server is the HTTP handler of the service.
 type Server struct {
-	cfg Config
-	mux *http.ServeMux
-	ws  *wsgraphql.Transport
+	cfg     Config
+	mux     *http.ServeMux
+	handler http.Handler // mux, instrumented
+	ws      *wsgraphql.Transport
+	tracer  trace.Tracer // nil when tracing is off
+	// stopRiverUI stops River UI's background services.
+	stopRiverUI func()
 	// sockets counts open WebSockets per identity (tenant, subject).
 	socketsMu sync.Mutex
 	sockets   map[[2]string]int
@@ -89,7 +107,12 @@ type Server struct {
 // connections). Their clients reconnect, to this or another process, and
 // resume by sequence.
 func (s *Server) Shutdown(ctx context.Context) {
-	s.shutdownOnce.Do(func() { close(s.shutdown) })
+	s.shutdownOnce.Do(func() {
+		close(s.shutdown)
+		if s.stopRiverUI != nil {
+			s.stopRiverUI()
+		}
+	})
 	if err := s.ws.Shutdown(ctx); err != nil {
 		s.cfg.Logger.Warn("closing websockets", "err", err)
 	}
@@ -116,6 +139,10 @@ func New(cfg Config) *Server {
 		cfg.HeartbeatInterval = DefaultHeartbeatInterval
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), shutdown: make(chan struct{}), sockets: map[[2]string]int{}}
+	if cfg.TracerProvider != nil {
+		s.tracer = cfg.TracerProvider.Tracer(tracerName)
+	}
+	s.handler = s.instrument(s.mux)
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 
@@ -125,6 +152,9 @@ func New(cfg Config) *Server {
 	s.mux.Handle("GET /api/v1/audit/events/stream", s.traced(s.authenticated(http.HandlerFunc(s.streamAuditEvents), problemUnauthenticated)))
 	// The capability in the path is the download's only credential.
 	s.mux.Handle("GET /api/v1/exports/download/{token}", s.traced(http.HandlerFunc(s.downloadExport)))
+	if err := s.mountOperatorSurfaces(); err != nil {
+		panic("server: mounting River UI: " + err.Error()) // its embedded assets are broken
+	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, &app.Error{Code: app.CodeNotFound, Message: "no such endpoint"})
 	})
@@ -133,7 +163,7 @@ func New(cfg Config) *Server {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.mux.ServeHTTP(w, r)
+	s.handler.ServeHTTP(w, r)
 }
 
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {

@@ -40,6 +40,7 @@ type serveCmd struct {
 	WSReadLimit            int64         `name:"ws-read-limit" env:"AETHER_WS_READ_LIMIT" default:"65536" help:"Largest GraphQL WebSocket message accepted, in bytes (larger closes with 1009)."`
 	SSEHeartbeat           time.Duration `name:"sse-heartbeat" env:"AETHER_SSE_HEARTBEAT" default:"15s" help:"Interval of heartbeat comments on live SSE streams."`
 	ShutdownTimeout        time.Duration `name:"shutdown-timeout" env:"AETHER_SHUTDOWN_TIMEOUT" default:"20s" help:"How long in-flight requests may take to finish on shutdown."`
+	MetricsAddr            string        `name:"metrics-addr" env:"AETHER_METRICS_ADDR" help:"If set, a second listener at this address serves only /metrics, without authentication, for a Prometheus scraper on a private network. /metrics on the main listener answers admin tokens only. Tracing is configured with the standard OTEL_* variables (off unless set)."`
 	webhookFlags
 	exportFlags
 	limitFlags
@@ -86,15 +87,23 @@ func (c *serveCmd) Run() error {
 	}
 	defer exports.Bucket.Close()
 	st := store.New(db.Pool)
-	hub := live.New(db.Pool, st, live.Config{Logger: logger})
-	application := app.New(st, app.Config{Logger: logger, Live: hub, Webhooks: webhooks, Exports: exports, ExportWatch: hub, RateLimits: c.limitFlags.config(),
-		AuditRetention: c.retention()})
+	obs, err := startObservability(ctx, logger, st)
+	if err != nil {
+		return err
+	}
+	defer obs.shutdown(logger)
+	hub := live.New(db.Pool, st, live.Config{Logger: logger, Observer: obs.metrics})
+	obs.metrics.ObserveLiveSubscribers(hub.Subscribers)
+	application := app.New(st, app.Config{Logger: logger, Live: hub, Webhooks: webhooks, Exports: exports, ExportWatch: hub,
+		Observer: obs.metrics, Tracer: obs.appTracer(),
+		RateLimits: c.limitFlags.config(), AuditRetention: c.retention()})
 	river, err := jobs.NewClient(db.Pool, st, jobs.ClientConfig{
 		Logger:             logger,
 		App:                application,
 		WebhookWorkers:     c.WebhookWorkers,
 		WebhookSendTimeout: c.WebhookTimeout,
 		RetentionInterval:  c.RetentionInterval,
+		TracerProvider:     obs.tracerProvider(),
 	})
 	if err != nil {
 		return err
@@ -121,6 +130,9 @@ func (c *serveCmd) Run() error {
 		HeartbeatInterval:        c.SSEHeartbeat,
 		AllowedOrigins:           c.AllowedOrigins,
 		MaxWebSocketsPerIdentity: c.WSMaxPerIdentity,
+		Metrics:                  obs.metrics,
+		TracerProvider:           obs.tracerProvider(),
+		River:                    river,
 		WebSocket: wsgraphql.Config{
 			InitTimeout:   c.WSInitTimeout,
 			MaxOperations: c.WSMaxOperations,
@@ -130,6 +142,11 @@ func (c *serveCmd) Run() error {
 	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", c.Addr, err)
+	}
+	metricsServer, err := serveMetrics(ctx, c.MetricsAddr, handler.MetricsHandler(), logger)
+	if err != nil {
+		_ = ln.Close()
+		return err
 	}
 	httpServer := &http.Server{
 		Handler:           handler,
@@ -152,6 +169,9 @@ func (c *serveCmd) Run() error {
 	handler.Shutdown(shutdownCtx)
 	if err := httpServer.Shutdown(shutdownCtx); err != nil {
 		logger.Warn("http shutdown incomplete", "err", err)
+	}
+	if metricsServer != nil {
+		_ = metricsServer.Shutdown(shutdownCtx)
 	}
 	if err := river.Stop(shutdownCtx); err != nil {
 		logger.Warn("river shutdown incomplete", "err", err)
