@@ -125,6 +125,7 @@ func New(cfg Config) *Server {
 	s.mux.Handle("GET /api/v1/audit/events/stream", s.traced(s.authenticated(http.HandlerFunc(s.streamAuditEvents), problemUnauthenticated)))
 	// The capability in the path is the download's only credential.
 	s.mux.Handle("GET /api/v1/exports/download/{token}", s.traced(http.HandlerFunc(s.downloadExport)))
+	s.mountDashboard()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, &app.Error{Code: app.CodeNotFound, Message: "no such endpoint"})
 	})
