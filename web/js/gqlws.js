@@ -42,7 +42,7 @@ export class GraphQLWsClient {
 
   /** Delay bounds of the reconnection backoff, in ms. */
   static MIN_DELAY_MS = 500;
-  static MAX_DELAY_MS = 15_000;
+  static MAX_DELAY_MS = 10_000;
   /** Without connection_ack within this, the socket is closed and retried. */
   static ACK_TIMEOUT_MS = 10_000;
   /**
