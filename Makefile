@@ -2,6 +2,8 @@
 # a dev token; `make test` runs every test against a real PostgreSQL.
 GO      ?= go
 BIN     := bin/aether
+# Project the dashboard link printed by `make run` opens (`aether seed` fills it).
+DASHBOARD_PROJECT ?= demo
 DEV_PERMISSIONS := audit:read,audit:write,webhooks:read,webhooks:write,deliveries:redrive,exports:read,exports:write,exports:download,history:write,admin
 
 .PHONY: all build run test e2e vet generate check-generate docs check-docs bench tidy
@@ -16,7 +18,9 @@ run: build
 	echo ""; \
 	echo "Aether Audit: http://$${AETHER_ADDR:-127.0.0.1:8080}  (GraphQL at /graphql)"; \
 	echo "Dev token (tenant dev, every project, all permissions, 24h):"; \
-	echo ""; echo "export TOKEN=$$TOKEN"; echo ""
+	echo ""; echo "export TOKEN=$$TOKEN"; echo ""; \
+	echo "Dashboard (project $(DASHBOARD_PROJECT)):"; \
+	echo ""; echo "http://$${AETHER_ADDR:-127.0.0.1:8080}/dashboard#token=$$TOKEN&project=$(DASHBOARD_PROJECT)"; echo ""
 	./$(BIN) serve
 
 vet:
@@ -28,13 +32,15 @@ test: vet check-docs
 	$(GO) test -race -count=1 -timeout 20m ./...
 	@echo "--- again on a private cluster started from the installed PostgreSQL binaries (the fallback where no server runs)"
 	AETHER_TEST_DATABASE=private $(GO) test -count=1 -timeout 10m ./app/ ./store/...
-	@echo "--- end to end: aether serve driven by the graphql-ws, graphql-http and graphql-sse clients (Node.js)"
+	@echo "--- end to end: aether serve driven by the graphql-ws, graphql-http and graphql-sse clients (Node.js), and the dashboard in headless Chromium"
 	$(MAKE) --no-print-directory e2e
 
 # End-to-end tests in e2e/ (Node.js test runner) against the built binary;
 # they use DATABASE_URL if set, else the binary's embedded PostgreSQL.
+# The dashboard tests drive Debian's chromium (CHROMIUM_PATH overrides it).
 e2e: build
 	@command -v npm >/dev/null 2>&1 || { echo "make e2e needs Node.js 20+ with npm: run apt-get install -y nodejs npm"; exit 1; }
+	@test -x "$${CHROMIUM_PATH:-/usr/bin/chromium}" || { echo "e2e: $${CHROMIUM_PATH:-/usr/bin/chromium} is missing; install it with: apt-get install -y chromium" >&2; exit 1; }
 	cd e2e && npm ci --no-audit --no-fund && AETHER_BIN=$(CURDIR)/$(BIN) node --test
 
 # Regenerates gqlgen code from schema/*.graphqls.

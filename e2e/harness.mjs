@@ -87,8 +87,10 @@ class LogTail {
  * requires exit code 0 and removes the data dir.
  */
 export class AetherServer {
-  constructor({ bin, dataDir, port, child, log }) {
+  constructor({ bin, dataDir, port, child, log, env = {} }) {
     this.bin = bin;
+    /** Extra environment of the process (see start), kept for restart(). */
+    this.env = env;
     this.dataDir = dataDir;
     this.port = port;
     this.child = child;
@@ -106,8 +108,11 @@ export class AetherServer {
     });
   }
 
-  /** Starts the server in a fresh data dir and waits until it is ready. */
-  static async start() {
+  /**
+   * Starts the server in a fresh data dir and waits until it is ready.
+   * options.env adds AETHER_* settings (e.g. AETHER_WEBHOOK_ALLOW_HTTP).
+   */
+  static async start(options = {}) {
     const bin = aetherBin();
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'aether-e2e-'));
     // When run as root the embedded PostgreSQL runs as the unprivileged
@@ -118,7 +123,7 @@ export class AetherServer {
       // before the server binds it: try a few times.
       for (let attempt = 1; ; attempt++) {
         const port = await freePort();
-        const server = AetherServer.#spawn(bin, dataDir, port);
+        const server = AetherServer.#spawn(bin, dataDir, port, options.env);
         try {
           await server.#waitReady();
           return server;
@@ -134,16 +139,16 @@ export class AetherServer {
     }
   }
 
-  static #spawn(bin, dataDir, port) {
+  static #spawn(bin, dataDir, port, extraEnv = {}) {
     const child = spawn(bin, ['serve'], {
-      env: aetherEnv({ AETHER_ADDR: `127.0.0.1:${port}`, AETHER_DATA_DIR: dataDir }),
+      env: aetherEnv({ ...extraEnv, AETHER_ADDR: `127.0.0.1:${port}`, AETHER_DATA_DIR: dataDir }),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const log = new LogTail();
     child.stdout.setEncoding('utf8').on('data', (d) => log.push(d));
     child.stderr.setEncoding('utf8').on('data', (d) => log.push(d));
     child.on('error', (err) => log.push(`spawn error: ${err.message}\n`));
-    return new AetherServer({ bin, dataDir, port, child, log });
+    return new AetherServer({ bin, dataDir, port, child, log, env: extraEnv });
   }
 
   /** Polls GET /readyz until it answers 200, the process exits, or the deadline passes. */
@@ -226,6 +231,28 @@ export class AetherServer {
     } finally {
       fs.rmSync(this.dataDir, { recursive: true, force: true });
     }
+  }
+
+  /**
+   * Stops the server with SIGTERM (requiring exit code 0) and starts it
+   * again on the same port, data dir and database, as a redeploy would;
+   * resolves when it is ready again. Clients see their connections drop.
+   */
+  async restart() {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGTERM');
+    const result = await settleWithin(this.exited, EXIT_DEADLINE_MS);
+    if (result === null) {
+      await this.#kill();
+      throw new Error(`aether serve did not exit within ${EXIT_DEADLINE_MS} ms of SIGTERM; its log:\n${this.log}`);
+    }
+    if (result.code !== 0) {
+      throw new Error(`aether serve exited with code ${result.code} (signal ${result.signal}) after SIGTERM; its log:\n${this.log}`);
+    }
+    const next = AetherServer.#spawn(this.bin, this.dataDir, this.port, this.env);
+    this.child = next.child;
+    this.log = next.log;
+    this.exited = next.exited;
+    await this.#waitReady();
   }
 
   /** Last resort: SIGTERM (so the embedded PostgreSQL is stopped), then SIGKILL. */
