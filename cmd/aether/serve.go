@@ -40,6 +40,7 @@ type serveCmd struct {
 	WSReadLimit            int64         `name:"ws-read-limit" env:"AETHER_WS_READ_LIMIT" default:"65536" help:"Largest GraphQL WebSocket message accepted, in bytes (larger closes with 1009)."`
 	SSEHeartbeat           time.Duration `name:"sse-heartbeat" env:"AETHER_SSE_HEARTBEAT" default:"15s" help:"Interval of heartbeat comments on live SSE streams."`
 	ShutdownTimeout        time.Duration `name:"shutdown-timeout" env:"AETHER_SHUTDOWN_TIMEOUT" default:"20s" help:"How long in-flight requests may take to finish on shutdown."`
+	JobRescueAfter         time.Duration `name:"job-rescue-after" env:"AETHER_JOB_RESCUE_AFTER" default:"2m" help:"How long a background job may stay running before it is taken for one of a process that died (kill -9, crash) and run again; jobs with a longer timeout of their own wait for it too."`
 	webhookFlags
 	exportFlags
 }
@@ -87,10 +88,12 @@ func (c *serveCmd) Run() error {
 	hub := live.New(db.Pool, st, live.Config{Logger: logger})
 	application := app.New(st, app.Config{Logger: logger, Live: hub, Webhooks: webhooks, Exports: exports, ExportWatch: hub})
 	river, err := jobs.NewClient(db.Pool, st, jobs.ClientConfig{
-		Logger:             logger,
-		App:                application,
-		WebhookWorkers:     c.WebhookWorkers,
-		WebhookSendTimeout: c.WebhookTimeout,
+		Logger:               logger,
+		App:                  application,
+		WebhookWorkers:       c.WebhookWorkers,
+		WebhookSendTimeout:   c.WebhookTimeout,
+		ExportJobTimeout:     c.ExportJobTimeout,
+		RescueStuckJobsAfter: c.JobRescueAfter,
 	})
 	if err != nil {
 		return err
