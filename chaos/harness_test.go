@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -352,28 +351,47 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
+// pgServer is a private cluster that a test stops and starts.
+type pgServer struct {
+	dataDir string
+	cluster *pgcluster.Cluster
+}
+
 // privateCluster starts a cluster of the test's own, for a scenario that
 // stops PostgreSQL; it is stopped when the test ends.
-func privateCluster(t *testing.T) (*pgcluster.Cluster, string) {
+func privateCluster(t *testing.T) *pgServer {
 	t.Helper()
 	// A short path keeps the socket inside the data dir.
 	dir, err := os.MkdirTemp("", "chaos-pg-")
 	require.NoError(t, err)
 	require.NoError(t, os.Chmod(dir, 0o755))
-	dataDir := filepath.Join(dir, "pg")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	c, err := pgcluster.Start(ctx, pgcluster.Options{DataDir: dataDir, Database: "postgres"})
-	require.NoError(t, err)
+	pg := &pgServer{dataDir: filepath.Join(dir, "pg")}
 	t.Cleanup(func() {
-		// The test may have restarted it: stop whatever runs on the dir.
-		if c, err := pgcluster.Start(context.Background(), pgcluster.Options{DataDir: dataDir, Database: "postgres"}); err == nil {
-			_ = c.Stop(context.Background())
+		if pg.cluster != nil {
+			_ = pg.cluster.Stop(context.Background())
 		}
-		_ = c.Stop(context.Background())
 		_ = os.RemoveAll(dir)
 	})
-	return c, dataDir
+	pg.start(t)
+	return pg
 }
 
-var errClosed = errors.New("closed")
+// start starts the cluster (again).
+func (pg *pgServer) start(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := pgcluster.Start(ctx, pgcluster.Options{DataDir: pg.dataDir, Database: "postgres"})
+	require.NoError(t, err)
+	pg.cluster = c
+}
+
+// stop stops the cluster with a fast shutdown: open transactions are rolled
+// back and every client is disconnected.
+func (pg *pgServer) stop(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	require.NoError(t, pg.cluster.Stop(ctx))
+	pg.cluster = nil
+}
