@@ -140,6 +140,7 @@ type server struct {
 	name   string
 	base   string // http://127.0.0.1:port
 	cmd    *exec.Cmd
+	pool   *pgxpool.Pool // the test's own connections to the database
 	stderr *syncBuffer
 	done   chan struct{}
 }
@@ -152,7 +153,10 @@ func (d *deployment) serve(t *testing.T, name string) *server {
 	addr := freeAddr(t)
 	s := &server{name: name, base: "http://" + addr, stderr: &syncBuffer{}, done: make(chan struct{})}
 	s.cmd = exec.Command(aetherBin, "serve")
-	s.cmd.Env = append(append(baseEnv(), d.env...), "AETHER_ADDR="+addr, "AETHER_DATA_DIR="+t.TempDir())
+	// Its connections carry its name, so that a kill can await their end.
+	s.cmd.Env = append(append(baseEnv(), d.env...), "AETHER_ADDR="+addr, "AETHER_DATA_DIR="+t.TempDir(),
+		"DATABASE_URL="+d.dbURL+"&application_name=aether-"+name)
+	s.pool = d.pool
 	s.cmd.Stdout = s.stderr
 	s.cmd.Stderr = s.stderr
 	require.NoError(t, s.cmd.Start())
@@ -161,7 +165,10 @@ func (d *deployment) serve(t *testing.T, name string) *server {
 		close(s.done)
 	}()
 	t.Cleanup(func() {
-		s.kill(t)
+		if s.running() {
+			_ = s.cmd.Process.Signal(syscall.SIGKILL)
+			<-s.done
+		}
 		if t.Failed() {
 			t.Logf("aether serve %s log:\n%s", s.name, s.stderr.String())
 		}
@@ -170,7 +177,9 @@ func (d *deployment) serve(t *testing.T, name string) *server {
 	return s
 }
 
-// kill sends SIGKILL to the process and waits for it to end.
+// kill sends SIGKILL to the process, waits for it to end, and then for
+// PostgreSQL to end its connections: a statement it had sent (a COMMIT)
+// may still complete until then.
 func (s *server) kill(t *testing.T) {
 	t.Helper()
 	select {
@@ -180,6 +189,12 @@ func (s *server) kill(t *testing.T) {
 	}
 	require.NoError(t, s.cmd.Process.Signal(syscall.SIGKILL))
 	<-s.done
+	await(t, time.Minute, "PostgreSQL ends the killed process's connections", func() bool {
+		var n int
+		err := s.pool.QueryRow(context.Background(),
+			`SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, "aether-"+s.name).Scan(&n)
+		return err == nil && n == 0
+	})
 }
 
 // running reports whether the process is still running.

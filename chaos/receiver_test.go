@@ -83,4 +83,3 @@ func (r *receiver) received() []receivedRequest {
 	defer r.mu.Unlock()
 	return append([]receivedRequest(nil), r.requests...)
 }
-

@@ -86,7 +86,7 @@ func (sub *subscriber) follow(ctx context.Context, after uint64) error {
 		return err
 	}
 	payload, _ := json.Marshal(map[string]any{
-		"query": `subscription($p: ID!, $a: Uint64) { auditEventRecorded(projectId: $p, afterSequence: $a) { sequence } }`,
+		"query":     `subscription($p: ID!, $a: Uint64) { auditEventRecorded(projectId: $p, afterSequence: $a) { sequence } }`,
 		"variables": map[string]any{"p": project, "a": strconv.FormatUint(after, 10)},
 	})
 	for {
