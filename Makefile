@@ -6,7 +6,7 @@ BIN     := bin/aether
 DASHBOARD_PROJECT ?= demo
 DEV_PERMISSIONS := audit:read,audit:write,webhooks:read,webhooks:write,deliveries:redrive,exports:read,exports:write,exports:download,history:write,admin
 
-.PHONY: all build run test e2e vet generate check-generate docs check-docs bench tidy
+.PHONY: all build run test chaos e2e vet generate check-generate docs check-docs bench tidy
 
 all: build
 
@@ -34,6 +34,13 @@ test: vet check-docs
 	AETHER_TEST_DATABASE=private $(GO) test -count=1 -timeout 10m ./app/ ./store/...
 	@echo "--- end to end: aether serve driven by the graphql-ws, graphql-http and graphql-sse clients (Node.js), and the dashboard in headless Chromium"
 	$(MAKE) --no-print-directory e2e
+
+# Fault tests (chaos/): aether serve killed with SIGKILL mid-delivery and
+# mid-export, PostgreSQL restarted under load, two processes with one killed
+# (docs/faults.md). About 3 minutes, mostly waiting for the job rescue. They
+# also run under `make test`, as part of `go test ./...`.
+chaos:
+	$(GO) test -count=1 -timeout 10m -v ./chaos/
 
 # End-to-end tests in e2e/ (Node.js test runner) against the built binary;
 # they use DATABASE_URL if set, else the binary's embedded PostgreSQL.

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"time"
 
 	"github.com/riverqueue/river"
 
@@ -29,4 +30,10 @@ type PurgeAuditEventsWorker struct {
 func (w *PurgeAuditEventsWorker) Work(ctx context.Context, _ *river.Job[PurgeAuditEventsArgs]) error {
 	_, err := w.App.PurgeExpiredAuditEvents(ctx, purgeBatchesPerRun)
 	return err
+}
+
+// Timeout bounds one run; a run cut short has committed its finished
+// batches, and the next run goes on from there.
+func (w *PurgeAuditEventsWorker) Timeout(*river.Job[PurgeAuditEventsArgs]) time.Duration {
+	return 10 * time.Minute
 }

@@ -50,6 +50,11 @@ type DeleteExportObjectWorker struct {
 	App *app.App
 }
 
+// Timeout implements river.Worker.
+func (w *DeleteExportObjectWorker) Timeout(*river.Job[app.DeleteExportObjectArgs]) time.Duration {
+	return defaultJobTimeout
+}
+
 // Work implements river.Worker.
 func (w *DeleteExportObjectWorker) Work(ctx context.Context, job *river.Job[app.DeleteExportObjectArgs]) error {
 	return w.App.DeleteExportObject(ctx, job.Args.ObjectRef)
@@ -66,6 +71,11 @@ func (ExpireDataExportsArgs) Kind() string { return "expire_data_exports" }
 type ExpireDataExportsWorker struct {
 	river.WorkerDefaults[ExpireDataExportsArgs]
 	App *app.App
+}
+
+// Timeout implements river.Worker.
+func (w *ExpireDataExportsWorker) Timeout(*river.Job[ExpireDataExportsArgs]) time.Duration {
+	return defaultJobTimeout
 }
 
 // Work implements river.Worker.

@@ -56,7 +56,20 @@ type ClientConfig struct {
 	// TracerProvider, when set, gives every worked job a span (River's
 	// OpenTelemetry middleware); nil adds no middleware.
 	TracerProvider trace.TracerProvider
+	// RescueStuckJobsAfter is how long a job may stay running before River
+	// takes it for one of a process that died and runs it again; default
+	// two minutes. A job whose own timeout is longer (an export run, a
+	// delivery job of many requests) is rescued only once that timeout has
+	// passed too, so that a live process's job is never run twice at once.
+	RescueStuckJobsAfter time.Duration
+	// ExportJobTimeout bounds one export run; default one hour. A run of a
+	// process that died is rescued no sooner than this after it started.
+	ExportJobTimeout time.Duration
 }
+
+// defaultJobTimeout bounds a run of the jobs without a timeout of their own
+// (fan-out, pruning, expiry, object deletion).
+const defaultJobTimeout = time.Minute
 
 // NewClient returns a River client with every worker and periodic job of
 // the service registered. River elects one leader among all processes on the
@@ -86,12 +99,15 @@ func NewClient(pool *pgxpool.Pool, store Store, cfg ClientConfig) (*river.Client
 	if cfg.FetchCooldown <= 0 {
 		cfg.FetchCooldown = 20 * time.Millisecond
 	}
+	if cfg.RescueStuckJobsAfter <= 0 {
+		cfg.RescueStuckJobsAfter = 2 * time.Minute
+	}
 	workers := river.NewWorkers()
 	err := errors.Join(
 		river.AddWorkerSafely(workers, &PruneIdempotencyKeysWorker{Store: store}),
 		river.AddWorkerSafely(workers, &WebhookFanoutWorker{App: cfg.App}),
 		river.AddWorkerSafely(workers, &WebhookDeliveryWorker{App: cfg.App, SendTimeout: cfg.WebhookSendTimeout}),
-		river.AddWorkerSafely(workers, &DataExportWorker{App: cfg.App}),
+		river.AddWorkerSafely(workers, &DataExportWorker{App: cfg.App, JobTimeout: cfg.ExportJobTimeout}),
 		river.AddWorkerSafely(workers, &DeleteExportObjectWorker{App: cfg.App}),
 		river.AddWorkerSafely(workers, &ExpireDataExportsWorker{App: cfg.App}),
 		river.AddWorkerSafely(workers, &PurgeAuditEventsWorker{App: cfg.App}),
@@ -114,9 +130,13 @@ func NewClient(pool *pgxpool.Pool, store Store, cfg ClientConfig) (*river.Client
 			app.QueueWebhooks:  {MaxWorkers: cfg.WebhookWorkers},
 			app.QueueExports:   {MaxWorkers: cfg.ExportWorkers},
 		},
+		// River wants the client's default job timeout no longer than the
+		// rescue delay; every worker without a timeout of its own declares
+		// defaultJobTimeout, so this only satisfies the check.
+		JobTimeout: min(defaultJobTimeout, cfg.RescueStuckJobsAfter),
 		// A job of a process that died is run again after this; workers
-		// with a longer timeout (none yet) are left alone until it passes.
-		RescueStuckJobsAfter: 2 * time.Minute,
+		// with a longer timeout are left alone until it passes.
+		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter,
 		Workers:              workers,
 		PeriodicJobs: []*river.PeriodicJob{
 			river.NewPeriodicJob(river.PeriodicInterval(cfg.PruneInterval),

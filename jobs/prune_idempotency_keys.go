@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"time"
 
 	"github.com/riverqueue/river"
 )
@@ -21,6 +22,11 @@ func (PruneIdempotencyKeysArgs) Kind() string { return "prune_idempotency_keys" 
 type PruneIdempotencyKeysWorker struct {
 	river.WorkerDefaults[PruneIdempotencyKeysArgs]
 	Store Store
+}
+
+// Timeout implements river.Worker.
+func (w *PruneIdempotencyKeysWorker) Timeout(*river.Job[PruneIdempotencyKeysArgs]) time.Duration {
+	return defaultJobTimeout
 }
 
 // Work implements river.Worker.

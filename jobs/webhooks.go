@@ -18,6 +18,11 @@ type WebhookFanoutWorker struct {
 	App *app.App
 }
 
+// Timeout implements river.Worker.
+func (w *WebhookFanoutWorker) Timeout(*river.Job[app.WebhookFanoutArgs]) time.Duration {
+	return defaultJobTimeout
+}
+
 // Work implements river.Worker.
 func (w *WebhookFanoutWorker) Work(ctx context.Context, job *river.Job[app.WebhookFanoutArgs]) error {
 	_, err := w.App.FanOutWebhookDeliveries(ctx, job.Args)

@@ -16,12 +16,13 @@ import (
 
 // exportFlags configure data exports.
 type exportFlags struct {
-	BlobURL         string        `name:"blob-url" env:"AETHER_BLOB_URL" help:"Object storage of exports (gocloud.dev/blob URL): file:///dir, or s3://bucket?region=... with the standard AWS credentials. Default file://<data-dir>/exports."`
-	ExportMaxRange  time.Duration `name:"export-max-range" env:"AETHER_EXPORT_MAX_RANGE" default:"744h" help:"Longest time range of one export (default 31 days)."`
-	ExportMaxBytes  uint64        `name:"export-max-bytes" env:"AETHER_EXPORT_MAX_BYTES" default:"5368709120" help:"Largest stored export, in bytes (default 5 GiB); a larger export fails with a reason."`
-	ExportMaxActive int           `name:"export-max-active" env:"AETHER_EXPORT_MAX_ACTIVE" default:"3" help:"Most queued or running exports per tenant."`
-	ExportTTL       time.Duration `name:"export-ttl" env:"AETHER_EXPORT_TTL" default:"168h" help:"How long a ready export lasts before it expires and its object is deleted."`
-	DownloadTTL     time.Duration `name:"export-download-ttl" env:"AETHER_EXPORT_DOWNLOAD_TTL" default:"10m" help:"Default lifetime of an export download link (at most 1h)."`
+	BlobURL          string        `name:"blob-url" env:"AETHER_BLOB_URL" help:"Object storage of exports (gocloud.dev/blob URL): file:///dir, or s3://bucket?region=... with the standard AWS credentials. Default file://<data-dir>/exports."`
+	ExportMaxRange   time.Duration `name:"export-max-range" env:"AETHER_EXPORT_MAX_RANGE" default:"744h" help:"Longest time range of one export (default 31 days)."`
+	ExportMaxBytes   uint64        `name:"export-max-bytes" env:"AETHER_EXPORT_MAX_BYTES" default:"5368709120" help:"Largest stored export, in bytes (default 5 GiB); a larger export fails with a reason."`
+	ExportMaxActive  int           `name:"export-max-active" env:"AETHER_EXPORT_MAX_ACTIVE" default:"3" help:"Most queued or running exports per tenant."`
+	ExportTTL        time.Duration `name:"export-ttl" env:"AETHER_EXPORT_TTL" default:"168h" help:"How long a ready export lasts before it expires and its object is deleted."`
+	ExportJobTimeout time.Duration `name:"export-job-timeout" env:"AETHER_EXPORT_JOB_TIMEOUT" default:"1h" help:"Bound on one run of an export; the run of a process that died is retried no sooner than this after it started."`
+	DownloadTTL      time.Duration `name:"export-download-ttl" env:"AETHER_EXPORT_DOWNLOAD_TTL" default:"10m" help:"Default lifetime of an export download link (at most 1h)."`
 }
 
 // config opens the export bucket and derives the download capability key

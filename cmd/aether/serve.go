@@ -41,6 +41,7 @@ type serveCmd struct {
 	SSEHeartbeat           time.Duration `name:"sse-heartbeat" env:"AETHER_SSE_HEARTBEAT" default:"15s" help:"Interval of heartbeat comments on live SSE streams."`
 	ShutdownTimeout        time.Duration `name:"shutdown-timeout" env:"AETHER_SHUTDOWN_TIMEOUT" default:"20s" help:"How long in-flight requests may take to finish on shutdown."`
 	MetricsAddr            string        `name:"metrics-addr" env:"AETHER_METRICS_ADDR" help:"If set, a second listener at this address serves only /metrics, without authentication, for a Prometheus scraper on a private network. /metrics on the main listener answers admin tokens only. Tracing is configured with the standard OTEL_* variables (off unless set)."`
+	JobRescueAfter         time.Duration `name:"job-rescue-after" env:"AETHER_JOB_RESCUE_AFTER" default:"2m" help:"How long a background job may stay running before it is taken for one of a process that died (kill -9, crash) and run again; jobs with a longer timeout of their own wait for it too."`
 	webhookFlags
 	exportFlags
 	limitFlags
@@ -98,12 +99,14 @@ func (c *serveCmd) Run() error {
 		Observer: obs.metrics, Tracer: obs.appTracer(),
 		RateLimits: c.limitFlags.config(), AuditRetention: c.retention()})
 	river, err := jobs.NewClient(db.Pool, st, jobs.ClientConfig{
-		Logger:             logger,
-		App:                application,
-		WebhookWorkers:     c.WebhookWorkers,
-		WebhookSendTimeout: c.WebhookTimeout,
-		RetentionInterval:  c.RetentionInterval,
-		TracerProvider:     obs.tracerProvider(),
+		Logger:               logger,
+		App:                  application,
+		WebhookWorkers:       c.WebhookWorkers,
+		WebhookSendTimeout:   c.WebhookTimeout,
+		ExportJobTimeout:     c.ExportJobTimeout,
+		RescueStuckJobsAfter: c.JobRescueAfter,
+		RetentionInterval:    c.RetentionInterval,
+		TracerProvider:       obs.tracerProvider(),
 	})
 	if err != nil {
 		return err
