@@ -43,12 +43,25 @@ type AuditRetention struct {
 	Default time.Duration
 }
 
-// AuditRetention returns the identity's tenant's retention. Needs admin.
+// AuditRetention returns the identity's tenant's retention. Needs admin
+// for every project of the tenant, as setting it does.
 func (a *App) AuditRetention(ctx context.Context, id Identity) (AuditRetention, error) {
-	if err := authorize(id, PermissionAdmin, ""); err != nil {
+	if err := authorizeTenantWide(id); err != nil {
 		return AuditRetention{}, err
 	}
 	return a.auditRetention(ctx, id.TenantID)
+}
+
+// authorizeTenantWide checks that id may administer its whole tenant: the
+// admin permission and a token for all projects.
+func authorizeTenantWide(id Identity) error {
+	if err := authorize(id, PermissionAdmin, ""); err != nil {
+		return err
+	}
+	if !id.CanAccessProject(AllProjects) {
+		return newError(CodeForbidden, "retention covers every project of the tenant: it needs a token for all projects")
+	}
+	return nil
 }
 
 func (a *App) auditRetention(ctx context.Context, tenantID string) (AuditRetention, error) {
@@ -72,11 +85,11 @@ func (a *App) auditRetention(ctx context.Context, tenantID string) (AuditRetenti
 func (a *App) SetAuditRetention(ctx context.Context, id Identity, days *int, confirm bool) (_ AuditRetention, err error) {
 	ctx, span := a.startCommand(ctx, "SetAuditRetention")
 	defer func() { a.endCommand(span, err) }()
-	if err := a.authorizeCommand(id, PermissionAdmin, ""); err != nil {
+	if err := authorizeTenantWide(id); err != nil {
 		return AuditRetention{}, err
 	}
-	if !id.CanAccessProject(AllProjects) {
-		return AuditRetention{}, newError(CodeForbidden, "retention covers every project of the tenant: it needs a token for all projects")
+	if err := a.authorizeCommand(id, PermissionAdmin, ""); err != nil {
+		return AuditRetention{}, err
 	}
 	if days != nil && (*days < domain.MinAuditRetentionDays || *days > domain.MaxAuditRetentionDays) {
 		return AuditRetention{}, badInput("retentionDays", fmt.Sprintf("must be between %d and %d", domain.MinAuditRetentionDays, domain.MaxAuditRetentionDays))

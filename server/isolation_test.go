@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -126,6 +127,9 @@ type isoRow struct {
 	// malformedIDs: the spec says a malformed id is not found either, so
 	// refusals are also compared with the call naming malformed ids.
 	malformedIDs bool
+	// tenantWide: a setting of the whole tenant, which needs a token for
+	// all projects; the owner reads it with such a token.
+	tenantWide bool
 }
 
 // isoResources names what a call is about: the owner's, or missing ones.
@@ -165,7 +169,12 @@ const (
 const (
 	isoAuditEventQuery = `query($p: ID!, $id: ID!) { auditEvent(projectId: $p, id: $id) { ...E } }` + "\n" + eventFields
 	isoVerifyQuery     = `query($p: ID!) { verifyAuditChain(projectId: $p) { valid checkedCount firstInvalidSequence headSequence headHash } }`
-	isoRecordedSub     = `subscription($p: ID!, $after: Uint64) {
+	isoRetentionQuery  = `query { auditRetention { retentionSeconds retentionDays defaultRetentionSeconds } }`
+	isoSetRetention    = `mutation($in: SetAuditRetentionInput!) { setAuditRetention(input: $in) { retentionSeconds retentionDays } }`
+	// isoOwnerRetentionDays is the owner's tenant's retention; it is owner
+	// data.
+	isoOwnerRetentionDays = 3650
+	isoRecordedSub        = `subscription($p: ID!, $after: Uint64) {
   auditEventRecorded(projectId: $p, afterSequence: $after) { id tenantId projectId sequence action chainHash }
 }`
 )
@@ -213,6 +222,12 @@ func isoRows() []isoRow {
 			otherTenant: isoIsNull, otherProject: isoIsNull, malformedIDs: true},
 		{name: "dataExports", perm: app.PermissionExportsRead, doc: exportsQuery, vars: project,
 			otherTenant: isoIsEmpty, otherProject: isoNotFound},
+		{name: "auditRetention", perm: app.PermissionAdmin, doc: isoRetentionQuery, tenantWide: true,
+			vars: func(isoResources) map[string]any { return nil },
+			otherTenant: isoOwnWith(func(t *testing.T, e *isoEnv, got *isoGot) {
+				require.Contains(t, string(got.raw), `"retentionDays":null`, "tenant B has the default, not the owner's window")
+			}),
+			otherProject: isoExpect{outcome: isoRefused, code: "FORBIDDEN"}},
 
 		// Mutations. Tenant B's probes name the owner's ids and idempotency
 		// keys: they must neither collide with nor reveal the owner's.
@@ -309,6 +324,13 @@ func isoRows() []isoRow {
 			}),
 			otherProject: isoNotFound},
 
+		{name: "setAuditRetention", perm: app.PermissionAdmin, doc: isoSetRetention, tenantWide: true,
+			vars: func(isoResources) map[string]any { return in(map[string]any{"retentionDays": 30, "confirm": true}) },
+			otherTenant: isoOwnWith(func(t *testing.T, e *isoEnv, got *isoGot) {
+				require.Contains(t, string(got.raw), `"retentionDays":30`, "tenant B sets its own window")
+			}),
+			otherProject: isoExpect{outcome: isoRefused, code: "FORBIDDEN"}},
+
 		// Subscriptions (graphql-transport-ws).
 		{name: "auditEventRecorded", perm: app.PermissionAuditRead, doc: isoRecordedSub,
 			vars:        func(r isoResources) map[string]any { return map[string]any{"p": r.project, "after": "0"} },
@@ -339,6 +361,14 @@ var isoPublicRoutes = map[string]string{
 	"/":                                    "404 for every unknown path",
 	"/graphql":                             "every Query, Mutation and Subscription field has a row",
 	"GET /api/v1/exports/download/{token}": "the download capability subtest",
+	"GET /dashboard":                       "static files of the dashboard, no data (the page calls /graphql with the user's token)",
+	"GET /dashboard/{$}":                   "static files of the dashboard, no data",
+	"GET /dashboard/{file...}":             "static files of the dashboard, no data",
+	"GET /metrics":                         "operator surface, admin only (operator_test.go); process-wide figures without tenant labels",
+	"GET /riverui/sign-in":                 "operator surface: the sign-in form, no data",
+	"POST /riverui/sign-in":                "operator surface, admin only (operator_test.go)",
+	"POST /riverui/sign-out":               "operator surface: clears the cookie",
+	"/riverui/":                            "operator surface, admin only (operator_test.go)",
 }
 
 // isoGot is one answer of a cell.
@@ -361,6 +391,7 @@ type isoEnv struct {
 	app      *app.App
 	pool     *pgxpool.Pool
 	owner    string // tenant A, project A, every permission
+	ownerAll string // tenant A, every project and permission (for tenant-wide settings)
 	res      isoResources
 	perms    []app.Permission
 	markers  []string // owner data no other identity may ever see
@@ -502,8 +533,14 @@ func (e *isoEnv) seed(t *testing.T) {
 		project: projectA, eventID: ev1.ID, event2ID: ev2.ID, destinationID: destination.ID,
 		subscriptionID: subscription.ID, deliveryID: delivery.ID, exportID: exportID, alarmEntryID: alarmID,
 	}
+	// The owner's tenant keeps events for 10 years.
+	e.ownerAll = e.token(t, tokenOpts{projects: []string{app.AllProjects}, perms: e.perms})
+	res = e.graphql(t, e.ownerAll, isoSetRetention, map[string]any{"in": map[string]any{"retentionDays": isoOwnerRetentionDays, "confirm": true}})
+	require.Empty(t, res.Errors)
+
 	signingKey, _ := strings.CutPrefix(signing, "whsec_")
 	e.markers = []string{
+		fmt.Sprintf(`"retentionDays":%d`, isoOwnerRetentionDays),
 		tenantA, "owner.secret", "owner-secret", ev1.ID, ev1.ChainHash, ev2.ID, ev2.ChainHash,
 		destination.ID, signing, signingKey, subscription.ID, delivery.ID, delivery.IdempotencyKey,
 		exportID, *got.DataExport.ObjectRef, e.digest, strings.TrimPrefix(e.digest, "sha256:"), alarmID, capability,
@@ -597,7 +634,11 @@ func (e *isoEnv) ownerView(t *testing.T, rows []isoRow, kinds map[string]gqlast.
 		if row.doc == "" || kinds[row.name] != gqlast.Query {
 			continue
 		}
-		res := e.graphql(t, e.owner, row.doc, row.vars(e.res))
+		owner := e.owner
+		if row.tenantWide {
+			owner = e.ownerAll
+		}
+		res := e.graphql(t, owner, row.doc, row.vars(e.res))
 		require.Empty(t, res.Errors, "%s: %s", row.name, res.Raw)
 		out[row.name] = string(res.Raw)
 	}
@@ -652,7 +693,11 @@ func TestTenantIsolationMatrix(t *testing.T) {
 		if row.doc != "" && kinds[row.name] == gqlast.Mutation {
 			continue
 		}
-		got := e.call(t, row, kinds[row.name], e.owner, e.res, "owner", true)
+		owner := e.owner
+		if row.tenantWide {
+			owner = e.ownerAll
+		}
+		got := e.call(t, row, kinds[row.name], owner, e.res, "owner", true)
 		switch {
 		case got.ws != nil:
 			msg := got.ws.read()

@@ -41,8 +41,8 @@ func (r *rateFlag) UnmarshalText(b []byte) error {
 type limitFlags struct {
 	RateCommands            rateFlag `name:"rate-commands" env:"AETHER_RATE_COMMANDS" default:"1000:2000" help:"Mutations one identity (tenant and subject) may run, as RATE:BURST per second (a batch of events counts once); 0 turns the limit off. Over it: RATE_LIMITED with a retry hint."`
 	RateTenantCommands      rateFlag `name:"rate-tenant-commands" env:"AETHER_RATE_TENANT_COMMANDS" default:"5000:10000" help:"Mutations one tenant (all its identities) may run, as RATE:BURST per second; 0 turns the limit off."`
-	RateSubscriptions       rateFlag `name:"rate-subscriptions" env:"AETHER_RATE_SUBSCRIPTIONS" default:"10:50" help:"Subscription starts (GraphQL over WebSocket or SSE, live REST streams) one identity may make, as RATE:BURST per second; 0 turns the limit off."`
-	RateTenantSubscriptions rateFlag `name:"rate-tenant-subscriptions" env:"AETHER_RATE_TENANT_SUBSCRIPTIONS" default:"100:500" help:"Subscription starts one tenant may make, as RATE:BURST per second; 0 turns the limit off."`
+	RateSubscriptions       rateFlag `name:"rate-subscriptions" env:"AETHER_RATE_SUBSCRIPTIONS" default:"50:200" help:"Subscription starts (GraphQL over WebSocket or SSE, live REST streams) one identity may make, as RATE:BURST per second; 0 turns the limit off."`
+	RateTenantSubscriptions rateFlag `name:"rate-tenant-subscriptions" env:"AETHER_RATE_TENANT_SUBSCRIPTIONS" default:"200:1000" help:"Subscription starts one tenant may make, as RATE:BURST per second; 0 turns the limit off."`
 }
 
 // config returns the app's rate limits.

@@ -2032,7 +2032,8 @@ type AppendHistoryPayload {
 	{Name: "../../schema/retention.graphqls", Input: `extend type Query {
   """
   The audit retention of the caller's tenant: events recorded longer ago
-  than the window are purged by a periodic job. Needs admin.
+  than the window are purged by a periodic job. Needs admin and a token for
+  every project of the tenant (FORBIDDEN otherwise).
   """
   auditRetention: AuditRetention!
 }
