@@ -180,7 +180,7 @@ func (a *App) purgeAuditBatch(ctx context.Context, c domain.PurgeCandidate, now 
 		}
 		details, _ := json.Marshal(map[string]any{
 			"fromSequence": strconv.FormatUint(p.From, 10), "throughSequence": strconv.FormatUint(p.Through, 10),
-			"count": p.Count, "recordedBefore": p.Cutoff.UTC().Format(time.RFC3339Nano),
+			"count": p.Count, "throughChainHash": p.ThroughHash.String(), "recordedBefore": p.Cutoff.UTC().Format(time.RFC3339Nano),
 			"retentionSeconds": int64(c.Retention / time.Second), "deadLetteredDeliveries": p.DeadLettered,
 		})
 		system := Identity{TenantID: c.TenantID, Subject: retentionSubject}

@@ -59,14 +59,17 @@ func TestPurgeExpiredAuditEvents(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, page.Edges, 2)
 	var details struct {
-		From    string `json:"fromSequence"`
-		Through string `json:"throughSequence"`
-		Count   int64  `json:"count"`
+		From        string `json:"fromSequence"`
+		Through     string `json:"throughSequence"`
+		Count       int64  `json:"count"`
+		ThroughHash string `json:"throughChainHash"`
 	}
 	require.NoError(t, json.Unmarshal(page.Edges[0].Event.Details, &details))
 	require.Equal(t, "1", details.From)
 	require.Equal(t, "3", details.Through)
 	require.Equal(t, int64(3), details.Count)
+	require.Equal(t, purges[0].ThroughHash.String(), details.ThroughHash)
+	require.Len(t, details.ThroughHash, 64)
 	require.Equal(t, "system:retention", page.Edges[0].Event.Subject.ID)
 
 	// What remains: p1's two younger events and the two purge events.

@@ -25,7 +25,10 @@ type AuditPurge struct {
 	From      uint64
 	Through   uint64
 	Count     int64
-	Cutoff    time.Time
+	// ThroughHash is the chain hash of event Through, from which the
+	// remaining chain is verified.
+	ThroughHash Hash
+	Cutoff      time.Time
 	// DeadLettered is how many webhook deliveries of purged events, not yet
 	// delivered, were dead-lettered by the purge.
 	DeadLettered int64

@@ -160,6 +160,7 @@ func (s *Store) PurgeAuditPrefix(ctx context.Context, tenantID, projectID string
 		return p, fmt.Errorf("purging audit events: %w", err)
 	}
 	p.From, p.Through, p.Count = uint64(from), uint64(through), tag.RowsAffected()
+	copy(p.ThroughHash[:], hash)
 	if p.DeadLettered, err = s.DeadLetterPurgedWebhookDeliveries(ctx, tenantID, projectID, now); err != nil {
 		return p, err
 	}
