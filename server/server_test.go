@@ -75,6 +75,11 @@ const listEventsQuery = `query($p: ID!, $first: Int, $after: String, $order: Aud
   }
 }` + "\n" + eventFields
 
+func withLogAndLive(c app.Config, logger *slog.Logger, hub app.LiveFeed) app.Config {
+	c.Logger, c.Live = logger, hub
+	return c
+}
+
 // testBundle is what a test of this file gets from setup.
 type testBundle struct {
 	server *server.Server
@@ -87,6 +92,13 @@ type testBundle struct {
 // setup serves a fresh server over a fresh database on a real socket.
 // mutate, when given, adjusts the server configuration.
 func setup(t *testing.T, mutate func(*server.Config)) *testBundle {
+	t.Helper()
+	return setupApp(t, app.Config{}, mutate)
+}
+
+// setupApp is setup with an app configuration (its logger and live feed
+// are set here).
+func setupApp(t *testing.T, appCfg app.Config, mutate func(*server.Config)) *testBundle {
 	t.Helper()
 	ctx := context.Background()
 	pool := storetest.NewPool(t)
@@ -104,7 +116,7 @@ func setup(t *testing.T, mutate func(*server.Config)) *testBundle {
 	t.Cleanup(func() { stopHub(); <-hubDone })
 	require.Eventually(t, hub.Listening, 10*time.Second, 5*time.Millisecond)
 	cfg := server.Config{
-		App:      app.New(store.New(pool), app.Config{Logger: logger, Live: hub}),
+		App:      app.New(store.New(pool), withLogAndLive(appCfg, logger, hub)),
 		Verifier: verifier,
 		Logger:   logger,
 		Ready: func(context.Context) error {
