@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,10 +31,10 @@ const (
 
 // adminOnly lets only identities with the admin permission reach next; the
 // identity must already be in the context (authenticated). Others get 403.
-func adminOnly(next http.Handler) http.Handler {
+func (s *Server) adminOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !app.IdentityFromContext(r.Context()).HasPermission(app.PermissionAdmin) {
-			writeProblem(w, r, &app.Error{Code: app.CodeForbidden, Message: "this endpoint requires the admin permission"})
+		if !s.isOperator(app.IdentityFromContext(r.Context())) {
+			writeProblem(w, r, &app.Error{Code: app.CodeForbidden, Message: "this endpoint requires the admin permission of an operator tenant"})
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -53,7 +54,7 @@ func (s *Server) MetricsHandler() http.Handler {
 // mountOperatorSurfaces adds /metrics and River UI, when configured.
 func (s *Server) mountOperatorSurfaces() error {
 	if s.cfg.Metrics != nil {
-		s.mux.Handle("GET /metrics", s.authenticated(adminOnly(s.cfg.Metrics.Handler()), problemUnauthenticated))
+		s.mux.Handle("GET /metrics", s.authenticated(s.adminOnly(s.cfg.Metrics.Handler()), problemUnauthenticated))
 	}
 	if s.cfg.River == nil {
 		return nil
@@ -116,8 +117,8 @@ func (s *Server) riverUIAuth(next http.Handler) http.Handler {
 			problemUnauthenticated(w, r, msg)
 			return
 		}
-		if !id.HasPermission(app.PermissionAdmin) {
-			writeProblem(w, r, &app.Error{Code: app.CodeForbidden, Message: "River UI requires the admin permission"})
+		if !s.isOperator(id) {
+			writeProblem(w, r, &app.Error{Code: app.CodeForbidden, Message: "River UI requires the admin permission of an operator tenant"})
 			return
 		}
 		if !fromHeader && !isSafeMethod(r.Method) && !s.sameOrigin(r) {
@@ -201,8 +202,8 @@ func (s *Server) riverUISignIn(w http.ResponseWriter, r *http.Request) {
 	case token == "" || err != nil:
 		writeSignInPage(w, http.StatusUnauthorized, "That token is not valid (or it expired).")
 		return
-	case !id.HasPermission(app.PermissionAdmin):
-		writeSignInPage(w, http.StatusForbidden, "That token does not have the admin permission.")
+	case !s.isOperator(id):
+		writeSignInPage(w, http.StatusForbidden, "That token does not have the admin permission of an operator tenant.")
 		return
 	}
 	http.SetCookie(w, &http.Cookie{
@@ -226,4 +227,14 @@ func (s *Server) riverUISignOut(w http.ResponseWriter, r *http.Request) {
 func (s *Server) clearRiverUICookie(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: RiverUICookie, Value: "", Path: RiverUIPrefix + "/", MaxAge: -1,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secureCookies(r)})
+}
+
+// isOperator reports whether id may use the operator surfaces (metrics and
+// River UI), which show every tenant's figures and jobs: the admin
+// permission, of one of Config.OperatorTenants when that is set.
+func (s *Server) isOperator(id app.Identity) bool {
+	if !id.HasPermission(app.PermissionAdmin) {
+		return false
+	}
+	return len(s.cfg.OperatorTenants) == 0 || slices.Contains(s.cfg.OperatorTenants, id.TenantID)
 }

@@ -114,7 +114,7 @@ func setupOperator(t *testing.T, tracing bool) *operatorBundle {
 	tb := &testBundle{secret: secret, ready: &atomic.Pointer[error]{}}
 	tb.server = server.New(server.Config{
 		App: application, Verifier: verifier, Logger: logger,
-		Metrics: m, TracerProvider: tp, River: client,
+		Metrics: m, TracerProvider: tp, River: client, OperatorTenants: []string{tenantA},
 	})
 	t.Cleanup(func() { tb.server.Shutdown(context.Background()) })
 	srv := httptest.NewServer(tb.server)
@@ -172,6 +172,10 @@ func TestMetricsEndpointAdminOnly(t *testing.T) {
 	requireProblem(t, resp, http.StatusUnauthorized, "UNAUTHENTICATED")
 	resp = b.getPath(t, b.token(t, tokenOpts{}), "/metrics")
 	requireProblem(t, resp, http.StatusForbidden, "FORBIDDEN")
+	// An admin of a tenant that is not an operator tenant sees no
+	// process-wide figures.
+	resp = b.getPath(t, b.token(t, tokenOpts{tenant: tenantB, perms: []app.Permission{app.PermissionAdmin}}), "/metrics")
+	requireProblem(t, resp, http.StatusForbidden, "FORBIDDEN")
 
 	resp = b.getPath(t, b.adminToken(t), "/metrics")
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -179,7 +183,7 @@ func TestMetricsEndpointAdminOnly(t *testing.T) {
 	require.NoError(t, err)
 	// The refused requests above were counted by route, never raw path.
 	require.Contains(t, string(body), `aether_http_requests_total{code="401",method="GET",route="/metrics"} 1`)
-	require.Contains(t, string(body), `aether_http_requests_total{code="403",method="GET",route="/metrics"} 1`)
+	require.Contains(t, string(body), `aether_http_requests_total{code="403",method="GET",route="/metrics"} 2`)
 	require.Contains(t, string(body), "go_goroutines")
 	require.Contains(t, string(body), "process_cpu_seconds_total")
 
@@ -326,6 +330,8 @@ func TestRiverUIAdminOnly(t *testing.T) {
 
 	requireProblem(t, b.getPath(t, "", "/riverui/api/jobs?state=completed"), http.StatusUnauthorized, "UNAUTHENTICATED")
 	requireProblem(t, b.getPath(t, plain, "/riverui/api/jobs?state=completed"), http.StatusForbidden, "FORBIDDEN")
+	otherAdmin := b.token(t, tokenOpts{tenant: tenantB, perms: []app.Permission{app.PermissionAdmin}})
+	requireProblem(t, b.getPath(t, otherAdmin, "/riverui/api/jobs?state=completed"), http.StatusForbidden, "FORBIDDEN")
 
 	// A job for the list: an export's run completes.
 	e := b.requestExport(t, admin, exportInput(nil))

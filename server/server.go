@@ -59,6 +59,10 @@ type Config struct {
 	// keep-alive); its CheckOrigin, Authenticate and OnConnect are set by
 	// the server.
 	WebSocket wsgraphql.Config
+	// OperatorTenants, when set, limits the operator surfaces (/metrics and
+	// River UI, which show every tenant's figures and jobs) to admins of
+	// these tenants; empty lets any admin in (a single-tenant deployment).
+	OperatorTenants []string
 	// MaxWebSocketsPerIdentity bounds the open GraphQL WebSockets of one
 	// identity (tenant and subject); default DefaultMaxWebSocketsPerIdentity.
 	// One more closes with 4429 "too many connections".

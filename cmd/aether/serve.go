@@ -40,6 +40,7 @@ type serveCmd struct {
 	WSReadLimit            int64         `name:"ws-read-limit" env:"AETHER_WS_READ_LIMIT" default:"65536" help:"Largest GraphQL WebSocket message accepted, in bytes (larger closes with 1009)."`
 	SSEHeartbeat           time.Duration `name:"sse-heartbeat" env:"AETHER_SSE_HEARTBEAT" default:"15s" help:"Interval of heartbeat comments on live SSE streams."`
 	ShutdownTimeout        time.Duration `name:"shutdown-timeout" env:"AETHER_SHUTDOWN_TIMEOUT" default:"20s" help:"How long in-flight requests may take to finish on shutdown."`
+	OperatorTenants        []string      `name:"operator-tenants" env:"AETHER_OPERATOR_TENANTS" help:"Tenants whose admins may use the operator surfaces (/metrics, River UI), which show every tenant's figures and jobs; comma-separated. Empty lets any admin in: set it when the service has several tenants."`
 	MetricsAddr            string        `name:"metrics-addr" env:"AETHER_METRICS_ADDR" help:"If set, a second listener at this address serves only /metrics, without authentication, for a Prometheus scraper on a private network. /metrics on the main listener answers admin tokens only. Tracing is configured with the standard OTEL_* variables (off unless set)."`
 	JobRescueAfter         time.Duration `name:"job-rescue-after" env:"AETHER_JOB_RESCUE_AFTER" default:"2m" help:"How long a background job may stay running before it is taken for one of a process that died (kill -9, crash) and run again; jobs with a longer timeout of their own wait for it too."`
 	webhookFlags
@@ -133,6 +134,7 @@ func (c *serveCmd) Run() error {
 		HeartbeatInterval:        c.SSEHeartbeat,
 		AllowedOrigins:           c.AllowedOrigins,
 		MaxWebSocketsPerIdentity: c.WSMaxPerIdentity,
+		OperatorTenants:          c.OperatorTenants,
 		Metrics:                  obs.metrics,
 		TracerProvider:           obs.tracerProvider(),
 		River:                    river,
