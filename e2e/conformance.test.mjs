@@ -15,7 +15,15 @@ import { after, before, describe, test } from 'node:test';
 import { auditServer } from 'graphql-http';
 import { createClient } from 'graphql-sse';
 
-import { AetherServer, SinkRecorder, describeError, settleWithin } from './harness.mjs';
+import {
+  AetherServer,
+  SinkRecorder,
+  describeError,
+  settleWithin,
+  eventInputs,
+  AUDIT_SUBSCRIPTION,
+  seqs,
+} from './harness.mjs';
 
 const PROJECT = 'plant-1';
 const OTHER_PROJECT = 'plant-2';
@@ -28,31 +36,8 @@ const TENANT = process.env.DATABASE_URL ? `conformance-${randomBytes(6).toString
  */
 const EXPLAINED_WARNINGS = new Map();
 
-const SUBSCRIPTION = `subscription($p: ID!, $after: Uint64) {
-  auditEventRecorded(projectId: $p, afterSequence: $after) { sequence action }
-}`;
-
-/** Decimal strings "from".."to", as the Uint64 scalar serialises them. */
-function seqs(from, to) {
-  return Array.from({ length: to - from + 1 }, (_, i) => String(from + i));
-}
-
-let eventCounter = 0;
-
 /** n valid RecordAuditEventInput values for the project. */
-function events(n, action = 'device.firmware.updated') {
-  return Array.from({ length: n }, () => {
-    eventCounter++;
-    return {
-      projectId: PROJECT,
-      action,
-      occurredAt: new Date().toISOString(),
-      subject: { type: 'SERVICE', id: 'svc-conformance' },
-      resource: { type: 'device', id: `dev-${eventCounter}` },
-      outcome: 'SUCCESS',
-    };
-  });
-}
+const events = (n, action) => eventInputs(PROJECT, n, action);
 
 /** fetch that adds the bearer token to every request. */
 function fetchWithToken(token) {
@@ -131,7 +116,7 @@ describe('conformance with standard GraphQL clients', { timeout: 300_000 }, () =
 
     const client = sseClient();
     const first = new SinkRecorder('sse after 0');
-    const unsubscribeFirst = client.subscribe({ query: SUBSCRIPTION, variables: { p: PROJECT, after: '0' } }, first.sink);
+    const unsubscribeFirst = client.subscribe({ query: AUDIT_SUBSCRIPTION, variables: { p: PROJECT, after: '0' } }, first.sink);
     await expectSequences(first, seqs(1, 3));
 
     // Live events while subscribed, as concurrent one-event batches: the
@@ -146,7 +131,7 @@ describe('conformance with standard GraphQL clients', { timeout: 300_000 }, () =
 
     // A client that saw up to 5 resumes after it: 6 and 7 replayed, then 8 live.
     const resumed = new SinkRecorder('sse after 5');
-    const unsubscribeResumed = client.subscribe({ query: SUBSCRIPTION, variables: { p: PROJECT, after: '5' } }, resumed.sink);
+    const unsubscribeResumed = client.subscribe({ query: AUDIT_SUBSCRIPTION, variables: { p: PROJECT, after: '5' } }, resumed.sink);
     await expectSequences(resumed, seqs(6, 7));
     const [eight] = await server.record(token, events(1, 'device.rebooted'));
     assert.equal(eight.sequence, '8');
@@ -162,7 +147,7 @@ describe('conformance with standard GraphQL clients', { timeout: 300_000 }, () =
 
   test('graphql-sse: a project outside the token is NOT_FOUND, with no data', async () => {
     const rec = new SinkRecorder('sse other project');
-    sseClient().subscribe({ query: SUBSCRIPTION, variables: { p: OTHER_PROJECT, after: '0' } }, rec.sink);
+    sseClient().subscribe({ query: AUDIT_SUBSCRIPTION, variables: { p: OTHER_PROJECT, after: '0' } }, rec.sink);
     await rec.until((r) => r.ended, 'the operation to end');
     const errors = Array.isArray(rec.error) ? rec.error : rec.payloads.flatMap((p) => p.errors ?? []);
     assert.ok(errors.length > 0, `GraphQL errors expected; received ${rec.describe()}`);
@@ -172,7 +157,7 @@ describe('conformance with standard GraphQL clients', { timeout: 300_000 }, () =
 
   test('graphql-sse: no token is refused with 401 before any stream', async () => {
     const rec = new SinkRecorder('sse without token');
-    sseClient(null).subscribe({ query: SUBSCRIPTION, variables: { p: PROJECT, after: '0' } }, rec.sink);
+    sseClient(null).subscribe({ query: AUDIT_SUBSCRIPTION, variables: { p: PROJECT, after: '0' } }, rec.sink);
     await rec.until((r) => r.ended, 'the sink to end');
     assert.deepEqual(rec.payloads, []);
     assert.equal(rec.completed, false, 'an error, not a completion');
@@ -188,7 +173,7 @@ describe('conformance with standard GraphQL clients', { timeout: 300_000 }, () =
       const client = createClient({ url: own.graphqlURL, headers: { Authorization: `Bearer ${ownToken}` }, retryAttempts: 0 });
       clients.push(client);
       const rec = new SinkRecorder('sse at shutdown');
-      client.subscribe({ query: SUBSCRIPTION, variables: { p: PROJECT, after: '0' } }, rec.sink);
+      client.subscribe({ query: AUDIT_SUBSCRIPTION, variables: { p: PROJECT, after: '0' } }, rec.sink);
       await own.record(ownToken, events(1));
       await rec.until((r) => r.payloads.length >= 1, 'the first event');
       const stopping = own.stop();

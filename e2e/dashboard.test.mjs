@@ -14,7 +14,7 @@ import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 
 import { launchChromium, screenshot } from './browser.mjs';
-import { AetherServer, WAIT_MS } from './harness.mjs';
+import { AetherServer, WAIT_MS, eventInputs } from './harness.mjs';
 
 const PROJECT = 'plant-1';
 // Sequences are per tenant and project: a shared database gets a fresh tenant.
@@ -26,23 +26,8 @@ const LIVE_WITHIN_MS = 2_000;
 /** How long the page may take to reconnect after the server is back. */
 const RECONNECT_MS = 45_000;
 
-let eventCounter = 0;
-
 /** n valid RecordAuditEventInput values for the project. */
-function events(n, action = 'device.firmware.updated') {
-  return Array.from({ length: n }, () => {
-    eventCounter++;
-    return {
-      projectId: PROJECT,
-      action,
-      occurredAt: new Date().toISOString(),
-      subject: { type: 'SERVICE', id: 'svc-e2e', displayName: 'E2E updater' },
-      resource: { type: 'device', id: `dev-${eventCounter}` },
-      outcome: 'SUCCESS',
-      details: { n: eventCounter },
-    };
-  });
-}
+const events = (n, action) => eventInputs(PROJECT, n, action);
 
 /** The sequences of the feed's rows, top (newest) first. */
 function feedSequences(page) {

@@ -392,3 +392,34 @@ export async function withDeadline(promise, message, timeoutMs = WAIT_MS) {
     clearTimeout(timer);
   }
 }
+
+/** The audit subscription the tests drive, with a resume point. */
+export const AUDIT_SUBSCRIPTION = `subscription($p: ID!, $after: Uint64) {
+  auditEventRecorded(projectId: $p, afterSequence: $after) { sequence action }
+}`;
+
+/** Decimal strings "from".."to", as the Uint64 scalar serialises them. */
+export function seqs(from, to) {
+  return Array.from({ length: to - from + 1 }, (_, i) => String(from + i));
+}
+
+let eventCounter = 0;
+
+/**
+ * n valid RecordAuditEventInput values for project, each naming a device of
+ * its own and carrying its number in details.
+ */
+export function eventInputs(project, n, action = 'device.firmware.updated') {
+  return Array.from({ length: n }, () => {
+    eventCounter++;
+    return {
+      projectId: project,
+      action,
+      occurredAt: new Date().toISOString(),
+      subject: { type: 'SERVICE', id: 'svc-e2e', displayName: 'E2E updater' },
+      resource: { type: 'device', id: `dev-${eventCounter}` },
+      outcome: 'SUCCESS',
+      details: { n: eventCounter },
+    };
+  });
+}

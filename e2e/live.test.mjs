@@ -14,38 +14,24 @@ import { after, before, describe, test } from 'node:test';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 
-import { AetherServer, SinkRecorder, deferred, describeError, withDeadline } from './harness.mjs';
+import {
+  AetherServer,
+  SinkRecorder,
+  deferred,
+  describeError,
+  withDeadline,
+  eventInputs,
+  AUDIT_SUBSCRIPTION,
+  seqs,
+} from './harness.mjs';
 
 const PROJECT = 'plant-1';
 const OTHER_PROJECT = 'plant-2';
 // Sequences are per tenant and project: a shared database gets a fresh tenant.
 const TENANT = process.env.DATABASE_URL ? `acme-e2e-${randomBytes(6).toString('hex')}` : 'acme';
 
-const SUBSCRIPTION = `subscription($p: ID!, $after: Uint64) {
-  auditEventRecorded(projectId: $p, afterSequence: $after) { sequence action }
-}`;
-
-/** Decimal strings "from".."to", as the Uint64 scalar serialises them. */
-function seqs(from, to) {
-  return Array.from({ length: to - from + 1 }, (_, i) => String(from + i));
-}
-
-let eventCounter = 0;
-
 /** n valid RecordAuditEventInput values for the project. */
-function events(n, action = 'device.firmware.updated') {
-  return Array.from({ length: n }, () => {
-    eventCounter++;
-    return {
-      projectId: PROJECT,
-      action,
-      occurredAt: new Date().toISOString(),
-      subject: { type: 'SERVICE', id: 'svc-e2e' },
-      resource: { type: 'device', id: `dev-${eventCounter}` },
-      outcome: 'SUCCESS',
-    };
-  });
-}
+const events = (n, action) => eventInputs(PROJECT, n, action);
 
 describe('GraphQL over WebSocket with the graphql-ws client', { timeout: 300_000 }, () => {
   /** @type {AetherServer} */
@@ -79,7 +65,7 @@ describe('GraphQL over WebSocket with the graphql-ws client', { timeout: 300_000
   /** Subscribes client to auditEventRecorded; returns the sink's recorder and the unsubscribe function. */
   function subscribeEvents(client, name, variables) {
     const rec = new SinkRecorder(name);
-    const unsubscribe = client.subscribe({ query: SUBSCRIPTION, variables }, rec.sink);
+    const unsubscribe = client.subscribe({ query: AUDIT_SUBSCRIPTION, variables }, rec.sink);
     return { rec, unsubscribe };
   }
 
