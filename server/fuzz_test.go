@@ -41,7 +41,7 @@ import (
 type fuzzServer struct {
 	handler http.Handler
 	token   string
-	// events are the cursors of the events recorded at setup, oldest first.
+	// cursors are those of the events recorded at setup, oldest first.
 	cursors []string
 }
 
