@@ -6,7 +6,7 @@ BIN     := bin/aether
 DASHBOARD_PROJECT ?= demo
 DEV_PERMISSIONS := audit:read,audit:write,webhooks:read,webhooks:write,deliveries:redrive,exports:read,exports:write,exports:download,history:write,admin
 
-.PHONY: all build run test chaos e2e vet generate check-generate docs check-docs bench tidy
+.PHONY: all build run test chaos e2e vet generate check-generate docs check-docs bench tidy fuzz
 
 all: build
 
@@ -65,6 +65,19 @@ docs:
 # Fails when docs/api-reference.md is stale ("run make docs").
 check-docs:
 	$(GO) run ./cmd/schemadoc -check
+
+# Runs every Go fuzz target (func FuzzXxx in a _test.go file), one after
+# the other, each for FUZZTIME; new failing inputs land in the package's
+# testdata/fuzz/FuzzXxx. See docs/fuzzing.md.
+FUZZTIME ?= 30s
+fuzz:
+	@set -e; for file in $$(grep -rl --include='*_test.go' '^func Fuzz' . | sort); do \
+		pkg=$$(dirname $$file); \
+		for name in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$file); do \
+			echo "--- $$name ($$pkg) for $(FUZZTIME)"; \
+			$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done
 
 bench:
 	$(GO) run ./bench $(BENCH_FLAGS)

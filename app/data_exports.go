@@ -446,7 +446,8 @@ func (a *App) OpenDataExportDownload(ctx context.Context, token string) (OpenedD
 		return OpenedDownload{}, errors.New("exports: downloads are not configured")
 	}
 	exportID, tenantID, _, err := export.VerifyDownload(a.exports.DownloadKey, token, a.now())
-	if err != nil {
+	// A tenant id PostgreSQL cannot take as text names no export.
+	if err != nil || domain.ValidateText("tenantId", tenantID, export.MaxCapabilityTenantLen, true, true) != nil {
 		return OpenedDownload{}, ErrDownloadForbidden
 	}
 	e, err := a.store.GetDataExport(ctx, tenantID, exportID, false)

@@ -78,8 +78,8 @@ func (a *App) recordAuditEvents(ctx context.Context, id Identity, in RecordAudit
 	if len(in.Events) > MaxRecordBatch {
 		return nil, badInput(path, fmt.Sprintf("must contain at most %d events", MaxRecordBatch))
 	}
-	if len(in.IdempotencyKey) > MaxIdempotencyKeyLength {
-		return nil, badInput("idempotencyKey", fmt.Sprintf("must be at most %d bytes", MaxIdempotencyKeyLength))
+	if err := checkIdempotencyKey(in.IdempotencyKey); err != nil {
+		return nil, err
 	}
 	now := a.now()
 	drafts := slices.Clone(in.Events)

@@ -132,8 +132,10 @@ func ParseAuditEventFilter(in AuditEventFilterInput) (domain.AuditEventFilter, e
 	for _, s := range []struct{ field, v string }{
 		{"filter.subjectId", in.SubjectID}, {"filter.resourceType", in.ResourceType}, {"filter.resourceId", in.ResourceID},
 	} {
-		if len(s.v) > domain.MaxIDLength {
-			return f, badInput(s.field, fmt.Sprintf("must be at most %d bytes", domain.MaxIDLength))
+		// Text no event can carry (invalid UTF-8, NUL) is refused rather
+		// than handed to PostgreSQL, which rejects it.
+		if err := domain.ValidateText(s.field, s.v, domain.MaxIDLength, false, false); err != nil {
+			return f, err
 		}
 	}
 	for _, o := range in.Outcomes {
