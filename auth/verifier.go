@@ -17,6 +17,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/aetheriot/aether-audit/app"
+	"github.com/aetheriot/aether-audit/domain"
 )
 
 // DefaultLeeway is the clock skew tolerated when checking "exp", "nbf" and
@@ -341,6 +342,14 @@ func identityFrom(c *claims) (app.Identity, error) {
 	if !isNotBlank(tenant) {
 		return app.Identity{}, invalid("token missing tenant_id")
 	}
+	// Identities end up in stored records (audit subjects, tenant keys):
+	// they must be text PostgreSQL can store, like every other identifier.
+	if domain.ValidateText("tenant_id", tenant, domain.MaxShortTextLength, true, true) != nil {
+		return app.Identity{}, invalid("token tenant_id must be an identifier without control characters or surrounding white space, at most 128 bytes")
+	}
+	if domain.ValidateText("sub", c.Subject, domain.MaxIDLength, true, true) != nil {
+		return app.Identity{}, invalid("token sub must be an identifier without control characters or surrounding white space, at most 256 bytes")
+	}
 
 	if isAbsent(c.ProjectIDs) {
 		return app.Identity{}, invalid("token missing project_ids")
@@ -351,6 +360,11 @@ func identityFrom(c *claims) (app.Identity, error) {
 	}
 	if len(projects) == 0 {
 		return app.Identity{}, invalid("token missing project_ids")
+	}
+	for _, p := range projects {
+		if domain.ValidateText("project_ids", p, domain.MaxShortTextLength, true, true) != nil {
+			return app.Identity{}, invalid("token project_ids must be identifiers without control characters or surrounding white space, at most 128 bytes")
+		}
 	}
 
 	var perms []app.Permission
