@@ -40,6 +40,7 @@ type serveCmd struct {
 	WSReadLimit            int64         `name:"ws-read-limit" env:"AETHER_WS_READ_LIMIT" default:"65536" help:"Largest GraphQL WebSocket message accepted, in bytes (larger closes with 1009)."`
 	SSEHeartbeat           time.Duration `name:"sse-heartbeat" env:"AETHER_SSE_HEARTBEAT" default:"15s" help:"Interval of heartbeat comments on live SSE streams."`
 	ShutdownTimeout        time.Duration `name:"shutdown-timeout" env:"AETHER_SHUTDOWN_TIMEOUT" default:"20s" help:"How long in-flight requests may take to finish on shutdown."`
+	DebugAddr              string        `name:"debug-addr" env:"AETHER_DEBUG_ADDR" help:"PRIVATE address (e.g. 127.0.0.1:6060) serving Go runtime profiles (net/http/pprof: goroutines, heap, CPU) WITHOUT authentication, apart from the service. Off when unset; never expose it."`
 	webhookFlags
 	exportFlags
 }
@@ -63,6 +64,20 @@ func (c *serveCmd) Run() error {
 		return fmt.Errorf("configuring token verification: %w", err)
 	}
 	defer verifier.Close()
+
+	if c.DebugAddr != "" {
+		debug, err := startDebugServer(c.DebugAddr, logger)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			stopCtx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
+			defer cancel()
+			if err := debug.stop(stopCtx); err != nil {
+				logger.Warn("debug server shutdown incomplete", "err", err)
+			}
+		}()
+	}
 
 	db, err := c.openMigrated(ctx, logger, false)
 	if err != nil {
