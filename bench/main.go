@@ -172,7 +172,11 @@ func run(args []string) int {
 		if !slices.Contains(opts.scenarios, s.name) {
 			continue
 		}
-		fmt.Fprintf(os.Stderr, "bench: running %s (%s per side)\n", s.name, opts.duration)
+		if slices.Contains(notByDefault, s.name) {
+			fmt.Fprintf(os.Stderr, "bench: running %s\n", s.name)
+		} else {
+			fmt.Fprintf(os.Stderr, "bench: running %s (%s per side)\n", s.name, opts.duration)
+		}
 		rs, err := s.run(ctx, e, opts)
 		// A scenario may return the results it got before an error.
 		results = append(results, rs...)
