@@ -25,8 +25,17 @@ package main
 //	    latencies) and a final {"type":"report",...} line
 //	{"cmd":"close"}
 //	    closes every socket (close frame 1000, then the TCP connection)
+//	{"cmd":"track","expect":H,"wait_ms":W}
+//	    (sockets connected with "track":true) waits up to W ms until every
+//	    subscription's last sequence is at least H, then replies
+//	    {"type":"track","tracking":{...}}: per-subscription sequence
+//	    checks and the latency histogram's percentiles since start
 //
 // A delivery is any message holding stampKey: the recorder's send time.
+// With "track":true (the soak), a delivery is any message holding a
+// sequence: each subscription checks that its sequences follow each other
+// without gap or repeat, and the latencies of stamped deliveries go into a
+// histogram instead of being kept one by one.
 
 import (
 	"bufio"
@@ -36,6 +45,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -76,6 +86,9 @@ type fanoutCommand struct {
 	To        int64           `json:"to,omitempty"`
 	Expect    int64           `json:"expect,omitempty"`
 	WaitMs    int64           `json:"wait_ms,omitempty"`
+	// Track makes connect's sockets check sequences (see the file
+	// comment).
+	Track bool `json:"track,omitempty"`
 }
 
 // fanoutReply is a line of the client process to the bench.
@@ -105,6 +118,33 @@ type fanoutReply struct {
 	Received  int64 `json:"received,omitempty"`
 	// CPUNs is the client process's CPU time since start (report).
 	CPUNs int64 `json:"cpu_ns,omitempty"`
+	// Tracking is the sequence check of tracked sockets (track).
+	Tracking *trackReport `json:"tracking,omitempty"`
+}
+
+// trackReport sums up what tracked subscriptions received.
+type trackReport struct {
+	Subscriptions int `json:"subscriptions"`
+	// Deliveries counts every delivery; Gaps counts deliveries whose
+	// sequence skipped some, Repeats those whose sequence was not above
+	// the previous one.
+	Deliveries int64 `json:"deliveries"`
+	Gaps       int64 `json:"gaps"`
+	Repeats    int64 `json:"repeats"`
+	// MinFirst and MaxFirst bound the subscriptions' first sequences,
+	// MinLast and MaxLast their last ones; Behind counts subscriptions
+	// whose last sequence is below the awaited one.
+	MinFirst uint64 `json:"min_first"`
+	MaxFirst uint64 `json:"max_first"`
+	MinLast  uint64 `json:"min_last"`
+	MaxLast  uint64 `json:"max_last"`
+	Behind   int    `json:"behind"`
+	// LatN counts the stamped deliveries since start; P50Us, P99Us and
+	// MaxUs are their latencies' percentiles, in microseconds.
+	LatN  int64 `json:"lat_n"`
+	P50Us int64 `json:"p50_us"`
+	P99Us int64 `json:"p99_us"`
+	MaxUs int64 `json:"max_us"`
 }
 
 // runFanoutClient is the client process's main; it returns the exit code.
@@ -140,6 +180,8 @@ func runFanoutClient(args []string) int {
 			fc.start()
 		case "report":
 			fc.report(&cmd)
+		case "track":
+			fc.track(&cmd)
 		case "close":
 			fc.closeSet()
 			fc.emit(fanoutReply{Type: "closed"})
@@ -189,6 +231,9 @@ type clientSet struct {
 	// sample is the first delivery received.
 	sampleOnce sync.Once
 	sample     atomic.Pointer[string]
+	// track and hist: see the file comment.
+	track bool
+	hist  latencyHist
 }
 
 // clientConn is one socket and what it received.
@@ -199,6 +244,30 @@ type clientConn struct {
 
 	mu      sync.Mutex
 	samples []delivery
+	// seq is the sequence check of a tracked socket.
+	seq seqCheck
+}
+
+// seqCheck is what a tracked subscription received: its first and last
+// sequences, its deliveries, and how often a sequence skipped or did not
+// rise.
+type seqCheck struct {
+	first, last          uint64
+	count, gaps, repeats int64
+}
+
+// see checks sequence s, the next delivery.
+func (c *seqCheck) see(s uint64) {
+	switch {
+	case c.count == 0:
+		c.first = s
+	case s <= c.last:
+		c.repeats++
+	case s > c.last+1:
+		c.gaps++
+	}
+	c.count++
+	c.last = max(c.last, s)
 }
 
 // delivery is one received event: its stamp and its latency, in
@@ -207,6 +276,7 @@ type delivery struct{ stamp, latency int64 }
 
 var (
 	stampKeyBytes = []byte(stampKey)
+	sequenceKey   = []byte(`"sequence":"`)
 	typePing      = []byte(`"type":"ping"`)
 	typeComplete  = []byte(`"type":"complete"`)
 	typeError     = []byte(`"type":"error"`)
@@ -216,7 +286,7 @@ var (
 // connect opens cmd.N sockets to cmd.URL, subscribing each when cmd.GraphQL.
 func (fc *fanoutClientProc) connect(cmd *fanoutCommand) {
 	fc.closeSet()
-	set := &clientSet{}
+	set := &clientSet{track: cmd.Track}
 	fc.mu.Lock()
 	fc.set = set
 	fc.mu.Unlock()
@@ -325,7 +395,12 @@ func (s *clientSet) read(c *clientConn) {
 			return
 		}
 		now := time.Now().UnixNano()
-		if i := bytes.Index(buf, stampKeyBytes); i >= 0 {
+		if s.track {
+			if seq, ok := parseSequence(buf); ok {
+				s.tracked(c, buf, seq, now)
+				continue
+			}
+		} else if i := bytes.Index(buf, stampKeyBytes); i >= 0 {
 			stamp, ok := parseStamp(buf[i+len(stampKey):])
 			if !ok {
 				continue
@@ -358,6 +433,43 @@ func (s *clientSet) read(c *clientConn) {
 			fmt.Fprintf(os.Stderr, "bench %s: subscription ended: %s\n", fanoutClientArg, truncate(buf, 300))
 		}
 	}
+}
+
+// tracked notes a tracked delivery of sequence seq, received at now.
+func (s *clientSet) tracked(c *clientConn, msg []byte, seq uint64, now int64) {
+	c.mu.Lock()
+	c.seq.see(seq)
+	c.mu.Unlock()
+	if i := bytes.Index(msg, stampKeyBytes); i >= 0 {
+		if stamp, ok := parseStamp(msg[i+len(stampKey):]); ok {
+			s.hist.add((now - stamp) / 1000)
+		}
+	}
+	s.total.Add(1)
+	if !c.primed {
+		c.primed = true
+		s.primed.Add(1)
+		s.sampleOnce.Do(func() {
+			m := string(msg)
+			s.sample.Store(&m)
+		})
+	}
+}
+
+// parseSequence returns the decimal string after the message's first
+// "sequence" key.
+func parseSequence(msg []byte) (uint64, bool) {
+	i := bytes.Index(msg, sequenceKey)
+	if i < 0 {
+		return 0, false
+	}
+	rest := msg[i+len(sequenceKey):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(string(rest[:j]), 10, 64)
+	return v, err == nil
 }
 
 // appendAll appends everything r yields to b.
@@ -424,6 +536,7 @@ func (fc *fanoutClientProc) start() {
 			c.mu.Unlock()
 		}
 		s.mu.Unlock()
+		s.hist.reset()
 	}
 	fc.mu.Lock()
 	fc.cpuStart = processCPU()
@@ -484,6 +597,52 @@ func (fc *fanoutClientProc) report(cmd *fanoutCommand) {
 	}
 	fc.emit(fanoutReply{Type: "report", Delivered: delivered, Received: received,
 		Ended: int(s.ended.Load()), CPUNs: cpu.Nanoseconds()})
+}
+
+// track waits until every tracked subscription's last sequence is at least
+// cmd.Expect (or cmd.WaitMs), then reports their sequence checks.
+func (fc *fanoutClientProc) track(cmd *fanoutCommand) {
+	s := fc.current()
+	if s == nil || !s.track {
+		fc.emit(fanoutReply{Type: "error", Err: "track without tracked connections"})
+		return
+	}
+	s.mu.Lock()
+	conns := append([]*clientConn(nil), s.conns...)
+	s.mu.Unlock()
+	sum := func() *trackReport {
+		r := &trackReport{Subscriptions: len(conns), MinFirst: math.MaxUint64, MinLast: math.MaxUint64}
+		for _, c := range conns {
+			c.mu.Lock()
+			q := c.seq
+			c.mu.Unlock()
+			r.Deliveries += q.count
+			r.Gaps += q.gaps
+			r.Repeats += q.repeats
+			if q.count == 0 {
+				r.MinFirst, r.MinLast = 0, 0
+			} else {
+				r.MinFirst, r.MaxFirst = min(r.MinFirst, q.first), max(r.MaxFirst, q.first)
+				r.MinLast, r.MaxLast = min(r.MinLast, q.last), max(r.MaxLast, q.last)
+			}
+			if q.count == 0 || q.last < uint64(cmd.Expect) {
+				r.Behind++
+			}
+		}
+		if len(conns) == 0 {
+			r.MinFirst, r.MinLast = 0, 0
+		}
+		return r
+	}
+	deadline := time.Now().Add(time.Duration(cmd.WaitMs) * time.Millisecond)
+	r := sum()
+	for r.Behind > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		r = sum()
+	}
+	r.LatN = s.hist.total.Load()
+	r.P50Us, r.P99Us, r.MaxUs = s.hist.quantile(0.5), s.hist.quantile(0.99), s.hist.max.Load()
+	fc.emit(fanoutReply{Type: "track", Tracking: r})
 }
 
 // closeSet closes every open socket, politely (close frame 1000) and

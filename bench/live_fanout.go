@@ -311,48 +311,11 @@ func measureFanoutSide(ctx context.Context, client *fanoutProc, plan fanoutPlan,
 		return m, fmt.Errorf("only %d of %d sockets opened (%d failed; first error: %s)", conn.N, plan.n, conn.Failed, conn.Err)
 	}
 
-	// Prime: send an event (again every fanoutResend, for subscriptions
-	// established after it) until every subscription has received one, so
-	// that each is established (subscribe has no acknowledgement); then
-	// wait until deliveries stop, so that the sockets are idle.
-	deadline := time.Now().Add(fanoutPrimeTimeout)
-	var (
-		lastSend time.Time
-		st       fanoutReply
-	)
-	for {
-		if time.Since(lastSend) >= fanoutResend {
-			if err := plan.send(ctx, time.Now()); err != nil {
-				return m, fmt.Errorf("priming: %w", err)
-			}
-			lastSend = time.Now()
-		}
-		if err := sleepCtx(ctx, 250*time.Millisecond); err != nil {
-			return m, err
-		}
-		if st, err = client.call(ctx, fanoutCommand{Cmd: "status"}, "status", 30*time.Second); err != nil {
-			return m, err
-		}
-		if st.Ended > 0 {
-			return m, fmt.Errorf("%d subscriptions ended while priming (see the client's log above)", st.Ended)
-		}
-		if st.Primed >= st.N {
-			m.sample = st.Sample
-			break
-		}
-		if time.Now().After(deadline) {
-			return m, fmt.Errorf("only %d of %d subscriptions received an event within %s", st.Primed, st.N, fanoutPrimeTimeout)
-		}
+	st, err := primeSubscribers(ctx, client, plan.send)
+	if err != nil {
+		return m, err
 	}
-	for total := int64(-1); total != st.Total && time.Now().Before(deadline); {
-		total = st.Total
-		if err := sleepCtx(ctx, 500*time.Millisecond); err != nil {
-			return m, err
-		}
-		if st, err = client.call(ctx, fanoutCommand{Cmd: "status"}, "status", 30*time.Second); err != nil {
-			return m, err
-		}
-	}
+	m.sample = st.Sample
 	if os.Getenv("BENCH_FANOUT_DEBUG") != "" {
 		fmt.Fprintf(os.Stderr, "bench: live-fanout: %s delivery (%d bytes): %s\n", plan.label, len(m.sample), m.sample)
 	}
@@ -394,6 +357,53 @@ func measureFanoutSide(ctx context.Context, client *fanoutProc, plan fanoutPlan,
 			plan.label, m.events, m.delivered, m.expected, m.received, m.missingBound.Round(time.Millisecond), m.cpu.Round(time.Millisecond))
 	}
 	return m, nil
+}
+
+// primeSubscribers sends an event (again every fanoutResend, for
+// subscriptions established after it) until every subscription of the
+// client has received one, so that each is established (subscribe has no
+// acknowledgement); then it waits until deliveries stop, so that the
+// sockets are idle. It returns the last status.
+func primeSubscribers(ctx context.Context, client *fanoutProc, send func(ctx context.Context, stamp time.Time) error) (fanoutReply, error) {
+	deadline := time.Now().Add(fanoutPrimeTimeout)
+	var (
+		lastSend time.Time
+		st       fanoutReply
+		err      error
+	)
+	for {
+		if time.Since(lastSend) >= fanoutResend {
+			if err := send(ctx, time.Now()); err != nil {
+				return st, fmt.Errorf("priming: %w", err)
+			}
+			lastSend = time.Now()
+		}
+		if err := sleepCtx(ctx, 250*time.Millisecond); err != nil {
+			return st, err
+		}
+		if st, err = client.call(ctx, fanoutCommand{Cmd: "status"}, "status", 30*time.Second); err != nil {
+			return st, err
+		}
+		if st.Ended > 0 {
+			return st, fmt.Errorf("%d subscriptions ended while priming (see the client's log above)", st.Ended)
+		}
+		if st.Primed >= st.N {
+			break
+		}
+		if time.Now().After(deadline) {
+			return st, fmt.Errorf("only %d of %d subscriptions received an event within %s", st.Primed, st.N, fanoutPrimeTimeout)
+		}
+	}
+	for total := int64(-1); total != st.Total && time.Now().Before(deadline); {
+		total = st.Total
+		if err := sleepCtx(ctx, 500*time.Millisecond); err != nil {
+			return st, err
+		}
+		if st, err = client.call(ctx, fanoutCommand{Cmd: "status"}, "status", 30*time.Second); err != nil {
+			return st, err
+		}
+	}
+	return st, nil
 }
 
 // fanoutWindow is what driveFanout measured.

@@ -21,6 +21,10 @@
 //	                     gzip) by app.RunDataExport to a file bucket, vs
 //	                     COPY (SELECT ...) TO STDOUT of the same rows, with
 //	                     the process's RSS growth
+//	soak                 (only when named; `make soak`) the aether binary
+//	                     as a child process holding 2,000 subscribers at
+//	                     200 events/s with webhooks and an export, checking
+//	                     delivery, order, memory and goroutines (soak.go)
 //
 // Our side is the real service: server.New over app.New(store.New(pool)),
 // served by net/http on a 127.0.0.1 socket with a bearer token, driven by
@@ -40,6 +44,9 @@
 //	               [-fanout-subscribers 1000,10000] [-fanout-rate 10]
 //	               [-webhook-workers 100] [-webhook-max-in-flight N] [-webhook-deliveries 20000]
 //	               [-webhook-lag-duration 60s] [-webhook-no-vacuum]
+//	               [-soak-bin bin/aether] [-soak-subscribers 2000] [-soak-rate 200]
+//	               [-soak-warm-up 1m] [-soak-duration 3m] [-soak-goroutine-slack 32]
+//	               [-soak-heap-profiles DIR]
 //
 // With -cpuprofile, the CPU profile carries the pprof label "side"
 // (server, ours, baseline): `go tool pprof -tagfocus=side=server FILE`
@@ -78,7 +85,11 @@ var scenarios = []scenario{
 	{"live-fanout", runLiveFanout},
 	{"webhook-delivery", runWebhookDelivery},
 	{"export", runExport},
+	{"soak", runSoak},
 }
+
+// notByDefault are the scenarios that run only when -scenario names them.
+var notByDefault = []string{"soak"}
 
 // options are the command-line flags.
 type options struct {
@@ -97,6 +108,15 @@ type options struct {
 	webhookDeliveries  int
 	webhookLagDuration time.Duration
 	webhookNoVacuum    bool
+	// soakBin, soakSubscribers, soakRate, soakWarmUp, soakDuration and
+	// soakGoroutineSlack shape the soak.
+	soakBin            string
+	soakSubscribers    int
+	soakRate           float64
+	soakWarmUp         time.Duration
+	soakDuration       time.Duration
+	soakGoroutineSlack int
+	soakHeapProfiles   string
 }
 
 // main runs the bench; see the package comment.
@@ -152,7 +172,11 @@ func run(args []string) int {
 		if !slices.Contains(opts.scenarios, s.name) {
 			continue
 		}
-		fmt.Fprintf(os.Stderr, "bench: running %s (%s per side)\n", s.name, opts.duration)
+		if slices.Contains(notByDefault, s.name) {
+			fmt.Fprintf(os.Stderr, "bench: running %s\n", s.name)
+		} else {
+			fmt.Fprintf(os.Stderr, "bench: running %s (%s per side)\n", s.name, opts.duration)
+		}
 		rs, err := s.run(ctx, e, opts)
 		// A scenario may return the results it got before an error.
 		results = append(results, rs...)
@@ -174,7 +198,7 @@ func run(args []string) int {
 			}
 		}
 	}
-	if !opts.json {
+	if !opts.json && len(results) > 0 {
 		printTable(os.Stdout, results)
 	}
 	return code
@@ -187,12 +211,16 @@ func parseFlags(args []string) (options, error) {
 		scenarioF string
 	)
 	names := make([]string, len(scenarios))
+	var defaults []string
 	for i, s := range scenarios {
 		names[i] = s.name
+		if !slices.Contains(notByDefault, s.name) {
+			defaults = append(defaults, s.name)
+		}
 	}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.BoolVar(&opts.json, "json", false, "print one JSON object per scenario per line instead of the table")
-	fs.StringVar(&scenarioF, "scenario", strings.Join(names, ","), "comma-separated scenarios to run")
+	fs.StringVar(&scenarioF, "scenario", strings.Join(defaults, ","), "comma-separated scenarios to run (also: "+strings.Join(notByDefault, ", ")+")")
 	fs.DurationVar(&opts.duration, "duration", 10*time.Second, "measured time per side of each scenario")
 	// The default is resolved at run time, so that -h never prints a
 	// password from DATABASE_URL.
@@ -206,6 +234,13 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&opts.webhookDeliveries, "webhook-deliveries", 20000, "webhook-delivery: deliveries per side of the fan-out rows (a multiple of 10)")
 	fs.DurationVar(&opts.webhookLagDuration, "webhook-lag-duration", time.Minute, "webhook-delivery: measured time per side of the lag row")
 	fs.BoolVar(&opts.webhookNoVacuum, "webhook-no-vacuum", false, "webhook-delivery: do not VACUUM (ANALYZE) its tables before each row")
+	fs.StringVar(&opts.soakBin, "soak-bin", "bin/aether", "soak: the aether binary to run as the server")
+	fs.IntVar(&opts.soakSubscribers, "soak-subscribers", 2000, "soak: WebSocket subscribers held")
+	fs.Float64Var(&opts.soakRate, "soak-rate", 200, "soak: events recorded per second")
+	fs.DurationVar(&opts.soakWarmUp, "soak-warm-up", time.Minute, "soak: warm-up at the rate before the first memory reading")
+	fs.DurationVar(&opts.soakDuration, "soak-duration", 3*time.Minute, "soak: measured time at the rate")
+	fs.IntVar(&opts.soakGoroutineSlack, "soak-goroutine-slack", 32, "soak: goroutines the server may have at the end beyond its count after the warm-up")
+	fs.StringVar(&opts.soakHeapProfiles, "soak-heap-profiles", "", "soak: folder to write the server's heap profiles after the warm-up and at the end into")
 	if err := fs.Parse(args); err != nil {
 		return opts, err
 	}
@@ -249,6 +284,10 @@ func parseFlags(args []string) (options, error) {
 	}
 	if opts.webhookLagDuration <= 0 {
 		return opts, fmt.Errorf("-webhook-lag-duration must be positive")
+	}
+	if opts.soakSubscribers <= 0 || !(opts.soakRate > 0 && opts.soakRate <= 10000) || opts.soakWarmUp <= 0 ||
+		opts.soakDuration <= 0 || opts.soakGoroutineSlack < 0 {
+		return opts, fmt.Errorf("-soak-subscribers, -soak-rate (up to 10000), -soak-warm-up and -soak-duration must be positive, -soak-goroutine-slack not negative")
 	}
 	return opts, nil
 }

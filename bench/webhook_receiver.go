@@ -21,6 +21,10 @@ package main
 //	    {"type":"samples","lat_us":[...]} lines (receive time - body
 //	    timestamp of each) and a final {"type":"report",...} line
 //
+//	{"cmd":"ids"}
+//	    writes {"type":"ids","ids":[...]} lines with every distinct
+//	    webhook-id received since the last reset, then {"type":"ids_end"}
+//
 // The body timestamp is the payload's "timestamp": the event's RecordedAt
 // for ours, the time the payload was built for the baseline.
 
@@ -90,6 +94,8 @@ type receiverReply struct {
 	Bytes int64 `json:"bytes,omitempty"`
 	Conns int64 `json:"conns,omitempty"`
 	CPUNs int64 `json:"cpu_ns,omitempty"`
+	// IDs are distinct webhook-ids received (ids).
+	IDs []string `json:"ids,omitempty"`
 }
 
 // arrival is one request the receiver got.
@@ -221,6 +227,19 @@ func runWebhookReceiver(args []string) int {
 			emit(receiverReply{Type: "reset"})
 		case "report":
 			s.report(&cmd, emit)
+		case "ids":
+			s.mu.Lock()
+			ids := make([]string, 0, len(s.ids))
+			for id := range s.ids {
+				ids = append(ids, id)
+			}
+			s.mu.Unlock()
+			for len(ids) > 0 {
+				n := min(len(ids), samplesPerLine)
+				emit(receiverReply{Type: "ids", IDs: ids[:n]})
+				ids = ids[n:]
+			}
+			emit(receiverReply{Type: "ids_end"})
 		default:
 			emit(receiverReply{Type: "error", Err: "unknown command " + strconv.Quote(cmd.Cmd)})
 		}
@@ -288,9 +307,10 @@ type receiverProc struct {
 	stdin    io.WriteCloser
 	replies  chan receiverReply
 	waitDone chan struct{}
-	// url is the server's base URL; roots trusts its certificate.
-	url   string
-	roots *x509.CertPool
+	// url is the server's base URL; roots trusts its certificate, certPEM.
+	url     string
+	roots   *x509.CertPool
+	certPEM string
 }
 
 // startReceiverProc starts the receiver process and waits for its hello.
@@ -332,7 +352,7 @@ func startReceiverProc(ctx context.Context) (*receiverProc, error) {
 		p.stop()
 		return nil, err
 	}
-	p.url = hello.URL
+	p.url, p.certPEM = hello.URL, hello.Cert
 	p.roots = x509.NewCertPool()
 	if !p.roots.AppendCertsFromPEM([]byte(hello.Cert)) {
 		p.stop()
@@ -390,6 +410,36 @@ func (p *receiverProc) report(ctx context.Context, cmd receiverCommand) ([]int64
 			return nil, receiverReply{}, errors.New("receiver process: no report in time")
 		case <-ctx.Done():
 			return nil, receiverReply{}, ctx.Err()
+		}
+	}
+}
+
+// ids returns every distinct webhook-id the receiver got since its last
+// reset.
+func (p *receiverProc) ids(ctx context.Context) ([]string, error) {
+	if _, err := p.stdin.Write([]byte(`{"cmd":"ids"}` + "\n")); err != nil {
+		return nil, fmt.Errorf("receiver process: %w", err)
+	}
+	var ids []string
+	t := time.NewTimer(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case r, ok := <-p.replies:
+			switch {
+			case !ok:
+				return nil, errors.New("receiver process exited")
+			case r.Type == "ids":
+				ids = append(ids, r.IDs...)
+			case r.Type == "ids_end":
+				return ids, nil
+			case r.Type == "error":
+				return nil, fmt.Errorf("receiver process: %s", r.Err)
+			}
+		case <-t.C:
+			return nil, errors.New("receiver process: no ids in time")
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
 	}
 }

@@ -43,6 +43,7 @@ type serveCmd struct {
 	OperatorTenants        []string      `name:"operator-tenants" env:"AETHER_OPERATOR_TENANTS" help:"Tenants whose admins may use the operator surfaces (/metrics, River UI), which show every tenant's figures and jobs; comma-separated. Empty lets any admin in: set it when the service has several tenants."`
 	MetricsAddr            string        `name:"metrics-addr" env:"AETHER_METRICS_ADDR" help:"If set, a second listener at this address serves only /metrics, without authentication, for a Prometheus scraper on a private network. /metrics on the main listener answers admin tokens only. Tracing is configured with the standard OTEL_* variables (off unless set)."`
 	JobRescueAfter         time.Duration `name:"job-rescue-after" env:"AETHER_JOB_RESCUE_AFTER" default:"2m" help:"How long a background job may stay running before it is taken for one of a process that died (kill -9, crash) and run again; jobs with a longer timeout of their own wait for it too."`
+	DebugAddr              string        `name:"debug-addr" env:"AETHER_DEBUG_ADDR" help:"PRIVATE address (e.g. 127.0.0.1:6060) serving Go runtime profiles (net/http/pprof: goroutines, heap, CPU) WITHOUT authentication, apart from the service. Off when unset; never expose it."`
 	webhookFlags
 	exportFlags
 	limitFlags
@@ -68,6 +69,20 @@ func (c *serveCmd) Run() error {
 		return fmt.Errorf("configuring token verification: %w", err)
 	}
 	defer verifier.Close()
+
+	if c.DebugAddr != "" {
+		debug, err := startDebugServer(c.DebugAddr, logger)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			stopCtx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
+			defer cancel()
+			if err := debug.stop(stopCtx); err != nil {
+				logger.Warn("debug server shutdown incomplete", "err", err)
+			}
+		}()
+	}
 
 	db, err := c.openMigrated(ctx, logger, false)
 	if err != nil {
