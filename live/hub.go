@@ -47,6 +47,12 @@ type Config struct {
 	PollInterval time.Duration
 	// FetchBatch is how many events one store read fetches; default 500.
 	FetchBatch int
+	// MaxCatchUpReads bounds the store reads of subscriptions that fell
+	// behind the window, run at once in this process; default a quarter of
+	// the pool's connections (at least 1). Without the bound, thousands of
+	// lagging subscribers would take every pooled connection and stall the
+	// commands that record events and the job workers.
+	MaxCatchUpReads int
 	// Observer receives the hub's measurements; nil ignores them.
 	Observer Observer
 }
@@ -72,6 +78,8 @@ type Hub struct {
 	exportWatches map[exportKey]map[chan struct{}]struct{}
 	// subscribers counts open subscriptions.
 	subscribers atomic.Int64
+	// catchUp holds a token per store read of a lagging subscription.
+	catchUp chan struct{}
 }
 
 type exportKey struct {
@@ -96,8 +104,12 @@ func New(pool *pgxpool.Pool, store Store, cfg Config) *Hub {
 	if cfg.FetchBatch <= 0 {
 		cfg.FetchBatch = 500
 	}
+	if cfg.MaxCatchUpReads <= 0 {
+		cfg.MaxCatchUpReads = max(1, int(pool.Config().MaxConns)/4)
+	}
 	return &Hub{pool: pool, store: store, cfg: cfg, feeds: map[feedKey]*feed{},
-		exportWatches: map[exportKey]map[chan struct{}]struct{}{}}
+		exportWatches: map[exportKey]map[chan struct{}]struct{}{},
+		catchUp:       make(chan struct{}, cfg.MaxCatchUpReads)}
 }
 
 // Run listens for notifications until ctx ends, reconnecting with backoff

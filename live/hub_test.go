@@ -249,3 +249,77 @@ func TestFilterAndClose(t *testing.T) {
 		t.Fatal("Next did not return after Close")
 	}
 }
+
+// concurrencyStore is the real store, counting the catch-up reads (those
+// with a subject filter, which the feed's own reads have not) in flight at
+// once.
+type concurrencyStore struct {
+	*store.Store
+	mu            sync.Mutex
+	inFlight, max int
+}
+
+func (s *concurrencyStore) SearchAuditEvents(ctx context.Context, tenantID, projectID string, f domain.AuditEventFilter, page domain.AuditEventPage) ([]domain.AuditEvent, error) {
+	if f.SubjectID == "" {
+		return s.Store.SearchAuditEvents(ctx, tenantID, projectID, f, page)
+	}
+	s.mu.Lock()
+	s.inFlight++
+	s.max = max(s.max, s.inFlight)
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.inFlight--
+		s.mu.Unlock()
+	}()
+	return s.Store.SearchAuditEvents(ctx, tenantID, projectID, f, page)
+}
+
+// TestLaggingSubscribersCatchUpWithBoundedStoreReads: many subscriptions behind
+// the window catch up with at most MaxCatchUpReads store reads at once, so
+// that they cannot take every pooled connection from the commands that
+// record; each still gets every event, in order.
+func TestLaggingSubscribersCatchUpWithBoundedStoreReads(t *testing.T) {
+	b := setup(t)
+	for range 4 {
+		b.record(t, "p1", 50)
+	}
+	st := &concurrencyStore{Store: store.New(b.pool)}
+	h := live.New(b.pool, st, live.Config{Window: 4, FetchBatch: 3, MaxCatchUpReads: 2})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); h.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	require.Eventually(t, h.Listening, 10*time.Second, 5*time.Millisecond)
+
+	const subscribers = 30
+	zero := uint64(0)
+	results := make(chan []uint64, subscribers)
+	for range subscribers {
+		s, err := h.Subscribe(context.Background(), "t1", "p1", &zero, domain.AuditEventFilter{SubjectID: "svc"})
+		require.NoError(t, err)
+		t.Cleanup(s.Close)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			var seqs []uint64
+			for len(seqs) < 210 {
+				e, err := s.Next(ctx)
+				if err != nil {
+					break
+				}
+				seqs = append(seqs, e.Sequence)
+			}
+			results <- seqs
+		}()
+	}
+	// Recording goes on while they catch up.
+	b.record(t, "p1", 10)
+	for range subscribers {
+		require.Equal(t, dense(1, 210), <-results)
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	require.LessOrEqual(t, st.max, 2, "catch-up reads at once")
+	require.Positive(t, st.max)
+}

@@ -91,11 +91,20 @@ func (s *Subscription) advance(ctx context.Context) (bool, error) {
 	}
 	f.mu.RUnlock()
 
-	// Behind the window: catch up from the store, one page at a time.
+	// Behind the window: catch up from the store, one page at a time, as
+	// one of at most MaxCatchUpReads such reads of the process.
+	select {
+	case f.hub.catchUp <- struct{}{}:
+	case <-ctx.Done():
+		return false, ctx.Err()
+	case <-s.closed:
+		return false, ErrClosed
+	}
 	after := s.cursor
 	limit := f.hub.cfg.FetchBatch
 	events, err := f.hub.store.SearchAuditEvents(ctx, f.key.tenantID, f.key.projectID, s.filter,
 		domain.AuditEventPage{Order: domain.OldestFirst, After: &after, Limit: limit})
+	<-f.hub.catchUp
 	if err != nil {
 		return false, err
 	}
