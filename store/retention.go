@@ -123,7 +123,8 @@ func (s *Store) PurgeAuditPrefix(ctx context.Context, tenantID, projectID string
 		bound AS (
 			SELECT LEAST(
 				COALESCE((SELECT e.sequence - 1 FROM audit_events e, h
-					WHERE e.tenant_id = $1 AND e.project_id = $2 AND e.sequence > h.purged_through AND e.recorded_at >= $3
+					WHERE e.tenant_id = $1 AND e.project_id = $2 AND e.sequence > h.purged_through
+					  AND e.sequence <= h.purged_through + $4 AND e.recorded_at >= $3
 					ORDER BY e.sequence LIMIT 1), h.last_sequence),
 				h.purged_through + $4) AS through, h.purged_through FROM h)
 		SELECT b.purged_through + 1, b.through, COALESCE(e.chain_hash, '\x'::bytea)
