@@ -17,11 +17,11 @@ run: build
 	@TOKEN=$$(./$(BIN) token --tenant dev --project '*' --permissions $(DEV_PERMISSIONS) --subject dev --ttl 24h) || exit 1; \
 	echo ""; \
 	echo "Aether Audit: http://$${AETHER_ADDR:-127.0.0.1:8080}  (GraphQL at /graphql)"; \
-	echo "Dev token (tenant dev, every project, all permissions, 24h):"; \
+	echo "Dev token (tenant dev, every project, all permissions, 24h; dev is the operator tenant of /metrics and /riverui/):"; \
 	echo ""; echo "export TOKEN=$$TOKEN"; echo ""; \
 	echo "Dashboard (project $(DASHBOARD_PROJECT)):"; \
 	echo ""; echo "http://$${AETHER_ADDR:-127.0.0.1:8080}/dashboard#token=$$TOKEN&project=$(DASHBOARD_PROJECT)"; echo ""
-	./$(BIN) serve
+	AETHER_OPERATOR_TENANTS=$${AETHER_OPERATOR_TENANTS:-dev} ./$(BIN) serve
 
 vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

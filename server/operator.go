@@ -230,11 +230,12 @@ func (s *Server) clearRiverUICookie(w http.ResponseWriter, r *http.Request) {
 }
 
 // isOperator reports whether id may use the operator surfaces (metrics and
-// River UI), which show every tenant's figures and jobs: the admin
-// permission, of one of Config.OperatorTenants when that is set.
+// River UI), which show and act on every tenant's figures and jobs: the
+// admin permission of one of Config.OperatorTenants ("*" for any tenant).
+// Without operator tenants nobody may.
 func (s *Server) isOperator(id app.Identity) bool {
 	if !id.HasPermission(app.PermissionAdmin) {
 		return false
 	}
-	return len(s.cfg.OperatorTenants) == 0 || slices.Contains(s.cfg.OperatorTenants, id.TenantID)
+	return slices.Contains(s.cfg.OperatorTenants, id.TenantID) || slices.Contains(s.cfg.OperatorTenants, "*")
 }

@@ -173,7 +173,7 @@ func TestMetricsEndpointAdminOnly(t *testing.T) {
 	resp = b.getPath(t, b.token(t, tokenOpts{}), "/metrics")
 	requireProblem(t, resp, http.StatusForbidden, "FORBIDDEN")
 	// An admin of a tenant that is not an operator tenant sees no
-	// process-wide figures.
+	// process-wide figures, and without operator tenants nobody does.
 	resp = b.getPath(t, b.token(t, tokenOpts{tenant: tenantB, perms: []app.Permission{app.PermissionAdmin}}), "/metrics")
 	requireProblem(t, resp, http.StatusForbidden, "FORBIDDEN")
 
@@ -549,4 +549,23 @@ func hasSpan(rec *tracetest.SpanRecorder, name string) bool {
 		}
 	}
 	return false
+}
+
+// TestOperatorSurfacesFailClosed: without operator tenants no admin reaches
+// /metrics; "*" lets any tenant's admin in.
+func TestOperatorSurfacesFailClosed(t *testing.T) {
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, tc := range []struct {
+		tenants []string
+		want    int
+	}{{nil, http.StatusForbidden}, {[]string{"*"}, http.StatusOK}} {
+		b := setup(t, func(c *server.Config) { c.Metrics, c.OperatorTenants = metrics.New(logger), tc.tenants })
+		resp := b.getPath(t, b.token(t, tokenOpts{tenant: tenantB, perms: []app.Permission{app.PermissionAdmin}}), "/metrics")
+		if tc.want == http.StatusOK {
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+			resp.Body.Close()
+			continue
+		}
+		requireProblem(t, resp, tc.want, "FORBIDDEN")
+	}
 }

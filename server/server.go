@@ -59,9 +59,9 @@ type Config struct {
 	// keep-alive); its CheckOrigin, Authenticate and OnConnect are set by
 	// the server.
 	WebSocket wsgraphql.Config
-	// OperatorTenants, when set, limits the operator surfaces (/metrics and
-	// River UI, which show every tenant's figures and jobs) to admins of
-	// these tenants; empty lets any admin in (a single-tenant deployment).
+	// OperatorTenants are the tenants whose admins may use the operator
+	// surfaces (/metrics and River UI, which show and act on every tenant's
+	// figures and jobs); "*" lets any tenant's admin in. Empty: nobody.
 	OperatorTenants []string
 	// MaxWebSocketsPerIdentity bounds the open GraphQL WebSockets of one
 	// identity (tenant and subject); default DefaultMaxWebSocketsPerIdentity.

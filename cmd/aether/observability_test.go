@@ -51,6 +51,7 @@ func TestServeOperatorSurfaces(t *testing.T) {
 		"DATABASE_URL=" + storetest.NewDatabase(t),
 		"AETHER_ADDR=" + addr,
 		"AETHER_METRICS_ADDR=" + metricsAddr,
+		"AETHER_OPERATOR_TENANTS=ops",
 		"AETHER_DATA_DIR=" + dir,
 		"AETHER_LOG_LEVEL=warn",
 		"OTEL_TRACES_EXPORTER=console",
