@@ -119,6 +119,9 @@ func (a *App) SetAuditRetention(ctx context.Context, id Identity, days *int, con
 		if err != nil {
 			return err
 		}
+		if len(projects) == 0 {
+			return newError(CodeInvalidState, "the tenant has no audit history to record the change in (or to purge): record events first")
+		}
 		for _, p := range projects {
 			if _, err := a.recordCommandEvent(ctx, id, p, "audit.retention.updated",
 				domain.Resource{Type: "audit_retention", ID: id.TenantID}, domain.RiskHigh, string(details), now); err != nil {

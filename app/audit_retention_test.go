@@ -165,6 +165,12 @@ func TestSetAuditRetention(t *testing.T) {
 	_, err = a.AuditRetention(ctx, notAdmin)
 	requireCode(t, err, app.CodeForbidden)
 
+	// A tenant without any audit history has nowhere to record the change.
+	empty := admin
+	empty.TenantID = "t3"
+	_, err = a.SetAuditRetention(ctx, empty, &ten, true)
+	requireCode(t, err, app.CodeInvalidState)
+
 	r, err = a.SetAuditRetention(ctx, admin, &ten, true)
 	require.NoError(t, err)
 	require.Equal(t, 10, *r.Override)

@@ -14,14 +14,14 @@ import (
 	"github.com/aetheriot/aether-audit/graph/model"
 )
 
-// RetentionSeconds is the resolver for the retentionSeconds field.
-func (r *auditRetentionResolver) RetentionSeconds(ctx context.Context, obj *app.AuditRetention) (int, error) {
-	return int(obj.Retention / time.Second), nil
+// RetentionDays is the resolver for the retentionDays field.
+func (r *auditRetentionResolver) RetentionDays(ctx context.Context, obj *app.AuditRetention) (int, error) {
+	return int(obj.Retention / (24 * time.Hour)), nil
 }
 
-// DefaultRetentionSeconds is the resolver for the defaultRetentionSeconds field.
-func (r *auditRetentionResolver) DefaultRetentionSeconds(ctx context.Context, obj *app.AuditRetention) (int, error) {
-	return int(obj.Default / time.Second), nil
+// DefaultRetentionDays is the resolver for the defaultRetentionDays field.
+func (r *auditRetentionResolver) DefaultRetentionDays(ctx context.Context, obj *app.AuditRetention) (int, error) {
+	return int(obj.Default / (24 * time.Hour)), nil
 }
 
 // SetAuditRetention is the resolver for the setAuditRetention field.

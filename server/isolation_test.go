@@ -169,8 +169,8 @@ const (
 const (
 	isoAuditEventQuery = `query($p: ID!, $id: ID!) { auditEvent(projectId: $p, id: $id) { ...E } }` + "\n" + eventFields
 	isoVerifyQuery     = `query($p: ID!) { verifyAuditChain(projectId: $p) { valid checkedCount firstInvalidSequence headSequence headHash } }`
-	isoRetentionQuery  = `query { auditRetention { retentionSeconds retentionDays defaultRetentionSeconds } }`
-	isoSetRetention    = `mutation($in: SetAuditRetentionInput!) { setAuditRetention(input: $in) { retentionSeconds retentionDays } }`
+	isoRetentionQuery  = `query { auditRetention { retentionDays tenantRetentionDays defaultRetentionDays } }`
+	isoSetRetention    = `mutation($in: SetAuditRetentionInput!) { setAuditRetention(input: $in) { retentionDays tenantRetentionDays } }`
 	// isoOwnerRetentionDays is the owner's tenant's retention; it is owner
 	// data.
 	isoOwnerRetentionDays = 3650
@@ -225,7 +225,7 @@ func isoRows() []isoRow {
 		{name: "auditRetention", perm: app.PermissionAdmin, doc: isoRetentionQuery, tenantWide: true,
 			vars: func(isoResources) map[string]any { return nil },
 			otherTenant: isoOwnWith(func(t *testing.T, e *isoEnv, got *isoGot) {
-				require.Contains(t, string(got.raw), `"retentionDays":null`, "tenant B has the default, not the owner's window")
+				require.Contains(t, string(got.raw), `"tenantRetentionDays":null`, "tenant B has the default, not the owner's window")
 			}),
 			otherProject: isoExpect{outcome: isoRefused, code: "FORBIDDEN"}},
 
@@ -327,7 +327,7 @@ func isoRows() []isoRow {
 		{name: "setAuditRetention", perm: app.PermissionAdmin, doc: isoSetRetention, tenantWide: true,
 			vars: func(isoResources) map[string]any { return in(map[string]any{"retentionDays": 30, "confirm": true}) },
 			otherTenant: isoOwnWith(func(t *testing.T, e *isoEnv, got *isoGot) {
-				require.Contains(t, string(got.raw), `"retentionDays":30`, "tenant B sets its own window")
+				require.Contains(t, string(got.raw), `"tenantRetentionDays":30`, "tenant B sets its own window")
 			}),
 			otherProject: isoExpect{outcome: isoRefused, code: "FORBIDDEN"}},
 
@@ -540,7 +540,7 @@ func (e *isoEnv) seed(t *testing.T) {
 
 	signingKey, _ := strings.CutPrefix(signing, "whsec_")
 	e.markers = []string{
-		fmt.Sprintf(`"retentionDays":%d`, isoOwnerRetentionDays),
+		fmt.Sprintf(`"tenantRetentionDays":%d`, isoOwnerRetentionDays),
 		tenantA, "owner.secret", "owner-secret", ev1.ID, ev1.ChainHash, ev2.ID, ev2.ChainHash,
 		destination.ID, signing, signingKey, subscription.ID, delivery.ID, delivery.IdempotencyKey,
 		exportID, *got.DataExport.ObjectRef, e.digest, strings.TrimPrefix(e.digest, "sha256:"), alarmID, capability,

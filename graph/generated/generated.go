@@ -105,9 +105,9 @@ type ComplexityRoot struct {
 	}
 
 	AuditRetention struct {
-		DefaultRetentionSeconds func(childComplexity int) int
-		Override                func(childComplexity int) int
-		RetentionSeconds        func(childComplexity int) int
+		DefaultRetentionDays func(childComplexity int) int
+		Override             func(childComplexity int) int
+		RetentionDays        func(childComplexity int) int
 	}
 
 	AuditSubject struct {
@@ -314,9 +314,9 @@ type ComplexityRoot struct {
 // region    ************************** generated!.gotpl **************************
 
 type AuditRetentionResolver interface {
-	RetentionSeconds(ctx context.Context, obj *app.AuditRetention) (int, error)
+	RetentionDays(ctx context.Context, obj *app.AuditRetention) (int, error)
 
-	DefaultRetentionSeconds(ctx context.Context, obj *app.AuditRetention) (int, error)
+	DefaultRetentionDays(ctx context.Context, obj *app.AuditRetention) (int, error)
 }
 type DataExportResolver interface {
 	ObjectRef(ctx context.Context, obj *domain.DataExport) (*string, error)
@@ -599,24 +599,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.AuditResource.Type(childComplexity), true
 
-	case "AuditRetention.defaultRetentionSeconds":
-		if e.ComplexityRoot.AuditRetention.DefaultRetentionSeconds == nil {
+	case "AuditRetention.defaultRetentionDays":
+		if e.ComplexityRoot.AuditRetention.DefaultRetentionDays == nil {
 			break
 		}
 
-		return e.ComplexityRoot.AuditRetention.DefaultRetentionSeconds(childComplexity), true
-	case "AuditRetention.retentionDays":
+		return e.ComplexityRoot.AuditRetention.DefaultRetentionDays(childComplexity), true
+	case "AuditRetention.tenantRetentionDays":
 		if e.ComplexityRoot.AuditRetention.Override == nil {
 			break
 		}
 
 		return e.ComplexityRoot.AuditRetention.Override(childComplexity), true
-	case "AuditRetention.retentionSeconds":
-		if e.ComplexityRoot.AuditRetention.RetentionSeconds == nil {
+	case "AuditRetention.retentionDays":
+		if e.ComplexityRoot.AuditRetention.RetentionDays == nil {
 			break
 		}
 
-		return e.ComplexityRoot.AuditRetention.RetentionSeconds(childComplexity), true
+		return e.ComplexityRoot.AuditRetention.RetentionDays(childComplexity), true
 
 	case "AuditSubject.displayName":
 		if e.ComplexityRoot.AuditSubject.DisplayName == nil {
@@ -2045,7 +2045,8 @@ extend type Mutation {
   for every project of the tenant (FORBIDDEN otherwise), and confirm: true
   (CONFIRMATION_REQUIRED otherwise): a shorter window deletes evidence for
   good at the next purge. Recorded as audit.retention.updated in every
-  project of the tenant.
+  project of the tenant; a tenant without any audit event yet has nothing
+  to record it in and gets INVALID_STATE.
   """
   setAuditRetention(input: SetAuditRetentionInput!): AuditRetention!
 }
@@ -2062,12 +2063,12 @@ audit.events.purged event in the project it purged, with the sequence range
 removed, and the remaining chain still verifies (see verifyAuditChain).
 """
 type AuditRetention {
-  "The window in force, in seconds."
-  retentionSeconds: Int!
+  "The window in force, in days."
+  retentionDays: Int!
   "The tenant's own window in days; null when the service's default applies."
-  retentionDays: Int
-  "The service's default window, in seconds."
-  defaultRetentionSeconds: Int!
+  tenantRetentionDays: Int
+  "The service's default window, in days."
+  defaultRetentionDays: Int!
 }
 `, BuiltIn: false},
 	{Name: "../../schema/schema.graphqls", Input: `"""
@@ -2503,12 +2504,12 @@ func (ec *executionContext) childFields_AuditResource(ctx context.Context, field
 
 func (ec *executionContext) childFields_AuditRetention(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
-	case "retentionSeconds":
-		return ec.fieldContext_AuditRetention_retentionSeconds(ctx, field)
 	case "retentionDays":
 		return ec.fieldContext_AuditRetention_retentionDays(ctx, field)
-	case "defaultRetentionSeconds":
-		return ec.fieldContext_AuditRetention_defaultRetentionSeconds(ctx, field)
+	case "tenantRetentionDays":
+		return ec.fieldContext_AuditRetention_tenantRetentionDays(ctx, field)
+	case "defaultRetentionDays":
+		return ec.fieldContext_AuditRetention_defaultRetentionDays(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type AuditRetention", field.Name)
 }
@@ -4418,16 +4419,16 @@ func (ec *executionContext) fieldContext_AuditResource_id(_ context.Context, fie
 	return graphql.NewScalarFieldContext("AuditResource", field, false, false, "String")
 }
 
-func (ec *executionContext) _AuditRetention_retentionSeconds(ctx context.Context, field graphql.CollectedField, obj *app.AuditRetention) (ret graphql.Marshaler) {
+func (ec *executionContext) _AuditRetention_retentionDays(ctx context.Context, field graphql.CollectedField, obj *app.AuditRetention) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_AuditRetention_retentionSeconds(ctx, field)
+			return ec.fieldContext_AuditRetention_retentionDays(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.AuditRetention().RetentionSeconds(ctx, obj)
+			return ec.Resolvers.AuditRetention().RetentionDays(ctx, obj)
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
@@ -4437,17 +4438,17 @@ func (ec *executionContext) _AuditRetention_retentionSeconds(ctx context.Context
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_AuditRetention_retentionSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_AuditRetention_retentionDays(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("AuditRetention", field, true, true, "Int")
 }
 
-func (ec *executionContext) _AuditRetention_retentionDays(ctx context.Context, field graphql.CollectedField, obj *app.AuditRetention) (ret graphql.Marshaler) {
+func (ec *executionContext) _AuditRetention_tenantRetentionDays(ctx context.Context, field graphql.CollectedField, obj *app.AuditRetention) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_AuditRetention_retentionDays(ctx, field)
+			return ec.fieldContext_AuditRetention_tenantRetentionDays(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
 			return obj.Override, nil
@@ -4460,20 +4461,20 @@ func (ec *executionContext) _AuditRetention_retentionDays(ctx context.Context, f
 		false,
 	)
 }
-func (ec *executionContext) fieldContext_AuditRetention_retentionDays(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_AuditRetention_tenantRetentionDays(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("AuditRetention", field, false, false, "Int")
 }
 
-func (ec *executionContext) _AuditRetention_defaultRetentionSeconds(ctx context.Context, field graphql.CollectedField, obj *app.AuditRetention) (ret graphql.Marshaler) {
+func (ec *executionContext) _AuditRetention_defaultRetentionDays(ctx context.Context, field graphql.CollectedField, obj *app.AuditRetention) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_AuditRetention_defaultRetentionSeconds(ctx, field)
+			return ec.fieldContext_AuditRetention_defaultRetentionDays(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.AuditRetention().DefaultRetentionSeconds(ctx, obj)
+			return ec.Resolvers.AuditRetention().DefaultRetentionDays(ctx, obj)
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
@@ -4483,7 +4484,7 @@ func (ec *executionContext) _AuditRetention_defaultRetentionSeconds(ctx context.
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_AuditRetention_defaultRetentionSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_AuditRetention_defaultRetentionDays(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("AuditRetention", field, true, true, "Int")
 }
 
@@ -10998,22 +10999,22 @@ func (ec *executionContext) _AuditRetention(ctx context.Context, sel ast.Selecti
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("AuditRetention")
-		case "retentionSeconds":
+		case "retentionDays":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
-					return ec._AuditRetention_retentionSeconds(ctx, field, obj)
+					return ec._AuditRetention_retentionDays(ctx, field, obj)
 				})
-		case "retentionDays":
-			out.Values[i] = ec._AuditRetention_retentionDays(ctx, field, obj)
+		case "tenantRetentionDays":
+			out.Values[i] = ec._AuditRetention_tenantRetentionDays(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
-		case "defaultRetentionSeconds":
+		case "defaultRetentionDays":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
-					return ec._AuditRetention_defaultRetentionSeconds(ctx, field, obj)
+					return ec._AuditRetention_defaultRetentionDays(ctx, field, obj)
 				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
