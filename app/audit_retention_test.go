@@ -3,12 +3,14 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/aetheriot/aether-audit/app"
+	"github.com/aetheriot/aether-audit/domain"
 	"github.com/aetheriot/aether-audit/store"
 	"github.com/aetheriot/aether-audit/store/storetest"
 )
@@ -200,4 +202,49 @@ func TestSetAuditRetention(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, r.Override)
 	require.Equal(t, app.DefaultAuditRetention, r.Retention)
+}
+
+// purgeDuringVerify is the real store, running a purge (as another process
+// would) right after the first read of the purged prefix, and returning
+// that read as it was before.
+type purgeDuringVerify struct {
+	*store.Store
+	purge func()
+	once  sync.Once
+}
+
+func (s *purgeDuringVerify) AuditPurgedPrefix(ctx context.Context, tenantID, projectID string) (domain.PurgedPrefix, error) {
+	p, err := s.Store.AuditPurgedPrefix(ctx, tenantID, projectID)
+	s.once.Do(s.purge)
+	return p, err
+}
+
+// TestVerifyAuditChainDuringAPurge: a purge committing while the chain is
+// read does not make a valid chain look broken.
+func TestVerifyAuditChainDuringAPurge(t *testing.T) {
+	pool := storetest.NewPool(t)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := &manualClock{now: t0}
+	purger := app.New(store.New(pool), app.Config{Now: clock.Now, AuditRetention: 24 * time.Hour})
+	ctx := context.Background()
+	writer := app.Identity{Subject: "svc", TenantID: "t1", ProjectIDs: []string{"p1"}, Permissions: []app.Permission{app.PermissionAuditWrite}}
+	reader := app.Identity{Subject: "dash", TenantID: "t1", ProjectIDs: []string{"p1"}, Permissions: []app.Permission{app.PermissionAuditRead}}
+	for range 5 {
+		d := draft("p1", "device.updated")
+		d.OccurredAt = t0
+		_, err := purger.RecordAuditEvent(ctx, writer, d, "")
+		require.NoError(t, err)
+	}
+	clock.Add(48 * time.Hour)
+	st := &purgeDuringVerify{Store: store.New(pool), purge: func() {
+		purges, err := purger.PurgeExpiredAuditEvents(ctx, 10)
+		require.NoError(t, err)
+		require.Len(t, purges, 1)
+	}}
+	verifier := app.New(st, app.Config{Now: clock.Now})
+	v, err := verifier.VerifyAuditChain(ctx, reader, "p1", nil, nil)
+	require.NoError(t, err)
+	require.True(t, v.Valid, "%+v", v)
+	require.Equal(t, uint64(5), v.PurgedThrough)
+	require.Equal(t, uint64(1), v.CheckedCount, "the purge's own event")
 }

@@ -43,11 +43,17 @@ var ErrLiveUnavailable = errors.New("live feed not configured")
 // identity with audit:read and the project: the same authorization and
 // filters as SearchAuditEvents. The caller must Close the stream.
 func (a *App) SubscribeAuditEvents(ctx context.Context, id Identity, in SubscribeAuditEventsInput) (AuditEventStream, error) {
-	if err := a.authorizeSubscription(id, PermissionAuditRead, in.ProjectID); err != nil {
+	if err := authorize(id, PermissionAuditRead, in.ProjectID); err != nil {
 		return nil, err
 	}
+	// Bad input is refused before the start is charged to the rate limit,
+	// so that a caller retrying (the fast path falls back to the executor)
+	// is not charged twice.
 	filter, err := ParseAuditEventFilter(in.Filter)
 	if err != nil {
+		return nil, err
+	}
+	if err := a.authorizeSubscription(id, PermissionAuditRead, in.ProjectID); err != nil {
 		return nil, err
 	}
 	if a.live == nil {
