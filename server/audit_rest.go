@@ -284,6 +284,12 @@ func (s *Server) followAuditEvents(w http.ResponseWriter, r *http.Request, in ap
 	if in.AfterSequence != nil {
 		after = *in.AfterSequence
 	}
+	release, err := s.countStream(ctx)
+	if err != nil {
+		s.writeAppError(w, r, err)
+		return
+	}
+	defer release()
 	stream, err := s.cfg.App.SubscribeAuditEvents(ctx, id, app.SubscribeAuditEventsInput{
 		ProjectID: in.ProjectID, AfterSequence: &after, Filter: in.Filter,
 	})

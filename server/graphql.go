@@ -49,7 +49,7 @@ func (s *Server) graphQLHandler() *handler.Server {
 	srv.AddTransport(jsonGET{})
 	// graphql-sse (distinct connections mode): a POST that accepts
 	// text/event-stream; it must come before the plain POST transport.
-	srv.AddTransport(graphQLSSE{sse: transport.SSE{KeepAlivePingInterval: s.cfg.HeartbeatInterval}, shutdown: s.shutdown})
+	srv.AddTransport(graphQLSSE{sse: transport.SSE{KeepAlivePingInterval: s.cfg.HeartbeatInterval}, shutdown: s.shutdown, admit: s.countStream})
 	srv.AddTransport(jsonPOST{fast: recordFast})
 
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
@@ -172,8 +172,25 @@ func (s *Server) webSocketConfig() wsgraphql.Config {
 // errTooManySockets refuses one WebSocket too many of an identity.
 var errTooManySockets = errors.New("too many connections")
 
+// errTooManyStreams answers an HTTP stream (graphql-sse, live SSE) one too
+// many for its identity.
+var errTooManyStreams = &app.Error{Code: app.CodeQuotaExceeded,
+	Message: "too many open live connections (WebSockets and event streams) for this identity"}
+
+// countStream admits a live HTTP stream (graphql-sse or follow=true SSE)
+// unless the identity already holds MaxWebSocketsPerIdentity live
+// connections; the same count covers its WebSockets.
+func (s *Server) countStream(ctx context.Context) (func(), error) {
+	release, err := s.countWebSocket(ctx)
+	if err != nil {
+		return nil, errTooManyStreams
+	}
+	return release, nil
+}
+
 // countWebSocket admits an authenticated WebSocket unless its identity
-// already holds MaxWebSocketsPerIdentity of them.
+// already holds MaxWebSocketsPerIdentity live connections (WebSockets and
+// event streams).
 func (s *Server) countWebSocket(ctx context.Context) (func(), error) {
 	id := app.IdentityFromContext(ctx)
 	key := [2]string{id.TenantID, id.Subject}

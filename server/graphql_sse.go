@@ -1,13 +1,18 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"sync/atomic"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
+
+	"github.com/aetheriot/aether-audit/app"
 )
 
 // graphQLSSE is gqlgen's GraphQL over Server-Sent Events transport (the
@@ -20,6 +25,8 @@ import (
 type graphQLSSE struct {
 	sse      transport.SSE
 	shutdown <-chan struct{}
+	// admit counts the stream against its identity's live connections.
+	admit func(ctx context.Context) (release func(), err error)
 }
 
 var _ graphql.Transport = graphQLSSE{}
@@ -29,6 +36,20 @@ func (t graphQLSSE) Supports(r *http.Request) bool { return t.sse.Supports(r) }
 
 // Do implements graphql.Transport.
 func (t graphQLSSE) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
+	// gqlgen's transport logs (and echoes) a body that is not JSON: answer
+	// it here. The body was read whole by the body limit.
+	body, err := io.ReadAll(r.Body)
+	if err != nil || !json.Valid(body) {
+		graphQLError(w, http.StatusBadRequest, app.CodeBadUserInput, "request body is not valid GraphQL-over-HTTP JSON")
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	release, err := t.admit(r.Context())
+	if err != nil {
+		graphQLError(w, http.StatusTooManyRequests, app.CodeQuotaExceeded, err.Error())
+		return
+	}
+	defer release()
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	cw := &cutOffWriter{ResponseWriter: w}

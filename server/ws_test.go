@@ -323,3 +323,39 @@ func TestWebSocketGoroutinesEnd(t *testing.T) {
 	require.Eventually(t, func() bool { return runtime.NumGoroutine() <= before+2 }, 20*time.Second, 20*time.Millisecond,
 		"goroutines: %d before, %d now", before, runtime.NumGoroutine())
 }
+
+// TestLiveConnectionsPerIdentityCoverEventStreams: live SSE and graphql-sse
+// streams count with WebSockets against MaxWebSocketsPerIdentity; one too
+// many gets 429 QUOTA_EXCEEDED (a WebSocket closes with 4429). A graphql-sse
+// body that is not JSON is refused before it is streamed.
+func TestLiveConnectionsPerIdentityCoverEventStreams(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *server.Config) { c.MaxWebSocketsPerIdentity = 2 })
+	tok := b.token(t, tokenOpts{perms: []app.Permission{app.PermissionAuditRead}})
+	follow := func() *http.Response {
+		return b.getPath(t, tok, "/api/v1/audit/events/stream?follow=true&projectId="+projectA)
+	}
+	first := follow()
+	require.Equal(t, http.StatusOK, first.StatusCode)
+	ws := b.dialWS(t, tok)
+	requireProblem(t, follow(), http.StatusTooManyRequests, "QUOTA_EXCEEDED")
+
+	sse := func(body string) *gqlResult {
+		return b.graphqlRaw(t, tok, []byte(body), "Accept", "text/event-stream")
+	}
+	res := sse(`{"query":"subscription { auditEventRecorded(projectId: \"` + projectA + `\") { sequence } }"}`)
+	require.Equal(t, http.StatusTooManyRequests, res.Status, "%s", res.Raw)
+	require.Equal(t, "QUOTA_EXCEEDED", res.code(t))
+	res = sse(`{"query": not json`)
+	require.Equal(t, http.StatusBadRequest, res.Status, "%s", res.Raw)
+	require.Equal(t, "BAD_USER_INPUT", res.code(t))
+
+	// Ending a stream frees its place.
+	require.NoError(t, ws.conn.Close())
+	require.NoError(t, first.Body.Close())
+	require.Eventually(t, func() bool {
+		resp := follow()
+		defer resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 10*time.Second, 20*time.Millisecond)
+}

@@ -36,7 +36,7 @@ type serveCmd struct {
 	AllowedOrigins         []string      `name:"allowed-origins" env:"AETHER_ALLOWED_ORIGINS" help:"Browser origins (scheme://host[:port], comma-separated, or *) allowed to open GraphQL WebSockets besides the server's own."`
 	WSInitTimeout          time.Duration `name:"ws-init-timeout" env:"AETHER_WS_INIT_TIMEOUT" default:"3s" help:"Time a GraphQL WebSocket client has to send connection_init (then closed with 4408)."`
 	WSMaxOperations        int           `name:"ws-max-operations" env:"AETHER_WS_MAX_OPERATIONS" default:"100" help:"Most active operations per GraphQL WebSocket connection."`
-	WSMaxPerIdentity       int           `name:"ws-max-connections-per-identity" env:"AETHER_WS_MAX_CONNECTIONS_PER_IDENTITY" default:"32" help:"Most open GraphQL WebSockets of one identity (tenant and subject); one more closes with 4429."`
+	WSMaxPerIdentity       int           `name:"ws-max-connections-per-identity" env:"AETHER_WS_MAX_CONNECTIONS_PER_IDENTITY" default:"32" help:"Most live connections of one identity (tenant and subject): GraphQL WebSockets, graphql-sse and follow=true SSE streams together; one more WebSocket closes with 4429, one more stream gets 429 QUOTA_EXCEEDED."`
 	WSReadLimit            int64         `name:"ws-read-limit" env:"AETHER_WS_READ_LIMIT" default:"65536" help:"Largest GraphQL WebSocket message accepted, in bytes (larger closes with 1009)."`
 	SSEHeartbeat           time.Duration `name:"sse-heartbeat" env:"AETHER_SSE_HEARTBEAT" default:"15s" help:"Interval of heartbeat comments on live SSE streams."`
 	ShutdownTimeout        time.Duration `name:"shutdown-timeout" env:"AETHER_SHUTDOWN_TIMEOUT" default:"20s" help:"How long in-flight requests may take to finish on shutdown."`
