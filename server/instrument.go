@@ -8,13 +8,10 @@ import (
 	"time"
 
 	"github.com/felixge/httpsnoop"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/aetheriot/aether-audit/app"
 )
 
 // tracerName names the server's tracer.
@@ -80,9 +77,6 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 		if span != nil {
 			span.SetName(method + " " + route)
 			span.SetAttributes(semconv.HTTPRoute(route), semconv.HTTPResponseStatusCode(code))
-			if id := app.IdentityFromContext(r.Context()); id.TenantID != "" {
-				span.SetAttributes(attribute.String("aether.tenant_id", id.TenantID))
-			}
 			if code >= 500 {
 				span.SetStatus(codes.Error, http.StatusText(code))
 			}

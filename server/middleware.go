@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/aetheriot/aether-audit/app"
@@ -43,6 +44,11 @@ func (s *Server) authenticated(next http.Handler, deny unauthenticatedWriter) ht
 			}
 			deny(w, r, msg)
 			return
+		}
+		// The identity lives in the request passed on; the request's span,
+		// started outside, is told here.
+		if span := trace.SpanFromContext(r.Context()); span.IsRecording() {
+			span.SetAttributes(attribute.String("aether.tenant_id", id.TenantID))
 		}
 		next.ServeHTTP(w, r.WithContext(app.ContextWithIdentity(r.Context(), id)))
 	})

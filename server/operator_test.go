@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"go.opentelemetry.io/otel/attribute"
 	"io"
 	"log/slog"
 	"net/http"
@@ -487,8 +488,9 @@ func TestTracingSpansAndTraceID(t *testing.T) {
 	fresh := data.RecordAuditEvent.Event.Correlation.TraceID
 	require.Len(t, fresh, 32)
 	require.NotEqual(t, incoming, fresh)
-	findSpan(t, b.spans, "POST /graphql", fresh)
+	reqSpan := findSpan(t, b.spans, "POST /graphql", fresh)
 	findSpan(t, b.spans, "app.RecordAuditEvent", fresh)
+	require.Contains(t, reqSpan.Attributes(), attribute.String("aether.tenant_id", tenantA), "the request's span names the tenant")
 
 	// A download's capability never reaches a span: its route does.
 	resp := b.getPath(t, "", "/api/v1/exports/download/some-capability-token")
