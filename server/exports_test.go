@@ -24,7 +24,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aetheriot/aether-audit/app"
-	"github.com/aetheriot/aether-audit/auth"
 	"github.com/aetheriot/aether-audit/export"
 	"github.com/aetheriot/aether-audit/live"
 	"github.com/aetheriot/aether-audit/server"
@@ -51,21 +50,14 @@ func setupExports(t *testing.T, mutate func(*app.ExportConfig)) *exportBundle {
 	ctx := context.Background()
 	pool := storetest.NewPool(t)
 	secret := []byte("0123456789abcdef0123456789abcdef-export-test")
-	verifier, err := auth.NewVerifier(ctx, auth.VerifierConfig{HMACSecret: secret})
-	require.NoError(t, err)
-	t.Cleanup(verifier.Close)
+	verifier := testVerifier(t, secret)
 
 	bucket, err := export.OpenBucket(ctx, "file://"+t.TempDir())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = bucket.Close() })
 
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	hub := live.New(pool, store.New(pool), live.Config{Logger: logger})
-	hubCtx, stopHub := context.WithCancel(context.Background())
-	hubDone := make(chan struct{})
-	go func() { defer close(hubDone); hub.Run(hubCtx) }()
-	t.Cleanup(func() { stopHub(); <-hubDone })
-	require.Eventually(t, hub.Listening, 10*time.Second, 5*time.Millisecond)
+	hub := testHub(t, pool, store.New(pool), live.Config{Logger: logger})
 
 	cfg := app.ExportConfig{Bucket: bucket, DownloadKey: exportDownloadKey}
 	if mutate != nil {

@@ -31,7 +31,6 @@ import (
 	gqlast "github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/aetheriot/aether-audit/app"
-	"github.com/aetheriot/aether-audit/auth"
 	"github.com/aetheriot/aether-audit/export"
 	"github.com/aetheriot/aether-audit/live"
 	"github.com/aetheriot/aether-audit/secrets"
@@ -406,9 +405,7 @@ func setupIsolation(t *testing.T) *isoEnv {
 	ctx := context.Background()
 	pool := storetest.NewPool(t)
 	secret := []byte("0123456789abcdef0123456789abcdef-isolation-test")
-	verifier, err := auth.NewVerifier(ctx, auth.VerifierConfig{HMACSecret: secret})
-	require.NoError(t, err)
-	t.Cleanup(verifier.Close)
+	verifier := testVerifier(t, secret)
 	box, err := secrets.NewBox(make([]byte, secrets.KeySize))
 	require.NoError(t, err)
 	bucket, err := export.OpenBucket(ctx, "file://"+t.TempDir())
@@ -416,12 +413,7 @@ func setupIsolation(t *testing.T) *isoEnv {
 	t.Cleanup(func() { _ = bucket.Close() })
 
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	hub := live.New(pool, store.New(pool), live.Config{Logger: logger})
-	hubCtx, stopHub := context.WithCancel(context.Background())
-	hubDone := make(chan struct{})
-	go func() { defer close(hubDone); hub.Run(hubCtx) }()
-	t.Cleanup(func() { stopHub(); <-hubDone })
-	require.Eventually(t, hub.Listening, 10*time.Second, 5*time.Millisecond)
+	hub := testHub(t, pool, store.New(pool), live.Config{Logger: logger})
 
 	application := app.New(store.New(pool), app.Config{
 		Logger: logger, Live: hub, ExportWatch: hub,

@@ -25,7 +25,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/aetheriot/aether-audit/app"
-	"github.com/aetheriot/aether-audit/auth"
 	"github.com/aetheriot/aether-audit/domain"
 	"github.com/aetheriot/aether-audit/export"
 	"github.com/aetheriot/aether-audit/jobs"
@@ -53,9 +52,7 @@ func setupOperator(t *testing.T, tracing bool) *operatorBundle {
 	ctx := context.Background()
 	pool := storetest.NewPool(t)
 	secret := []byte("0123456789abcdef0123456789abcdef-operator-test")
-	verifier, err := auth.NewVerifier(ctx, auth.VerifierConfig{HMACSecret: secret})
-	require.NoError(t, err)
-	t.Cleanup(verifier.Close)
+	verifier := testVerifier(t, secret)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	st := store.New(pool)
 
@@ -78,13 +75,8 @@ func setupOperator(t *testing.T, tracing bool) *operatorBundle {
 		tp, appTracer = provider, provider.Tracer("app")
 	}
 
-	hub := live.New(pool, st, live.Config{Logger: logger, Observer: m})
+	hub := testHub(t, pool, st, live.Config{Logger: logger, Observer: m})
 	m.ObserveLiveSubscribers(hub.Subscribers)
-	hubCtx, stopHub := context.WithCancel(context.Background())
-	hubDone := make(chan struct{})
-	go func() { defer close(hubDone); hub.Run(hubCtx) }()
-	t.Cleanup(func() { stopHub(); <-hubDone })
-	require.Eventually(t, hub.Listening, 10*time.Second, 5*time.Millisecond)
 
 	bucket, err := export.OpenBucket(ctx, "file://"+t.TempDir())
 	require.NoError(t, err)

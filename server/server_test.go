@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aetheriot/aether-audit/app"
@@ -75,6 +76,29 @@ const listEventsQuery = `query($p: ID!, $first: Int, $after: String, $order: Aud
   }
 }` + "\n" + eventFields
 
+// testVerifier returns an HS256 verifier of secret, closed when the test
+// ends.
+func testVerifier(tb testing.TB, secret []byte) *auth.Verifier {
+	tb.Helper()
+	v, err := auth.NewVerifier(context.Background(), auth.VerifierConfig{HMACSecret: secret})
+	require.NoError(tb, err)
+	tb.Cleanup(v.Close)
+	return v
+}
+
+// testHub runs a live hub over pool, as a process does, until the test
+// ends, and waits until it listens.
+func testHub(tb testing.TB, pool *pgxpool.Pool, st live.Store, cfg live.Config) *live.Hub {
+	tb.Helper()
+	hub := live.New(pool, st, cfg)
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); hub.Run(ctx) }()
+	tb.Cleanup(func() { stop(); <-done })
+	require.Eventually(tb, hub.Listening, 10*time.Second, 5*time.Millisecond)
+	return hub
+}
+
 func withLogAndLive(c app.Config, logger *slog.Logger, hub app.LiveFeed) app.Config {
 	c.Logger, c.Live = logger, hub
 	return c
@@ -100,21 +124,13 @@ func setup(t *testing.T, mutate func(*server.Config)) *testBundle {
 // are set here).
 func setupApp(t *testing.T, appCfg app.Config, mutate func(*server.Config)) *testBundle {
 	t.Helper()
-	ctx := context.Background()
 	pool := storetest.NewPool(t)
 	secret := []byte("0123456789abcdef0123456789abcdef-server-test")
-	verifier, err := auth.NewVerifier(ctx, auth.VerifierConfig{HMACSecret: secret})
-	require.NoError(t, err)
-	t.Cleanup(verifier.Close)
+	verifier := testVerifier(t, secret)
 
 	b := &testBundle{secret: secret, ready: &atomic.Pointer[error]{}}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	hub := live.New(pool, store.New(pool), live.Config{Logger: logger})
-	hubCtx, stopHub := context.WithCancel(context.Background())
-	hubDone := make(chan struct{})
-	go func() { defer close(hubDone); hub.Run(hubCtx) }()
-	t.Cleanup(func() { stopHub(); <-hubDone })
-	require.Eventually(t, hub.Listening, 10*time.Second, 5*time.Millisecond)
+	hub := testHub(t, pool, store.New(pool), live.Config{Logger: logger})
 	cfg := server.Config{
 		App:      app.New(store.New(pool), withLogAndLive(appCfg, logger, hub)),
 		Verifier: verifier,

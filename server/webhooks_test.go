@@ -17,7 +17,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aetheriot/aether-audit/app"
-	"github.com/aetheriot/aether-audit/auth"
 	"github.com/aetheriot/aether-audit/secrets"
 	"github.com/aetheriot/aether-audit/server"
 	"github.com/aetheriot/aether-audit/store"
@@ -36,12 +35,9 @@ type webhookBundle struct {
 // with an app configured for webhooks.
 func setupWebhooks(t *testing.T) *webhookBundle {
 	t.Helper()
-	ctx := context.Background()
 	pool := storetest.NewPool(t)
 	secret := []byte("0123456789abcdef0123456789abcdef-webhook-test")
-	verifier, err := auth.NewVerifier(ctx, auth.VerifierConfig{HMACSecret: secret})
-	require.NoError(t, err)
-	t.Cleanup(verifier.Close)
+	verifier := testVerifier(t, secret)
 
 	box, err := secrets.NewBox(make([]byte, secrets.KeySize))
 	require.NoError(t, err)
