@@ -85,15 +85,17 @@ func webhookFirstAttemptJobs(ds []*domain.WebhookDelivery) []domain.OutboxJob {
 // every due attempt as DELIVERING in one statement (each the domain's
 // transition, saved only if its delivery is still in the state it was
 // computed from, so concurrent runs cannot both act), sends them through
-// the destination's in-flight slots free now, then records every outcome in
-// one transaction, with the retries' jobs at their scheduled times.
+// the destination's request slots (each held only while its request is
+// under way), then records every outcome in one transaction, with the
+// retries' jobs at their scheduled times.
 //
 // A delivery whose attempt is already DELIVERING is a rerun after a crash,
 // rescue or interrupted shutdown: that attempt is recorded as UNKNOWN (the
 // receiver may or may not have it) and the delivery is resent at once under
 // the same webhook-id. A delivery whose attempt already ran to an end is
 // left alone. ErrDestinationBusy means the destination has its maximum of
-// requests in flight in this process; the job should be tried again shortly.
+// delivery jobs under way in this process; the job should be tried again
+// shortly.
 func (a *App) DeliverWebhooks(ctx context.Context, args WebhookDeliveryArgs) (err error) {
 	ctx, span := a.startCommand(ctx, "DeliverWebhooks")
 	defer func() { a.endCommand(span, err) }()
@@ -103,18 +105,13 @@ func (a *App) DeliverWebhooks(ctx context.Context, args WebhookDeliveryArgs) (er
 	if len(args.DeliveryIDs) == 0 || len(args.DeliveryIDs) > maxDeliveryBatch || len(args.EventIDs) != len(args.DeliveryIDs) {
 		return fmt.Errorf("webhook delivery job of %d deliveries and %d events", len(args.DeliveryIDs), len(args.EventIDs))
 	}
-	// The job's requests go through the destination's in-flight slots it
-	// can get now (at least one, waiting briefly for it): a busy
-	// destination gives the worker back rather than hold it.
-	slots, err := a.takeSlots(ctx, args.DestinationID, len(args.DeliveryIDs))
-	if err != nil {
-		return err
+	// A destination with its maximum of jobs under way gives the worker
+	// back rather than hold it.
+	slots, leave, ok := a.webhooks.enter(ctx, args.DestinationID)
+	if !ok {
+		return ErrDestinationBusy
 	}
-	defer func() {
-		for _, release := range slots {
-			release()
-		}
-	}()
+	defer leave()
 	now := a.storedNow()
 	sc, err := a.store.WebhookBatchSendContext(ctx, args.TenantID, args.DestinationID, args.DeliveryIDs, args.EventIDs, now)
 	if errors.Is(err, domain.ErrNotFound) {
@@ -200,32 +197,15 @@ func (a *App) DeliverWebhooks(ctx context.Context, args WebhookDeliveryArgs) (er
 	for i, id := range saved {
 		sent[i] = preps[id]
 	}
-	results := a.sendAll(ctx, sent, len(slots))
+	results := a.sendAll(ctx, slots, sent)
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
 	return a.finishWebhookAttempts(fctx, sent, results)
 }
 
-// takeSlots takes up to n of the destination's in-flight slots: the first
-// waiting briefly (else ErrDestinationBusy), the others only if free now.
-func (a *App) takeSlots(ctx context.Context, destinationID uuid.UUID, n int) ([]func(), error) {
-	release, ok := a.webhooks.acquire(ctx, destinationID)
-	if !ok {
-		return nil, ErrDestinationBusy
-	}
-	slots := []func(){release}
-	for len(slots) < n {
-		release, ok := a.webhooks.acquireNow(ctx, destinationID)
-		if !ok {
-			break
-		}
-		slots = append(slots, release)
-	}
-	return slots, nil
-}
-
-// sendAll sends prepared attempts, parallel at most at a time.
-func (a *App) sendAll(ctx context.Context, preps []*preparedAttempt, parallel int) []webhook.Result {
+// sendAll sends prepared attempts through the destination's request
+// slots, as many at a time as slots are free.
+func (a *App) sendAll(ctx context.Context, slots *destinationSlots, preps []*preparedAttempt) []webhook.Result {
 	results := make([]webhook.Result, len(preps))
 	next := make(chan int, len(preps))
 	for i := range preps {
@@ -233,7 +213,7 @@ func (a *App) sendAll(ctx context.Context, preps []*preparedAttempt, parallel in
 	}
 	close(next)
 	var wg sync.WaitGroup
-	for range max(parallel, 1) {
+	for range min(len(preps), cap(slots.requests)) {
 		wg.Go(func() {
 			for i := range next {
 				prep := preps[i]
@@ -241,9 +221,15 @@ func (a *App) sendAll(ctx context.Context, preps []*preparedAttempt, parallel in
 					results[i] = *prep.unsendable
 					continue
 				}
+				release, ok := slots.request(ctx)
+				if !ok {
+					results[i] = webhook.Result{ErrorClass: webhook.ErrorClassCanceled, Error: "delivery was canceled before its request was sent"}
+					continue
+				}
 				results[i] = a.webhooks.Sender.Send(ctx, webhook.Request{
 					URL: prep.url, ID: prep.delivery.IdempotencyKey, Timestamp: a.now(), Body: prep.body, Keys: prep.keys,
 				})
+				release()
 			}
 		})
 	}

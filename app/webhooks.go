@@ -61,8 +61,8 @@ type WebhookConfig struct {
 	// URLPolicy relaxes destination URL checks, for local development only.
 	URLPolicy webhook.URLPolicy
 	// MaxInFlightPerDestination bounds this process's concurrent requests to
-	// one destination, so that a slow receiver cannot take every worker;
-	// default 8.
+	// one destination, and its delivery jobs working on one destination at
+	// once, so that a slow receiver cannot take every worker; default 8.
 	MaxInFlightPerDestination int
 }
 
@@ -95,9 +95,15 @@ type webhookRuntime struct {
 	slots map[uuid.UUID]*destinationSlots
 }
 
+// destinationSlots are one destination's limits in this process: jobs
+// bounds the delivery jobs working on it at once (so that a slow receiver
+// holds at most that many workers), requests the requests in flight to it.
+// A job holds its place in jobs from start to end, but a request slot only
+// while its request is under way, so that the slots are not idle while
+// jobs read and write the database.
 type destinationSlots struct {
-	sem  chan struct{}
-	refs int
+	jobs, requests chan struct{}
+	refs           int
 }
 
 func newWebhookRuntime(cfg WebhookConfig) webhookRuntime {
@@ -110,30 +116,22 @@ func newWebhookRuntime(cfg WebhookConfig) webhookRuntime {
 	return webhookRuntime{WebhookConfig: cfg, slots: map[uuid.UUID]*destinationSlots{}}
 }
 
-// ErrDestinationBusy is returned by DeliverWebhook when the destination
-// already has its maximum of requests in flight in this process; the worker
+// ErrDestinationBusy is returned by DeliverWebhooks when the destination
+// already has its maximum of jobs under way in this process; the worker
 // tries again a little later without using an attempt.
-var ErrDestinationBusy = fmt.Errorf("webhook destination has too many requests in flight")
+var ErrDestinationBusy = fmt.Errorf("webhook destination has too many deliveries under way")
 
-// acquire takes one of the destination's in-flight slots, waiting up to
-// destinationWait. The release func must be called once.
-func (w *webhookRuntime) acquire(ctx context.Context, destinationID uuid.UUID) (release func(), ok bool) {
-	return w.take(ctx, destinationID, destinationWait)
-}
-
-// acquireNow takes one of the destination's in-flight slots if one is free
-// now.
-func (w *webhookRuntime) acquireNow(ctx context.Context, destinationID uuid.UUID) (release func(), ok bool) {
-	return w.take(ctx, destinationID, 0)
-}
-
-// take takes one of the destination's slots, waiting up to wait (0: not
-// at all).
-func (w *webhookRuntime) take(ctx context.Context, destinationID uuid.UUID, wait time.Duration) (release func(), ok bool) {
+// enter takes a place among the destination's running jobs, waiting up to
+// destinationWait; ok is false when none freed in time. leave must be
+// called once, after the job's last request.
+func (w *webhookRuntime) enter(ctx context.Context, destinationID uuid.UUID) (s *destinationSlots, leave func(), ok bool) {
 	w.mu.Lock()
-	s := w.slots[destinationID]
+	s = w.slots[destinationID]
 	if s == nil {
-		s = &destinationSlots{sem: make(chan struct{}, w.MaxInFlightPerDestination)}
+		s = &destinationSlots{
+			jobs:     make(chan struct{}, w.MaxInFlightPerDestination),
+			requests: make(chan struct{}, w.MaxInFlightPerDestination),
+		}
 		w.slots[destinationID] = s
 	}
 	s.refs++
@@ -146,25 +144,33 @@ func (w *webhookRuntime) take(ctx context.Context, destinationID uuid.UUID, wait
 		w.mu.Unlock()
 	}
 	select {
-	case s.sem <- struct{}{}:
+	case s.jobs <- struct{}{}:
 	default:
-		if wait <= 0 {
-			done()
-			return nil, false
-		}
-		t := time.NewTimer(wait)
+		t := time.NewTimer(destinationWait)
 		defer t.Stop()
 		select {
-		case s.sem <- struct{}{}:
+		case s.jobs <- struct{}{}:
 		case <-t.C:
 			done()
-			return nil, false
+			return nil, nil, false
 		case <-ctx.Done():
 			done()
-			return nil, false
+			return nil, nil, false
 		}
 	}
-	return func() { <-s.sem; done() }, true
+	return s, func() { <-s.jobs; done() }, true
+}
+
+// request takes one of the destination's request slots, waiting for one
+// as long as ctx allows (the requests ahead are bounded by the sender's
+// timeout); release must be called once the request is over.
+func (s *destinationSlots) request(ctx context.Context) (release func(), ok bool) {
+	select {
+	case s.requests <- struct{}{}:
+		return func() { <-s.requests }, true
+	case <-ctx.Done():
+		return nil, false
+	}
 }
 
 // The River queue of webhook deliveries, kept apart from other work so that

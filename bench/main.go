@@ -230,7 +230,7 @@ func parseFlags(args []string) (options, error) {
 	fanoutF := fs.String("fanout-subscribers", "1000,10000", "live-fanout: comma-separated subscriber counts, one row each (a 4000 at 10 events/s row is always added)")
 	fs.Float64Var(&opts.fanoutRate, "fanout-rate", 10, "live-fanout: events recorded per second")
 	fs.IntVar(&opts.webhookWorkers, "webhook-workers", 100, "webhook-delivery: River webhook workers (jobs.ClientConfig.WebhookWorkers) and baseline client workers")
-	fs.IntVar(&opts.webhookMaxInFlight, "webhook-max-in-flight", 0, "webhook-delivery: MaxInFlightPerDestination (default: -webhook-workers)")
+	fs.IntVar(&opts.webhookMaxInFlight, "webhook-max-in-flight", 0, "webhook-delivery: MaxInFlightPerDestination (default: -webhook-workers divided by the row's destinations, the baseline's concurrency)")
 	fs.IntVar(&opts.webhookDeliveries, "webhook-deliveries", 20000, "webhook-delivery: deliveries per side of the fan-out rows (a multiple of 10)")
 	fs.DurationVar(&opts.webhookLagDuration, "webhook-lag-duration", time.Minute, "webhook-delivery: measured time per side of the lag row")
 	fs.BoolVar(&opts.webhookNoVacuum, "webhook-no-vacuum", false, "webhook-delivery: do not VACUUM (ANALYZE) its tables before each row")

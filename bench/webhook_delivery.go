@@ -146,6 +146,9 @@ type webhookBench struct {
 	tenant   string
 	workers  int
 	inFlight int
+	// webhooks is the app's webhook configuration but for
+	// MaxInFlightPerDestination, which configure sets per row.
+	webhooks app.WebhookConfig
 	// pgMeasured is false when no PostgreSQL process was found on this
 	// machine: PostgreSQL's CPU time is then missing from the figures.
 	pgMeasured bool
@@ -156,10 +159,6 @@ type webhookBench struct {
 // trusted. Leftover webhook jobs of earlier runs are deleted first.
 func newWebhookBench(ctx context.Context, e *env, opts options) (_ *webhookBench, err error) {
 	b := &webhookBench{e: e, opts: opts, tenant: "bench-wh-" + e.runID, workers: opts.webhookWorkers}
-	b.inFlight = opts.webhookMaxInFlight
-	if b.inFlight <= 0 {
-		b.inFlight = b.workers
-	}
 	defer func() {
 		if err != nil {
 			b.close()
@@ -187,14 +186,26 @@ func newWebhookBench(ctx context.Context, e *env, opts options) (_ *webhookBench
 	loopback := []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 	b.sender = webhook.NewSender(webhook.SenderConfig{AllowPrefixes: loopback, RootCAs: b.recv.roots})
 	b.logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	b.app = app.New(store.New(e.pool), app.Config{Logger: b.logger, Webhooks: app.WebhookConfig{
-		Box: box, Sender: b.sender, URLPolicy: webhook.URLPolicy{AllowPrefixes: loopback},
-		MaxInFlightPerDestination: b.inFlight,
-	}})
+	b.webhooks = app.WebhookConfig{Box: box, Sender: b.sender, URLPolicy: webhook.URLPolicy{AllowPrefixes: loopback}}
+	b.configure(1)
 	b.id = app.Identity{Subject: "bench-webhooks", TenantID: b.tenant, ProjectIDs: []string{app.AllProjects},
 		Permissions: []app.Permission{app.PermissionWebhooksWrite, app.PermissionAuditWrite}}
 	b.pgMeasured = takePGCPU(benchDatabase) != nil
 	return b, nil
+}
+
+// configure wires b.app for a row of fanout destinations: unless
+// -webhook-max-in-flight says otherwise, MaxInFlightPerDestination is the
+// workers divided among the destinations, so that ours has at most as many
+// requests in flight as the baseline has workers (the same concurrency).
+func (b *webhookBench) configure(fanout int) {
+	b.inFlight = b.opts.webhookMaxInFlight
+	if b.inFlight <= 0 {
+		b.inFlight = max(1, b.workers/fanout)
+	}
+	cfg := b.webhooks
+	cfg.MaxInFlightPerDestination = b.inFlight
+	b.app = app.New(store.New(b.e.pool), app.Config{Logger: b.logger, Webhooks: cfg})
 }
 
 // maintainedTables are the tables the scenario reads and writes.
@@ -372,6 +383,7 @@ func (b *webhookBench) throughputRow(ctx context.Context, fanout int) (o, bs whT
 	}
 	drafts := benchDrafts(uint64(fanout), project)
 
+	b.configure(fanout)
 	if o, err = b.oursThroughput(ctx, project, drafts, events, fanout); err != nil {
 		return o, bs, fmt.Errorf("ours: %w", err)
 	}
@@ -672,10 +684,11 @@ func (b *webhookBench) throughputResult(name string, fanout int, o, bs whThrough
 		}
 		return t.rep.Bytes / t.rep.Matched
 	}
-	inFlightWhy := ""
-	if b.inFlight == b.workers {
-		inFlightWhy = " (= workers, not the default 8, so that fan-out 1 is not capped at 8 requests in flight)"
+	inFlightWhy := fmt.Sprintf(" (x %d destination(s): at most %d requests in flight", fanout, b.inFlight*fanout)
+	if b.inFlight*fanout == b.workers {
+		inFlightWhy += ", the baseline's concurrency"
 	}
+	inFlightWhy += ")"
 	var note strings.Builder
 	fmt.Fprintf(&note, "%d deliveries = %d events x %d subscription(s) (%d destination(s), paths of one receiver); "+
 		"ours: app.RecordAuditEvents in batches of %d recorded WHILE the River workers run (recording took %.2fs), "+
@@ -749,6 +762,7 @@ func (b *webhookBench) lagRow(ctx context.Context) (o, bs whLag, err error) {
 	}
 	drafts := benchDrafts(200, project)
 
+	b.configure(1)
 	if err := b.maintain(ctx); err != nil {
 		return o, bs, err
 	}

@@ -195,7 +195,7 @@ func (s *Store) InsertWebhookDeliveries(ctx context.Context, ds []domain.Webhook
 	n := len(ds)
 	var (
 		tenants, projects, types, keys, states = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		ids, subs, dests, events               = make([]uuid.UUID, n), make([]uuid.UUID, n), make([]uuid.UUID, n), make([]uuid.UUID, n)
+		ids, subs, dests, events               = make([][16]byte, n), make([][16]byte, n), make([][16]byte, n), make([][16]byte, n)
 		seqs                                   = make([]int64, n)
 		maxAttempts                            = make([]int32, n)
 		created                                = make([]time.Time, n)
@@ -216,11 +216,29 @@ func (s *Store) InsertWebhookDeliveries(ctx context.Context, ds []domain.Webhook
 		ON CONFLICT (subscription_id, event_id) DO NOTHING
 		RETURNING id`,
 		tenants, projects, ids, subs, dests, events, seqs, types, keys, states, maxAttempts, created)
-	out, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	out, err := pgx.CollectRows(rows, rowToUUID)
 	if err != nil {
 		return nil, fmt.Errorf("inserting webhook deliveries: %w", err)
 	}
 	return out, nil
+}
+
+// uuidArray is ids as pgx encodes them without a detour through text (a
+// uuid.UUID is encoded through its driver.Valuer, as a string).
+func uuidArray(ids []uuid.UUID) [][16]byte {
+	out := make([][16]byte, len(ids))
+	for i, id := range ids {
+		out[i] = id
+	}
+	return out
+}
+
+// rowToUUID scans a row of one uuid column, decoding the binary value
+// directly.
+func rowToUUID(row pgx.CollectableRow) (uuid.UUID, error) {
+	var id uuid.UUID
+	err := row.Scan((*[16]byte)(&id))
+	return id, err
 }
 
 const deliveryColumns = `tenant_id, project_id, id, subscription_id, destination_id, event_id, event_sequence,
@@ -233,7 +251,8 @@ func scanDelivery(row pgx.CollectableRow) (domain.WebhookDelivery, error) {
 		seq   int64
 		state string
 	)
-	err := row.Scan(&d.TenantID, &d.ProjectID, &d.ID, &d.SubscriptionID, &d.DestinationID, &d.EventID, &seq,
+	err := row.Scan(&d.TenantID, &d.ProjectID, (*[16]byte)(&d.ID), (*[16]byte)(&d.SubscriptionID),
+		(*[16]byte)(&d.DestinationID), (*[16]byte)(&d.EventID), &seq,
 		&d.EventType, &d.IdempotencyKey, &state, &d.AttemptCount, &d.MaxAttempts, &d.NextAttemptAt,
 		&d.CreatedAt, &d.UpdatedAt, &d.DeliveredAt, &d.DeadLetteredAt, &d.LastError)
 	d.EventSequence = uint64(seq)
@@ -418,7 +437,7 @@ func (s *Store) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.We
 	}
 	n := len(changes)
 	var (
-		ids                               = make([]uuid.UUID, n)
+		ids                               = make([][16]byte, n)
 		prevStates, states, lastErrors    = make([]string, n), make([]string, n), make([]string, n)
 		prevAttempts, counts, maxAttempts = make([]int32, n), make([]int32, n), make([]int32, n)
 		nextAt, deliveredAt, deadAt       = make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n)
@@ -476,7 +495,7 @@ func (s *Store) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.We
 		SELECT delivery_id FROM a`,
 		tenantID, ids, prevStates, prevAttempts, states, counts, maxAttempts, nextAt, updatedAt, deliveredAt, deadAt,
 		lastErrors, numbers, outcomes, startedAt, finishedAt, statuses, latencies, classes, errs, bodies)
-	saved, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	saved, err := pgx.CollectRows(rows, rowToUUID)
 	if err != nil {
 		return nil, fmt.Errorf("saving webhook deliveries: %w", err)
 	}
@@ -494,8 +513,8 @@ func (s *Store) WebhookBatchSendContext(ctx context.Context, tenantID string, de
 	b.Queue(`SELECT id, sealed, created_at, expires_at FROM webhook_destination_secrets
 		WHERE destination_id = $1 AND (expires_at IS NULL OR expires_at > $2) ORDER BY created_at DESC, id DESC`, destinationID, now)
 	b.Queue(`SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE tenant_id = $1 AND id = ANY($2) AND destination_id = $3`,
-		tenantID, deliveryIDs, destinationID)
-	b.Queue(`SELECT `+auditEventColumns+` FROM audit_events WHERE tenant_id = $1 AND id = ANY($2)`, tenantID, eventIDs)
+		tenantID, uuidArray(deliveryIDs), destinationID)
+	b.Queue(`SELECT `+auditEventColumns+` FROM audit_events WHERE tenant_id = $1 AND id = ANY($2)`, tenantID, uuidArray(eventIDs))
 	br := s.q(ctx).SendBatch(ctx, b)
 	defer br.Close()
 	rows, _ := br.Query()
