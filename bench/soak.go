@@ -176,9 +176,9 @@ func newSoak(ctx context.Context, e *env, opts options) (_ *soak, err error) {
 		// the server trusts through the system roots' SSL_CERT_FILE.
 		"AETHER_WEBHOOK_ALLOW_CIDRS=127.0.0.0/8",
 		"SSL_CERT_FILE=" + certFile,
-		// One token stands for 2,000 dashboards: its subscription starts
-		// are not rate-limited as one identity's would be.
-		"AETHER_RATE_SUBSCRIPTIONS=0",
+		// The 2,000 subscribers (each with a token of its own, all of one
+		// tenant) connect at once: the tenant's subscription-start limit
+		// (200/s, bursts of 1,000) would spread that over seconds.
 		"AETHER_RATE_TENANT_SUBSCRIPTIONS=0",
 	})
 	if err != nil {
