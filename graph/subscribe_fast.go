@@ -63,7 +63,8 @@ const encodedCacheSize = 1024
 
 // Open starts serving the operation if it is the fast path's to serve; ok
 // reports whether it is. next returns each result payload, blocking until
-// an event commits, and more=false when the subscription ends.
+// an event commits, and more=false when the subscription ends. The
+// subscription ends when ctx ends.
 func (p *SubscribeFastPath) Open(ctx context.Context, params *graphql.RawParams) (next func(ctx context.Context) (payload []byte, more bool), ok bool) {
 	if len(params.Extensions) > 0 {
 		return nil, false
@@ -83,6 +84,9 @@ func (p *SubscribeFastPath) Open(ctx context.Context, params *graphql.RawParams)
 	if p.OnOpened != nil {
 		p.OnOpened(ctx, plan.name)
 	}
+	// The subscription ends with ctx, also when the caller stops calling
+	// next (the connection closed while it waited to send, say).
+	context.AfterFunc(ctx, stream.Close)
 	return func(ctx context.Context) ([]byte, bool) {
 		e, err := stream.Next(ctx)
 		if err != nil {

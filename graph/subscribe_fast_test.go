@@ -112,6 +112,10 @@ func TestSubscribeFastPathMatchesExecutor(t *testing.T) {
 				got = append(got, string(payload))
 			}
 			require.Equal(t, want, got)
+			// Both subscriptions end with their context, whether or not
+			// their results are still pulled.
+			cancel()
+			require.Eventually(t, func() bool { return hub.Subscribers() == 0 }, 10*time.Second, 5*time.Millisecond)
 		})
 	}
 }
