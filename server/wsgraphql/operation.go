@@ -90,6 +90,7 @@ func (c *conn) run(ctx context.Context, op *operation, params *graphql.RawParams
 		}
 	}()
 
+	head := c.resultHead(op.id)
 	if c.cfg.FastPath != nil {
 		if next, ok := c.cfg.FastPath(ctx, params); ok {
 			for ctx.Err() == nil {
@@ -97,7 +98,7 @@ func (c *conn) run(ctx context.Context, op *operation, params *graphql.RawParams
 				if !more {
 					break
 				}
-				if !c.enqueueResult(ctx, frame(op.id, c.nextType(), payload), op) {
+				if !c.sendResult(ctx, op, head, payload) {
 					return
 				}
 			}
@@ -114,7 +115,6 @@ func (c *conn) run(ctx context.Context, op *operation, params *graphql.RawParams
 		return
 	}
 
-	next := c.nextType()
 	responses, ctx := c.exec.DispatchOperation(ctx, rc)
 	for ctx.Err() == nil {
 		resp := responses(ctx)
@@ -127,7 +127,7 @@ func (c *conn) run(ctx context.Context, op *operation, params *graphql.RawParams
 			c.finishOperation(op, gqlerror.List{{Message: "internal server error"}})
 			return
 		}
-		if !c.enqueueResult(ctx, frame(op.id, next, payload), op) {
+		if !c.sendResult(ctx, op, head, payload) {
 			return // the operation was stopped or the connection is closing
 		}
 	}
