@@ -2,6 +2,7 @@ package wsgraphql
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
 	"log/slog"
@@ -31,7 +32,7 @@ type outbound struct {
 // Messages reach the socket two ways. Protocol messages (acknowledgements,
 // pongs, errors, completions) are queued for the writer. An operation's
 // results are written by the operation's goroutine itself, under wmu, when
-// nothing is queued (sendResult): that spares each result a hand-off to the
+// nothing is queued (sendResults): that spares each result a hand-off to the
 // writer goroutine. When something is queued, results are queued too, so
 // that every message leaves in the order it was sent.
 type conn struct {
@@ -258,7 +259,7 @@ func (c *conn) isClosing() bool {
 // enqueue queues a protocol message (acknowledgements, pongs, errors,
 // completions) for the writer. It never blocks: when the queue is full the
 // connection is closed with CloseTryAgainLater. It reports whether the
-// message was queued. Operation results use sendResult.
+// message was queued. Operation results use sendResults.
 func (c *conn) enqueue(data []byte, op *operation) bool {
 	if c.isClosing() {
 		return false
@@ -294,30 +295,40 @@ func (c *conn) enqueueResult(ctx context.Context, data []byte, op *operation) bo
 	return false
 }
 
-// sendResult sends one result of op: the message head (see resultHead),
-// payload and the closing brace. When nothing is queued it writes the
-// message itself, waiting for a slow client as enqueueResult does (a client
-// that stops reading fails the write after WriteTimeout, which drops the
-// connection); otherwise it queues the message behind the others. It
-// reports false when the operation or the connection ended first.
-func (c *conn) sendResult(ctx context.Context, op *operation, head, payload []byte) bool {
+// sendResults sends results of op, each the message head (see resultHead),
+// a payload and the closing brace. When nothing is queued it writes them
+// itself, in one write to the socket, waiting for a slow client as
+// enqueueResult does (a client that stops reading fails the write after
+// WriteTimeout, which drops the connection); otherwise it queues them
+// behind the others. It reports false when the operation or the connection
+// ended first.
+func (c *conn) sendResults(ctx context.Context, op *operation, head []byte, payloads [][]byte) bool {
 	c.wmu.Lock()
 	if c.queued.Load() > 0 {
 		c.wmu.Unlock()
-		msg := make([]byte, 0, len(head)+len(payload)+1)
-		msg = append(append(append(msg, head...), payload...), '}')
-		return c.enqueueResult(ctx, msg, op)
+		for _, p := range payloads {
+			msg := make([]byte, 0, len(head)+len(p)+1)
+			msg = append(append(append(msg, head...), p...), '}')
+			if !c.enqueueResult(ctx, msg, op) {
+				return false
+			}
+		}
+		return true
 	}
 	if c.isClosing() || op.stopped.Load() || ctx.Err() != nil {
 		c.wmu.Unlock()
 		return false
 	}
 	bp := messageBuffers.Get().(*[]byte)
-	msg := append(append(append((*bp)[:0], head...), payload...), '}')
-	err := c.writeLocked(msg)
+	b := (*bp)[:0]
+	for _, p := range payloads {
+		b = appendFrameHeader(b, len(head)+len(p)+1)
+		b = append(append(append(b, head...), p...), '}')
+	}
+	err := c.flushLocked(b)
 	c.wmu.Unlock()
-	if cap(msg) <= maxPooledMessage {
-		*bp = msg
+	if cap(b) <= maxPooledMessage {
+		*bp = b
 		messageBuffers.Put(bp)
 	}
 	if err != nil {
@@ -404,8 +415,40 @@ var (
 
 // writeLocked writes one text message; the caller holds wmu.
 func (c *conn) writeLocked(data []byte) error {
-	_ = c.ws.SetWriteDeadline(time.Now().Add(c.cfg.WriteTimeout))
-	return c.ws.WriteMessage(websocket.TextMessage, data)
+	bp := messageBuffers.Get().(*[]byte)
+	b := append(appendFrameHeader((*bp)[:0], len(data)), data...)
+	err := c.flushLocked(b)
+	if cap(b) <= maxPooledMessage {
+		*bp = b
+		messageBuffers.Put(bp)
+	}
+	return err
+}
+
+// flushLocked writes b, whole WebSocket frames, to the socket in one write;
+// the caller holds wmu. Data frames are written here rather than through
+// gorilla's writer so that several go out in one write; the control frames
+// gorilla writes (pings, pongs, close) are single writes too, and a
+// socket's writes never interleave.
+func (c *conn) flushLocked(b []byte) error {
+	nc := c.ws.NetConn()
+	_ = nc.SetWriteDeadline(time.Now().Add(c.cfg.WriteTimeout))
+	_, err := nc.Write(b)
+	return err
+}
+
+// appendFrameHeader appends the header of an unmasked, final text frame of
+// n bytes (RFC 6455 section 5.2; a server's frames are not masked).
+func appendFrameHeader(b []byte, n int) []byte {
+	const finText = 0x80 | websocket.TextMessage
+	switch {
+	case n <= 125:
+		return append(b, finText, byte(n))
+	case n <= 0xFFFF:
+		return append(b, finText, 126, byte(n>>8), byte(n))
+	default:
+		return binary.BigEndian.AppendUint64(append(b, finText, 127), uint64(n))
+	}
 }
 
 // writeFailed drops the socket after a failed write.
@@ -419,15 +462,17 @@ func (c *conn) writeFailed(err error) {
 // socket.
 func (c *conn) finish() {
 	if c.closeCode != websocket.CloseAbnormalClosure {
+		// Under wmu: no data frame may follow the close frame.
 		c.wmu.Lock()
 		for _, m := range c.closeFinal {
 			if err := c.writeLocked(m); err != nil {
 				break
 			}
 		}
-		c.wmu.Unlock()
 		msg := websocket.FormatCloseMessage(c.closeCode, c.closeReason)
-		if err := c.ws.WriteControl(websocket.CloseMessage, msg, time.Now().Add(c.cfg.WriteTimeout)); err == nil {
+		err := c.ws.WriteControl(websocket.CloseMessage, msg, time.Now().Add(c.cfg.WriteTimeout))
+		c.wmu.Unlock()
+		if err == nil {
 			grace := time.NewTimer(closeGracePeriod)
 			select {
 			case <-c.readerDone:

@@ -149,9 +149,9 @@ func TestOperationPanic(t *testing.T) {
 func TestResultsKeepOrderWithProtocolMessages(t *testing.T) {
 	const results, pings, bursts = 2000, 100, 5
 	pad := strings.Repeat("x", 4<<10)
-	e := newEnv(t, Config{FastPath: func(ctx context.Context, _ *graphql.RawParams) (func(context.Context) ([]byte, bool), bool) {
+	e := newEnv(t, Config{FastPath: func(ctx context.Context, _ *graphql.RawParams) (func(context.Context, bool) ([]byte, bool), bool) {
 		n := 0
-		return func(context.Context) ([]byte, bool) {
+		return func(context.Context, bool) ([]byte, bool) {
 			if n == results {
 				return nil, false
 			}
