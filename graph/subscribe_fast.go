@@ -63,8 +63,10 @@ const encodedCacheSize = 1024
 
 // Open starts serving the operation if it is the fast path's to serve; ok
 // reports whether it is. next returns each result payload, blocking until
-// an event commits, and more=false when the subscription ends.
-func (p *SubscribeFastPath) Open(ctx context.Context, params *graphql.RawParams) (next func(ctx context.Context) (payload []byte, more bool), ok bool) {
+// an event commits, and more=false when the subscription ends; with
+// wait=false it returns at once, a nil payload when no result is at hand.
+// The subscription ends when ctx ends.
+func (p *SubscribeFastPath) Open(ctx context.Context, params *graphql.RawParams) (next func(ctx context.Context, wait bool) (payload []byte, more bool), ok bool) {
 	if len(params.Extensions) > 0 {
 		return nil, false
 	}
@@ -83,7 +85,23 @@ func (p *SubscribeFastPath) Open(ctx context.Context, params *graphql.RawParams)
 	if p.OnOpened != nil {
 		p.OnOpened(ctx, plan.name)
 	}
-	return func(ctx context.Context) ([]byte, bool) {
+	// The subscription ends with ctx, also when the caller stops calling
+	// next (the connection closed while it waited to send, say).
+	context.AfterFunc(ctx, stream.Close)
+	try, _ := stream.(interface {
+		TryNext() (*domain.AuditEvent, bool)
+	})
+	return func(ctx context.Context, wait bool) ([]byte, bool) {
+		if !wait {
+			if try == nil {
+				return nil, true
+			}
+			e, ok := try.TryNext()
+			if !ok {
+				return nil, true
+			}
+			return plan.payload(e), true
+		}
 		e, err := stream.Next(ctx)
 		if err != nil {
 			stream.Close()

@@ -107,11 +107,18 @@ func TestSubscribeFastPathMatchesExecutor(t *testing.T) {
 			}
 			var got []string
 			for len(got) < tc.n {
-				payload, more := next(ctx)
+				// Alternately what is at hand and what is waited for.
+				payload, more := next(ctx, len(got)%2 == 0)
 				require.True(t, more)
-				got = append(got, string(payload))
+				if payload != nil {
+					got = append(got, string(payload))
+				}
 			}
 			require.Equal(t, want, got)
+			// Both subscriptions end with their context, whether or not
+			// their results are still pulled.
+			cancel()
+			require.Eventually(t, func() bool { return hub.Subscribers() == 0 }, 10*time.Second, 5*time.Millisecond)
 		})
 	}
 }

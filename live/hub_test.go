@@ -323,3 +323,40 @@ func TestLaggingSubscribersCatchUpWithBoundedStoreReads(t *testing.T) {
 	require.LessOrEqual(t, st.max, 2, "catch-up reads at once")
 	require.Positive(t, st.max)
 }
+
+// TestTryNext: TryNext hands out what is at hand without waiting or
+// reading the store, and mixed with Next keeps the stream dense and
+// ordered, also for a subscriber behind the window.
+func TestTryNext(t *testing.T) {
+	b := setup(t)
+	h := b.startHub(t, live.Config{Window: 4})
+	after := uint64(0)
+	stream, err := h.Subscribe(context.Background(), "t1", "p1", &after, domain.AuditEventFilter{})
+	require.NoError(t, err)
+	defer stream.Close()
+	s := stream.(*live.Subscription)
+	_, ok := s.TryNext()
+	require.False(t, ok, "nothing recorded")
+
+	b.record(t, "p1", 10) // the window keeps 7..10: 1..6 come from the store
+	var seqs []uint64
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for len(seqs) < 10 {
+		e, err := s.Next(ctx)
+		require.NoError(t, err)
+		seqs = append(seqs, e.Sequence)
+		for e, ok := s.TryNext(); ok; e, ok = s.TryNext() {
+			seqs = append(seqs, e.Sequence)
+		}
+	}
+	require.Equal(t, dense(1, 10), seqs)
+	_, ok = s.TryNext()
+	require.False(t, ok, "nothing more at hand")
+
+	b.record(t, "p1", 2)
+	require.Equal(t, []uint64{11, 12}, collect(t, s, 2))
+	s.Close()
+	_, ok = s.TryNext()
+	require.False(t, ok, "closed")
+}

@@ -67,28 +67,59 @@ func (s *Subscription) Next(ctx context.Context) (*domain.AuditEvent, error) {
 	}
 }
 
+// TryNext returns the next matching event if it is at hand (read already,
+// or in the shared window) without waiting or reading the store; ok is
+// false otherwise, and once the subscription is closed. It keeps Next's
+// order: the two may be mixed freely, from the goroutine calling Next.
+func (s *Subscription) TryNext() (e *domain.AuditEvent, ok bool) {
+	for {
+		if s.next < len(s.pending) {
+			e := s.pending[s.next]
+			s.pending[s.next] = nil
+			s.next++
+			return e, true
+		}
+		s.pending, s.next = s.pending[:0], 0
+		if s.isClosed() {
+			return nil, false
+		}
+		if progressed, _ := s.advanceInWindow(); !progressed {
+			return nil, false
+		}
+	}
+}
+
+// advanceInWindow is advance served from the shared window only; behind
+// reports that the cursor is behind the window (the store must be read).
+func (s *Subscription) advanceInWindow() (progressed, behind bool) {
+	f := s.feed
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if !f.ready || s.cursor >= f.head {
+		return false, false
+	}
+	if n := len(f.window); n == 0 || f.window[0].Sequence > s.cursor+1 {
+		return false, true
+	}
+	start := int(s.cursor + 1 - f.window[0].Sequence)
+	for _, e := range f.window[start:] {
+		if s.filter.Matches(e) {
+			s.pending = append(s.pending, e)
+		}
+	}
+	s.cursor = f.head
+	return true, false
+}
+
 // advance moves the cursor forward through what is known committed, filling
 // pending with the matching events; it reports whether it moved.
 func (s *Subscription) advance(ctx context.Context) (bool, error) {
+	if progressed, behind := s.advanceInWindow(); !behind {
+		return progressed, nil
+	}
 	f := s.feed
 	f.mu.RLock()
-	if !f.ready || s.cursor >= f.head {
-		f.mu.RUnlock()
-		return false, nil
-	}
 	head := f.head
-	if n := len(f.window); n > 0 && f.window[0].Sequence <= s.cursor+1 {
-		// Served from the shared window.
-		start := int(s.cursor + 1 - f.window[0].Sequence)
-		for _, e := range f.window[start:] {
-			if s.filter.Matches(e) {
-				s.pending = append(s.pending, e)
-			}
-		}
-		s.cursor = head
-		f.mu.RUnlock()
-		return true, nil
-	}
 	f.mu.RUnlock()
 
 	// Behind the window: catch up from the store, one page at a time, as

@@ -237,10 +237,12 @@ type Config struct {
 	// operation to the executor. Otherwise the transport sends each payload
 	// next returns (a complete GraphQL response, e.g. {"data":…}) as a
 	// result message until next reports no more or the operation ends, then
-	// completes the operation. It serves hot subscriptions without the
-	// executor's per-field work; it must answer exactly as the executor
-	// would.
-	FastPath func(ctx context.Context, params *graphql.RawParams) (next func(ctx context.Context) (payload []byte, more bool), ok bool)
+	// completes the operation. With wait=false, next must not block: it
+	// returns a nil payload (and more=true) when no result is at hand; the
+	// transport uses it to write the results a subscriber is behind by in
+	// one go. It serves hot subscriptions without the executor's per-field
+	// work; it must answer exactly as the executor would.
+	FastPath func(ctx context.Context, params *graphql.RawParams) (next func(ctx context.Context, wait bool) (payload []byte, more bool), ok bool)
 
 	// Logger receives connection closes (debug), refused authentications
 	// (info) and panics (error). Nil discards.

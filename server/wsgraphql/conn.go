@@ -2,6 +2,7 @@ package wsgraphql
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
 	"log/slog"
@@ -27,6 +28,13 @@ type outbound struct {
 // reader (the HTTP handler's goroutine, running serve), the writer
 // (writeLoop), and one per operation (run). Fields marked "reader" are
 // touched by the reader only.
+//
+// Messages reach the socket two ways. Protocol messages (acknowledgements,
+// pongs, errors, completions) are queued for the writer. An operation's
+// results are written by the operation's goroutine itself, under wmu, when
+// nothing is queued (sendResults): that spares each result a hand-off to the
+// writer goroutine. When something is queued, results are queued too, so
+// that every message leaves in the order it was sent.
 type conn struct {
 	cfg    *Config
 	ws     *websocket.Conn
@@ -41,6 +49,12 @@ type conn struct {
 	cancel context.CancelFunc
 
 	queue chan outbound
+	// queued counts the messages queued and not yet written or dropped by
+	// the writer; an operation writes a result itself only when it is 0.
+	queued atomic.Int64
+	// wmu is held while a data message is written to ws (gorilla allows
+	// one writer at a time; control frames need no lock).
+	wmu sync.Mutex
 
 	closeOnce   sync.Once
 	closing     chan struct{} // closed by closeWith
@@ -245,15 +259,17 @@ func (c *conn) isClosing() bool {
 // enqueue queues a protocol message (acknowledgements, pongs, errors,
 // completions) for the writer. It never blocks: when the queue is full the
 // connection is closed with CloseTryAgainLater. It reports whether the
-// message was queued. Operation results use enqueueResult.
+// message was queued. Operation results use sendResults.
 func (c *conn) enqueue(data []byte, op *operation) bool {
 	if c.isClosing() {
 		return false
 	}
+	c.queued.Add(1)
 	select {
 	case c.queue <- outbound{data: data, op: op}:
 		return true
 	default:
+		c.queued.Add(-1)
 		c.log.Info("websocket client too slow; closing", "queued", len(c.queue))
 		c.closeWith(CloseTryAgainLater, reasonTooSlow)
 		return false
@@ -268,14 +284,71 @@ func (c *conn) enqueue(data []byte, op *operation) bool {
 // altogether is disconnected when a write passes WriteTimeout. It reports
 // false when the operation or the connection ended first.
 func (c *conn) enqueueResult(ctx context.Context, data []byte, op *operation) bool {
+	c.queued.Add(1)
 	select {
 	case c.queue <- outbound{data: data, op: op}:
 		return true
 	case <-c.closing:
-		return false
 	case <-ctx.Done():
+	}
+	c.queued.Add(-1)
+	return false
+}
+
+// sendResults sends results of op, each the message head (see resultHead),
+// a payload and the closing brace. When nothing is queued it writes them
+// itself, in one write to the socket, waiting for a slow client as
+// enqueueResult does (a client that stops reading fails the write after
+// WriteTimeout, which drops the connection); otherwise it queues them
+// behind the others. It reports false when the operation or the connection
+// ended first.
+func (c *conn) sendResults(ctx context.Context, op *operation, head []byte, payloads [][]byte) bool {
+	c.wmu.Lock()
+	if c.queued.Load() > 0 {
+		c.wmu.Unlock()
+		for _, p := range payloads {
+			msg := make([]byte, 0, len(head)+len(p)+1)
+			msg = append(append(append(msg, head...), p...), '}')
+			if !c.enqueueResult(ctx, msg, op) {
+				return false
+			}
+		}
+		return true
+	}
+	if c.isClosing() || op.stopped.Load() || ctx.Err() != nil {
+		c.wmu.Unlock()
 		return false
 	}
+	bp := messageBuffers.Get().(*[]byte)
+	b := (*bp)[:0]
+	for _, p := range payloads {
+		b = appendFrameHeader(b, len(head)+len(p)+1)
+		b = append(append(append(b, head...), p...), '}')
+	}
+	err := c.flushLocked(b)
+	c.wmu.Unlock()
+	if cap(b) <= maxPooledMessage {
+		*bp = b
+		messageBuffers.Put(bp)
+	}
+	if err != nil {
+		c.writeFailed(err)
+		return false
+	}
+	return true
+}
+
+// messageBuffers holds the buffers results are assembled in before a
+// write; buffers grown over maxPooledMessage are left to the collector.
+var messageBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+const maxPooledMessage = 64 << 10
+
+// resultHead returns the start of a result message of operation id:
+// everything before the payload.
+func (c *conn) resultHead(id string) []byte {
+	b := frame(id, c.nextType(), []byte("{}"))
+	return b[:len(b)-3] // drop the payload and the closing brace
 }
 
 // writeLoop is the connection's only writer: queued messages, pings and
@@ -301,10 +374,14 @@ func (c *conn) writeLoop() {
 			c.finish()
 			return
 		case m := <-c.queue:
-			if m.op != nil && m.op.stopped.Load() {
-				continue
+			c.wmu.Lock()
+			var err error
+			if m.op == nil || !m.op.stopped.Load() {
+				err = c.writeLocked(m.data)
 			}
-			if err := c.write(m.data); err != nil {
+			c.queued.Add(-1)
+			c.wmu.Unlock()
+			if err != nil {
 				c.writeFailed(err)
 				return
 			}
@@ -320,7 +397,10 @@ func (c *conn) writeLoop() {
 			if c.legacy {
 				msg = msgKeepAlive
 			}
-			if err := c.write(msg); err != nil {
+			c.wmu.Lock()
+			err := c.writeLocked(msg)
+			c.wmu.Unlock()
+			if err != nil {
 				c.writeFailed(err)
 				return
 			}
@@ -333,9 +413,42 @@ var (
 	msgKeepAlive = []byte(`{"type":"ka"}`)
 )
 
-func (c *conn) write(data []byte) error {
-	_ = c.ws.SetWriteDeadline(time.Now().Add(c.cfg.WriteTimeout))
-	return c.ws.WriteMessage(websocket.TextMessage, data)
+// writeLocked writes one text message; the caller holds wmu.
+func (c *conn) writeLocked(data []byte) error {
+	bp := messageBuffers.Get().(*[]byte)
+	b := append(appendFrameHeader((*bp)[:0], len(data)), data...)
+	err := c.flushLocked(b)
+	if cap(b) <= maxPooledMessage {
+		*bp = b
+		messageBuffers.Put(bp)
+	}
+	return err
+}
+
+// flushLocked writes b, whole WebSocket frames, to the socket in one write;
+// the caller holds wmu. Data frames are written here rather than through
+// gorilla's writer so that several go out in one write; the control frames
+// gorilla writes (pings, pongs, close) are single writes too, and a
+// socket's writes never interleave.
+func (c *conn) flushLocked(b []byte) error {
+	nc := c.ws.NetConn()
+	_ = nc.SetWriteDeadline(time.Now().Add(c.cfg.WriteTimeout))
+	_, err := nc.Write(b)
+	return err
+}
+
+// appendFrameHeader appends the header of an unmasked, final text frame of
+// n bytes (RFC 6455 section 5.2; a server's frames are not masked).
+func appendFrameHeader(b []byte, n int) []byte {
+	const finText = 0x80 | websocket.TextMessage
+	switch {
+	case n <= 125:
+		return append(b, finText, byte(n))
+	case n <= 0xFFFF:
+		return append(b, finText, 126, byte(n>>8), byte(n))
+	default:
+		return binary.BigEndian.AppendUint64(append(b, finText, 127), uint64(n))
+	}
 }
 
 // writeFailed drops the socket after a failed write.
@@ -349,13 +462,17 @@ func (c *conn) writeFailed(err error) {
 // socket.
 func (c *conn) finish() {
 	if c.closeCode != websocket.CloseAbnormalClosure {
+		// Under wmu: no data frame may follow the close frame.
+		c.wmu.Lock()
 		for _, m := range c.closeFinal {
-			if err := c.write(m); err != nil {
+			if err := c.writeLocked(m); err != nil {
 				break
 			}
 		}
 		msg := websocket.FormatCloseMessage(c.closeCode, c.closeReason)
-		if err := c.ws.WriteControl(websocket.CloseMessage, msg, time.Now().Add(c.cfg.WriteTimeout)); err == nil {
+		err := c.ws.WriteControl(websocket.CloseMessage, msg, time.Now().Add(c.cfg.WriteTimeout))
+		c.wmu.Unlock()
+		if err == nil {
 			grace := time.NewTimer(closeGracePeriod)
 			select {
 			case <-c.readerDone:

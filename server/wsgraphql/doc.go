@@ -70,15 +70,21 @@
 //
 // # Flow control
 //
-// Outgoing messages pass through a bounded per-connection queue drained by
-// one writer goroutine (gorilla/websocket allows a single concurrent
-// writer). An operation's results wait for room in the queue: a slow client
-// holds back only its own operations, whose sources (the live feed is
-// pulled by sequence) fall behind and later catch up, losing nothing. Each
-// write has a deadline of [Config.WriteTimeout]; a client that stops
-// reading entirely is disconnected when it passes. Protocol messages
-// (pongs, errors, completions) never wait: one that finds the queue full
-// closes the connection with [CloseTryAgainLater].
+// Protocol messages pass through a bounded per-connection queue drained by
+// one writer goroutine. An operation writes its results itself, under the
+// connection's write lock, when nothing is queued (saving a hand-off per
+// result), and queues them behind the queued messages otherwise, so that
+// messages leave in order; a fast-path subscription behind by several
+// results writes them in one write to the socket. Data frames are framed
+// by the transport and written whole, so they never interleave with the
+// control frames gorilla/websocket writes. An operation's results wait for
+// the client (for room in the queue, or in its write): a slow client holds
+// back only its own operations, whose sources (the live feed is pulled by
+// sequence) fall behind and later catch up, losing nothing. Each write has
+// a deadline of [Config.WriteTimeout]; a client that stops reading entirely
+// is disconnected when it passes. Protocol messages (pongs, errors,
+// completions) never wait: one that finds the queue full closes the
+// connection with [CloseTryAgainLater].
 //
 // # Shutdown
 //

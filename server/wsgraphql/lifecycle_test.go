@@ -3,6 +3,7 @@ package wsgraphql
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -139,4 +140,55 @@ func TestOperationPanic(t *testing.T) {
 	c.subscribe("2", "query { name }")
 	c.expect("next", "2")
 	c.expect("complete", "2")
+}
+
+// TestResultsKeepOrderWithProtocolMessages: results an operation writes
+// itself and messages queued for the writer (pongs here) interleave
+// without reordering: every result arrives once, in order, before the
+// operation's complete, and every ping is answered.
+func TestResultsKeepOrderWithProtocolMessages(t *testing.T) {
+	const results, pings, bursts = 2000, 100, 5
+	pad := strings.Repeat("x", 4<<10)
+	e := newEnv(t, Config{FastPath: func(ctx context.Context, _ *graphql.RawParams) (func(context.Context, bool) ([]byte, bool), bool) {
+		n := 0
+		return func(context.Context, bool) ([]byte, bool) {
+			if n == results {
+				return nil, false
+			}
+			n++
+			// Large enough to fill the socket's buffers: the operation
+			// then waits in its writes while the pongs queue up.
+			return fmt.Appendf(nil, `{"data":{"n":%d,"pad":%q}}`, n-1, pad), true
+		}, true
+	}})
+	c := dial(t, e.url, tws)
+	c.init()
+	c.subscribe("1", "subscription { name }")
+	next, pongs, completed := 0, 0, false
+	for !completed || pongs < pings {
+		m := c.read()
+		switch m.Type {
+		case "pong":
+			pongs++
+		case "next":
+			require.False(t, completed, "a result after complete")
+			require.Equal(t, "1", m.ID)
+			require.Equal(t, float64(next), data(t, m)["n"])
+			next++
+			if next%(results/bursts) == 0 {
+				// Pongs to queue while the results stream (fewer than
+				// the queue holds).
+				for range pings / bursts {
+					c.sendRaw(`{"type":"ping"}`)
+				}
+			}
+		case "complete":
+			require.Equal(t, "1", m.ID)
+			require.Equal(t, results, next, "complete before every result")
+			completed = true
+		default:
+			t.Fatalf("unexpected message %+v", m)
+		}
+	}
+	c.roundTrip()
 }

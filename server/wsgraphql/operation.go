@@ -90,14 +90,24 @@ func (c *conn) run(ctx context.Context, op *operation, params *graphql.RawParams
 		}
 	}()
 
+	head := c.resultHead(op.id)
 	if c.cfg.FastPath != nil {
 		if next, ok := c.cfg.FastPath(ctx, params); ok {
+			var batch [][]byte
 			for ctx.Err() == nil {
-				payload, more := next(ctx)
+				payload, more := next(ctx, true)
 				if !more {
 					break
 				}
-				if !c.enqueueResult(ctx, frame(op.id, c.nextType(), payload), op) {
+				// The results already at hand go out with this one.
+				batch = append(batch[:0], payload)
+				for size := len(payload); len(batch) < maxBatch && size < maxBatchBytes; size += len(payload) {
+					if payload, _ = next(ctx, false); payload == nil {
+						break
+					}
+					batch = append(batch, payload)
+				}
+				if !c.sendResults(ctx, op, head, batch) {
 					return
 				}
 			}
@@ -114,7 +124,6 @@ func (c *conn) run(ctx context.Context, op *operation, params *graphql.RawParams
 		return
 	}
 
-	next := c.nextType()
 	responses, ctx := c.exec.DispatchOperation(ctx, rc)
 	for ctx.Err() == nil {
 		resp := responses(ctx)
@@ -127,12 +136,19 @@ func (c *conn) run(ctx context.Context, op *operation, params *graphql.RawParams
 			c.finishOperation(op, gqlerror.List{{Message: "internal server error"}})
 			return
 		}
-		if !c.enqueueResult(ctx, frame(op.id, next, payload), op) {
+		if !c.sendResults(ctx, op, head, [][]byte{payload}) {
 			return // the operation was stopped or the connection is closing
 		}
 	}
 	c.finishOperation(op, nil)
 }
+
+// maxBatch and maxBatchBytes bound how many results, and how many bytes of
+// them, one write of the fast path carries.
+const (
+	maxBatch      = 64
+	maxBatchBytes = 64 << 10
+)
 
 // finishOperation ends an operation that was not stopped by the client:
 // with an error message carrying errs if there are any (followed by
