@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 )
@@ -21,6 +22,36 @@ func deliveringAttempts(t *testing.T, pool *pgxpool.Pool) map[attemptKey]bool {
 	t.Helper()
 	rows, err := pool.Query(context.Background(),
 		`SELECT delivery_id::text, number FROM webhook_delivery_attempts WHERE outcome = 'DELIVERING'`)
+	require.NoError(t, err)
+	out := map[attemptKey]bool{}
+	for rows.Next() {
+		var k attemptKey
+		require.NoError(t, rows.Scan(&k.delivery, &k.number))
+		out[k] = true
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// riverClients returns the ids of the River clients that have worked a job.
+func riverClients(t *testing.T, pool *pgxpool.Pool) []string {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT DISTINCT unnest(attempted_by) FROM river_job`)
+	require.NoError(t, err)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	return ids
+}
+
+// deliveringAttemptsOf returns the attempts left DELIVERING by the jobs
+// that River clients (of one process) were running.
+func deliveringAttemptsOf(t *testing.T, pool *pgxpool.Pool, clients []string) map[attemptKey]bool {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT a.delivery_id::text, a.number FROM webhook_delivery_attempts a
+		WHERE a.outcome = 'DELIVERING' AND EXISTS (SELECT 1 FROM river_job j
+			WHERE j.kind = 'webhook_delivery' AND j.state = 'running'
+			  AND j.attempted_by[array_length(j.attempted_by, 1)] = ANY($1)
+			  AND j.args->'delivery_ids' ? a.delivery_id::text)`, clients)
 	require.NoError(t, err)
 	out := map[attemptKey]bool{}
 	for rows.Next() {

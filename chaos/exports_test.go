@@ -128,6 +128,10 @@ func awaitExportSettled(t *testing.T, s *server, token, id string, timeout time.
 	return e
 }
 
+// exportSeedEvents is how many events the export tests seed: enough for an
+// export to run for a while even on a quiet machine (about 200,000 rows/s).
+const exportSeedEvents = 400_000
+
 // TestKillDuringExport kills `aether serve` with SIGKILL while an export
 // runs, starts it again, and checks that the export ends READY with a
 // complete object matching its digest (or FAILED with a reason), never READY
@@ -135,7 +139,7 @@ func awaitExportSettled(t *testing.T, s *server, token, id string, timeout time.
 func TestKillDuringExport(t *testing.T) {
 	t.Parallel()
 	d := newDeployment(t, shared)
-	d.seed(t, 100_000)
+	d.seed(t, exportSeedEvents)
 	first := d.serve(t, "first")
 	id := requestExport(t, first, d.token)
 	// Progress is recorded every second: rows > 0 means the object is

@@ -17,7 +17,7 @@ import (
 func TestTwoProcessesOneKilled(t *testing.T) {
 	t.Parallel()
 	d := newDeployment(t, shared)
-	d.seed(t, 100_000)
+	d.seed(t, exportSeedEvents)
 	rcv := newReceiver(t, 200*time.Millisecond, 500*time.Millisecond)
 
 	// The first process is alone when the work starts, so it takes it.
@@ -34,6 +34,9 @@ func TestTwoProcessesOneKilled(t *testing.T) {
 		return open > 0 && state == "RUNNING"
 	})
 
+	// Every River client that ran a job so far is the first process's.
+	doomedClients := riverClients(t, d.pool)
+	require.NotEmpty(t, doomedClients)
 	survivor := d.serve(t, "survivor")
 	var maxSeq uint64
 	require.NoError(t, d.pool.QueryRow(context.Background(),
@@ -43,7 +46,9 @@ func TestTwoProcessesOneKilled(t *testing.T) {
 	doomed.kill(t)
 	var exportState string
 	require.NoError(t, d.pool.QueryRow(context.Background(), `SELECT state FROM data_exports WHERE id = $1`, exportID).Scan(&exportState))
-	leftovers := deliveringAttempts(t, d.pool)
+	// The survivor delivers too: only the attempts of the killed process's
+	// jobs are left over.
+	leftovers := deliveringAttemptsOf(t, d.pool, doomedClients)
 	t.Logf("at the kill: export %s, %d attempts DELIVERING", exportState, len(leftovers))
 	require.NotEmpty(t, leftovers, "the kill left no attempt in flight")
 	require.Equal(t, "RUNNING", exportState, "the export finished before the kill: seed more events")
