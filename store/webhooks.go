@@ -431,6 +431,12 @@ func (s *Store) SaveWebhookAttempt(ctx context.Context, deliveryID uuid.UUID, a 
 // the stored delivery is still in the state (and attempt count) the change
 // was computed from: compare and set. It returns the ids of the deliveries
 // it saved; a missing one was moved by another run meanwhile.
+//
+// The changes either all start attempts (outcome DELIVERING: the attempt
+// rows are inserted; one already there is an error, as the compare and set
+// says it cannot be) or all end them (the DELIVERING attempt rows are
+// updated in place, a plain UPDATE being cheaper for PostgreSQL than an
+// insert that conflicts).
 func (s *Store) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.WebhookDeliveryChange) ([]uuid.UUID, error) {
 	if len(changes) == 0 {
 		return nil, nil
@@ -449,10 +455,14 @@ func (s *Store) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.We
 		latencies                         = make([]*int64, n)
 	)
 	tenantID := changes[0].Delivery.TenantID
+	starting := changes[0].Attempt.Outcome == domain.WebhookAttemptDelivering
 	for i, c := range changes {
 		d, a := c.Delivery, c.Attempt
 		if d.TenantID != tenantID {
 			return nil, fmt.Errorf("saving webhook deliveries: more than one tenant")
+		}
+		if (a.Outcome == domain.WebhookAttemptDelivering) != starting {
+			return nil, fmt.Errorf("saving webhook deliveries: attempts started and ended in one batch")
 		}
 		ids[i], prevStates[i], prevAttempts[i] = d.ID, string(c.PrevState), int32(c.PrevAttempts)
 		states[i], counts[i], maxAttempts[i], lastErrors[i] = string(d.State), int32(d.AttemptCount), int32(d.MaxAttempts), d.LastError
@@ -468,6 +478,19 @@ func (s *Store) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.We
 			latencies[i] = &us
 		}
 	}
+	attemptStatement := `INSERT INTO webhook_delivery_attempts (delivery_id, ` + attemptColumns + `)
+			SELECT c.id, c.number, c.outcome, c.started_at, c.finished_at, c.status_code, c.latency_us, c.error_class,
+				c.error, c.response_body
+			FROM c JOIN d ON d.id = c.id
+			RETURNING delivery_id`
+	if !starting {
+		attemptStatement = `UPDATE webhook_delivery_attempts t SET outcome = c.outcome, finished_at = c.finished_at,
+				status_code = c.status_code, latency_us = c.latency_us, error_class = c.error_class, error = c.error,
+				response_body = c.response_body
+			FROM c JOIN d ON d.id = c.id
+			WHERE t.delivery_id = c.id AND t.number = c.number
+			RETURNING t.delivery_id`
+	}
 	rows, _ := s.q(ctx).Query(ctx, `WITH c AS (
 			SELECT * FROM unnest($2::uuid[], $3::text[], $4::int[], $5::text[], $6::int[], $7::int[], $8::timestamptz[],
 				$9::timestamptz[], $10::timestamptz[], $11::timestamptz[], $12::text[], $13::int[], $14::text[],
@@ -482,16 +505,7 @@ func (s *Store) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.We
 			FROM c
 			WHERE w.tenant_id = $1 AND w.id = c.id AND w.state = c.prev_state AND w.attempt_count = c.prev_attempts
 			RETURNING w.id
-		), a AS (
-			INSERT INTO webhook_delivery_attempts (delivery_id, `+attemptColumns+`)
-			SELECT c.id, c.number, c.outcome, c.started_at, c.finished_at, c.status_code, c.latency_us, c.error_class,
-				c.error, c.response_body
-			FROM c JOIN d ON d.id = c.id
-			ON CONFLICT (delivery_id, number) DO UPDATE SET outcome = EXCLUDED.outcome, finished_at = EXCLUDED.finished_at,
-				status_code = EXCLUDED.status_code, latency_us = EXCLUDED.latency_us, error_class = EXCLUDED.error_class,
-				error = EXCLUDED.error, response_body = EXCLUDED.response_body
-			RETURNING delivery_id
-		)
+		), a AS (`+attemptStatement+`)
 		SELECT delivery_id FROM a`,
 		tenantID, ids, prevStates, prevAttempts, states, counts, maxAttempts, nextAt, updatedAt, deliveredAt, deadAt,
 		lastErrors, numbers, outcomes, startedAt, finishedAt, statuses, latencies, classes, errs, bodies)
