@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync"
@@ -20,18 +21,74 @@ const maxDeliveryBatch = 50
 // maxDeliveryBatch deliveries to one destination: the first attempts of a
 // fan-out's new deliveries (batched, so that their intents and outcomes are
 // written with one statement each), or one delivery's retry, redrive or
-// resend. Attempts[i] is the attempt number the job is for (1 when absent):
-// a delivery found in another state is left alone.
+// resend. Attempts[i] is the attempt number the job is for of its i-th
+// delivery (1 when absent): a delivery found in another state is left
+// alone.
+//
+// Deliveries holds the deliveries' ids and their events' ids as one string
+// of hex digits (64 per delivery: its id, then its event's id), not as JSON
+// arrays: River indexes job arguments with GIN, one index entry per array
+// element, written again on every state change of the job (inserted,
+// running, completed), which cost PostgreSQL more than the job's own
+// statements. Jobs enqueued before that change carry the ids in
+// LegacyDeliveryIDs and LegacyEventIDs instead, and still run.
 type WebhookDeliveryArgs struct {
-	TenantID      string      `json:"tenant_id"`
-	DestinationID uuid.UUID   `json:"destination_id"`
-	DeliveryIDs   []uuid.UUID `json:"delivery_ids"`
-	EventIDs      []uuid.UUID `json:"event_ids"`
-	Attempts      []int       `json:"attempts,omitempty"`
+	TenantID          string      `json:"tenant_id"`
+	DestinationID     uuid.UUID   `json:"destination_id"`
+	Deliveries        string      `json:"deliveries,omitempty"`
+	LegacyDeliveryIDs []uuid.UUID `json:"delivery_ids,omitempty"`
+	LegacyEventIDs    []uuid.UUID `json:"event_ids,omitempty"`
+	Attempts          []int       `json:"attempts,omitempty"`
 }
 
 // Kind names the job.
 func (WebhookDeliveryArgs) Kind() string { return "webhook_delivery" }
+
+// packedDeliveryLen is the length of one delivery in
+// WebhookDeliveryArgs.Deliveries.
+const packedDeliveryLen = 64
+
+// addDelivery appends d to the job's deliveries.
+func (args *WebhookDeliveryArgs) addDelivery(d *domain.WebhookDelivery) {
+	var b [packedDeliveryLen]byte
+	hex.Encode(b[:32], d.ID[:])
+	hex.Encode(b[32:], d.EventID[:])
+	args.Deliveries += string(b[:])
+}
+
+// Len is the number of deliveries the job is for.
+func (args WebhookDeliveryArgs) Len() int {
+	if args.Deliveries == "" {
+		return len(args.LegacyDeliveryIDs)
+	}
+	return len(args.Deliveries) / packedDeliveryLen
+}
+
+// IDs returns the ids of the job's deliveries and of their events, in
+// order; an error if the arguments are malformed.
+func (args WebhookDeliveryArgs) IDs() (deliveries, events []uuid.UUID, err error) {
+	if args.Deliveries == "" {
+		if len(args.LegacyEventIDs) != len(args.LegacyDeliveryIDs) {
+			return nil, nil, fmt.Errorf("webhook delivery job of %d deliveries and %d events", len(args.LegacyDeliveryIDs), len(args.LegacyEventIDs))
+		}
+		return args.LegacyDeliveryIDs, args.LegacyEventIDs, nil
+	}
+	if len(args.Deliveries)%packedDeliveryLen != 0 {
+		return nil, nil, fmt.Errorf("webhook delivery job: deliveries of %d characters", len(args.Deliveries))
+	}
+	n := len(args.Deliveries) / packedDeliveryLen
+	deliveries, events = make([]uuid.UUID, n), make([]uuid.UUID, n)
+	for i := range n {
+		p := args.Deliveries[i*packedDeliveryLen:]
+		if _, err := hex.Decode(deliveries[i][:], []byte(p[:32])); err != nil {
+			return nil, nil, fmt.Errorf("webhook delivery job: %w", err)
+		}
+		if _, err := hex.Decode(events[i][:], []byte(p[32:packedDeliveryLen])); err != nil {
+			return nil, nil, fmt.Errorf("webhook delivery job: %w", err)
+		}
+	}
+	return deliveries, events, nil
+}
 
 // attempt is the attempt number the job is for of its i-th delivery.
 func (args WebhookDeliveryArgs) attempt(i int) int {
@@ -46,12 +103,9 @@ func webhookDeliveryJob(d *domain.WebhookDelivery, at time.Time) domain.OutboxJo
 	if time.Until(at) < jobScheduleGranularity {
 		at = time.Time{}
 	}
-	return domain.OutboxJob{
-		Args: WebhookDeliveryArgs{TenantID: d.TenantID, DestinationID: d.DestinationID,
-			DeliveryIDs: []uuid.UUID{d.ID}, EventIDs: []uuid.UUID{d.EventID}, Attempts: []int{d.AttemptCount + 1}},
-		Queue:       QueueWebhooks,
-		ScheduledAt: at,
-	}
+	args := WebhookDeliveryArgs{TenantID: d.TenantID, DestinationID: d.DestinationID, Attempts: []int{d.AttemptCount + 1}}
+	args.addDelivery(d)
+	return domain.OutboxJob{Args: args, Queue: QueueWebhooks, ScheduledAt: at}
 }
 
 // webhookFirstAttemptJobs groups new deliveries (all PENDING, no attempt
@@ -72,8 +126,7 @@ func webhookFirstAttemptJobs(ds []*domain.WebhookDelivery) []domain.OutboxJob {
 			part := list[start:min(start+maxDeliveryBatch, len(list))]
 			args := WebhookDeliveryArgs{TenantID: part[0].TenantID, DestinationID: dest}
 			for _, d := range part {
-				args.DeliveryIDs = append(args.DeliveryIDs, d.ID)
-				args.EventIDs = append(args.EventIDs, d.EventID)
+				args.addDelivery(d)
 			}
 			jobs = append(jobs, domain.OutboxJob{Args: args, Queue: QueueWebhooks})
 		}
@@ -102,8 +155,12 @@ func (a *App) DeliverWebhooks(ctx context.Context, args WebhookDeliveryArgs) (er
 	if a.webhooks.Sender == nil || a.webhooks.Box == nil {
 		return errors.New("webhooks: delivery needs a sender and a master key")
 	}
-	if len(args.DeliveryIDs) == 0 || len(args.DeliveryIDs) > maxDeliveryBatch || len(args.EventIDs) != len(args.DeliveryIDs) {
-		return fmt.Errorf("webhook delivery job of %d deliveries and %d events", len(args.DeliveryIDs), len(args.EventIDs))
+	deliveryIDs, eventIDs, err := args.IDs()
+	if err != nil {
+		return err
+	}
+	if len(deliveryIDs) == 0 || len(deliveryIDs) > maxDeliveryBatch {
+		return fmt.Errorf("webhook delivery job of %d deliveries", len(deliveryIDs))
 	}
 	// A destination with its maximum of jobs under way gives the worker
 	// back rather than hold it.
@@ -113,15 +170,15 @@ func (a *App) DeliverWebhooks(ctx context.Context, args WebhookDeliveryArgs) (er
 	}
 	defer leave()
 	now := a.storedNow()
-	sc, err := a.store.WebhookBatchSendContext(ctx, args.TenantID, args.DestinationID, args.DeliveryIDs, args.EventIDs, now)
+	sc, err := a.store.WebhookBatchSendContext(ctx, args.TenantID, args.DestinationID, deliveryIDs, eventIDs, now)
 	if errors.Is(err, domain.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	want := make(map[uuid.UUID]int, len(args.DeliveryIDs))
-	for i, id := range args.DeliveryIDs {
+	want := make(map[uuid.UUID]int, len(deliveryIDs))
+	for i, id := range deliveryIDs {
 		want[id] = args.attempt(i)
 	}
 	var due []domain.WebhookDelivery

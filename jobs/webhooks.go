@@ -43,7 +43,7 @@ type WebhookDeliveryWorker struct {
 // Timeout implements river.Worker: a job sends its requests at least one at
 // a time, each within SendTimeout, plus time to record their outcomes.
 func (w *WebhookDeliveryWorker) Timeout(job *river.Job[app.WebhookDeliveryArgs]) time.Duration {
-	return time.Duration(len(job.Args.DeliveryIDs))*w.SendTimeout + 30*time.Second
+	return time.Duration(job.Args.Len())*w.SendTimeout + 30*time.Second
 }
 
 // Work implements river.Worker.

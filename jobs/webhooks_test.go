@@ -345,6 +345,9 @@ func TestWebhookCrashBetweenDeliveringAndOutcome(t *testing.T) {
 	require.Equal(t, 1, deliveryJobs, "and enqueues nothing")
 
 	args := lastJobArgs[app.WebhookDeliveryArgs](t, b.pool, "webhook_delivery")
+	deliveryIDs, _, err := args.IDs()
+	require.NoError(t, err)
+	require.Len(t, deliveryIDs, 1)
 	wake := make(chan struct{})
 	stale := make(chan error, 1)
 	cfg := b.cfg
@@ -353,14 +356,14 @@ func TestWebhookCrashBetweenDeliveringAndOutcome(t *testing.T) {
 	go func() { stale <- crashed.DeliverWebhooks(ctx, args) }()
 	<-r.arrived // the request reached the receiver; the worker is gone
 
-	d, err := b.app.WebhookDelivery(ctx, b.admin, args.DeliveryIDs[0].String())
+	d, err := b.app.WebhookDelivery(ctx, b.admin, deliveryIDs[0].String())
 	require.NoError(t, err)
 	require.Equal(t, domain.WebhookDeliveryDelivering, d.State, "the intent was committed before the request")
 	require.Equal(t, domain.WebhookAttemptDelivering, d.Attempts[0].Outcome)
 
 	// River rescues the job and runs it again.
 	require.NoError(t, b.app.DeliverWebhooks(ctx, args))
-	d, err = b.app.WebhookDelivery(ctx, b.admin, args.DeliveryIDs[0].String())
+	d, err = b.app.WebhookDelivery(ctx, b.admin, deliveryIDs[0].String())
 	require.NoError(t, err)
 	require.Equal(t, domain.WebhookAttemptUnknown, d.Attempts[0].Outcome, "a leftover DELIVERING attempt has an unknown outcome")
 	require.Equal(t, domain.WebhookDeliveryRetrying, d.State)

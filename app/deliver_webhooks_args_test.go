@@ -1,0 +1,74 @@
+package app
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/aetheriot/aether-audit/domain"
+)
+
+// TestWebhookDeliveryArgsRoundTrip checks that the ids of a batch job
+// survive River's JSON encoding in order, that jobs enqueued in the old
+// shape (JSON arrays of ids) still decode, and that malformed arguments are
+// errors.
+func TestWebhookDeliveryArgsRoundTrip(t *testing.T) {
+	dest := uuid.Must(uuid.NewV7())
+	var ds []*domain.WebhookDelivery
+	for range maxDeliveryBatch + 3 {
+		ds = append(ds, &domain.WebhookDelivery{ID: uuid.Must(uuid.NewV7()), TenantID: "t1", DestinationID: dest,
+			EventID: uuid.Must(uuid.NewV7())})
+	}
+	jobs := webhookFirstAttemptJobs(ds)
+	require.Len(t, jobs, 2)
+	var got []*domain.WebhookDelivery
+	for _, job := range jobs {
+		raw, err := json.Marshal(job.Args)
+		require.NoError(t, err)
+		require.NotContains(t, string(raw), "delivery_ids", "no JSON array of ids for River's GIN index")
+		var args WebhookDeliveryArgs
+		require.NoError(t, json.Unmarshal(raw, &args))
+		require.Equal(t, dest, args.DestinationID)
+		deliveries, events, err := args.IDs()
+		require.NoError(t, err)
+		require.Len(t, deliveries, args.Len())
+		for i := range deliveries {
+			got = append(got, &domain.WebhookDelivery{ID: deliveries[i], EventID: events[i]})
+			require.Equal(t, 1, args.attempt(i))
+		}
+	}
+	require.Len(t, got, len(ds))
+	for i := range ds {
+		require.Equal(t, ds[i].ID, got[i].ID)
+		require.Equal(t, ds[i].EventID, got[i].EventID)
+	}
+
+	retry := webhookDeliveryJob(&domain.WebhookDelivery{ID: ds[0].ID, EventID: ds[0].EventID, AttemptCount: 2}, ds[0].CreatedAt).Args.(WebhookDeliveryArgs)
+	deliveries, events, err := retry.IDs()
+	require.NoError(t, err)
+	require.Equal(t, []uuid.UUID{ds[0].ID}, deliveries)
+	require.Equal(t, []uuid.UUID{ds[0].EventID}, events)
+	require.Equal(t, 3, retry.attempt(0))
+
+	var legacy WebhookDeliveryArgs
+	require.NoError(t, json.Unmarshal([]byte(`{"tenant_id":"t1","destination_id":"`+dest.String()+
+		`","delivery_ids":["`+ds[1].ID.String()+`"],"event_ids":["`+ds[1].EventID.String()+`"],"attempts":[4]}`), &legacy))
+	require.Equal(t, 1, legacy.Len())
+	deliveries, events, err = legacy.IDs()
+	require.NoError(t, err)
+	require.Equal(t, []uuid.UUID{ds[1].ID}, deliveries)
+	require.Equal(t, []uuid.UUID{ds[1].EventID}, events)
+	require.Equal(t, 4, legacy.attempt(0))
+
+	for _, bad := range []WebhookDeliveryArgs{
+		{Deliveries: strings.Repeat("a", packedDeliveryLen-1)},
+		{Deliveries: strings.Repeat("z", packedDeliveryLen)},
+		{LegacyDeliveryIDs: []uuid.UUID{ds[0].ID}},
+	} {
+		_, _, err := bad.IDs()
+		require.Error(t, err)
+	}
+}
