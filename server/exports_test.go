@@ -10,13 +10,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,10 +22,6 @@ import (
 
 	"github.com/aetheriot/aether-audit/app"
 	"github.com/aetheriot/aether-audit/export"
-	"github.com/aetheriot/aether-audit/live"
-	"github.com/aetheriot/aether-audit/server"
-	"github.com/aetheriot/aether-audit/store"
-	"github.com/aetheriot/aether-audit/store/storetest"
 )
 
 // exportDownloadKey signs the download capabilities of setupExports' app.
@@ -39,7 +32,6 @@ var exportDownloadKey = []byte("0123456789abcdef0123456789abcdef-export-download
 // run an export's job, which this server runs no worker for.
 type exportBundle struct {
 	*testBundle
-	app *app.App
 }
 
 // setupExports serves a fresh server over a fresh database, like setup,
@@ -47,35 +39,14 @@ type exportBundle struct {
 // directory. mutate, when given, adjusts the export configuration.
 func setupExports(t *testing.T, mutate func(*app.ExportConfig)) *exportBundle {
 	t.Helper()
-	ctx := context.Background()
-	pool := storetest.NewPool(t)
-	secret := []byte("0123456789abcdef0123456789abcdef-export-test")
-	verifier := testVerifier(t, secret)
-
-	bucket, err := export.OpenBucket(ctx, "file://"+t.TempDir())
+	bucket, err := export.OpenBucket(context.Background(), "file://"+t.TempDir())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = bucket.Close() })
-
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	hub := testHub(t, pool, store.New(pool), live.Config{Logger: logger})
-
 	cfg := app.ExportConfig{Bucket: bucket, DownloadKey: exportDownloadKey}
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	application := app.New(store.New(pool), app.Config{Logger: logger, Live: hub, Exports: cfg, ExportWatch: hub})
-
-	b := &testBundle{secret: secret, ready: &atomic.Pointer[error]{}}
-	b.server = server.New(server.Config{
-		App:      application,
-		Verifier: verifier,
-		Logger:   logger,
-		Ready:    func(context.Context) error { return nil },
-	})
-	srv := httptest.NewServer(b.server)
-	t.Cleanup(srv.Close)
-	b.url = srv.URL
-	return &exportBundle{testBundle: b, app: application}
+	return &exportBundle{testBundle: setupApp(t, app.Config{Exports: cfg}, nil)}
 }
 
 // allExportPerms is every permission the export API and its setup use.

@@ -104,7 +104,7 @@ func setupOperator(t *testing.T, tracing bool) *operatorBundle {
 	})
 	b.river = client
 
-	tb := &testBundle{secret: secret, ready: &atomic.Pointer[error]{}}
+	tb := &testBundle{secret: secret, ready: &atomic.Pointer[error]{}, app: application}
 	tb.server = server.New(server.Config{
 		App: application, Verifier: verifier, Logger: logger,
 		Metrics: m, TracerProvider: tp, River: client, OperatorTenants: []string{tenantA},
@@ -113,7 +113,7 @@ func setupOperator(t *testing.T, tracing bool) *operatorBundle {
 	srv := httptest.NewServer(tb.server)
 	t.Cleanup(srv.Close)
 	tb.url = srv.URL
-	b.exportBundle = &exportBundle{testBundle: tb, app: application}
+	b.exportBundle = &exportBundle{testBundle: tb}
 	return b
 }
 

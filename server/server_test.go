@@ -99,14 +99,12 @@ func testHub(tb testing.TB, pool *pgxpool.Pool, st live.Store, cfg live.Config) 
 	return hub
 }
 
-func withLogAndLive(c app.Config, logger *slog.Logger, hub app.LiveFeed) app.Config {
-	c.Logger, c.Live = logger, hub
-	return c
-}
-
 // testBundle is what a test of this file gets from setup.
 type testBundle struct {
 	server *server.Server
+	// app is the server's app, for work its workers would do (fan-outs,
+	// export runs), which these servers run none of.
+	app    *app.App
 	url    string
 	secret []byte
 	// ready is what Config.Ready answers; nil means ready.
@@ -120,8 +118,8 @@ func setup(t *testing.T, mutate func(*server.Config)) *testBundle {
 	return setupApp(t, app.Config{}, mutate)
 }
 
-// setupApp is setup with an app configuration (its logger and live feed
-// are set here).
+// setupApp is setup with an app configuration (its logger, live feed and
+// export watcher are set here); the app is at hand in the bundle.
 func setupApp(t *testing.T, appCfg app.Config, mutate func(*server.Config)) *testBundle {
 	t.Helper()
 	pool := storetest.NewPool(t)
@@ -131,8 +129,10 @@ func setupApp(t *testing.T, appCfg app.Config, mutate func(*server.Config)) *tes
 	b := &testBundle{secret: secret, ready: &atomic.Pointer[error]{}}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	hub := testHub(t, pool, store.New(pool), live.Config{Logger: logger})
+	appCfg.Logger, appCfg.Live, appCfg.ExportWatch = logger, hub, hub
+	b.app = app.New(store.New(pool), appCfg)
 	cfg := server.Config{
-		App:      app.New(store.New(pool), withLogAndLive(appCfg, logger, hub)),
+		App:      b.app,
 		Verifier: verifier,
 		Logger:   logger,
 		Ready: func(context.Context) error {

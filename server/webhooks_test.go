@@ -4,12 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,9 +14,6 @@ import (
 
 	"github.com/aetheriot/aether-audit/app"
 	"github.com/aetheriot/aether-audit/secrets"
-	"github.com/aetheriot/aether-audit/server"
-	"github.com/aetheriot/aether-audit/store"
-	"github.com/aetheriot/aether-audit/store/storetest"
 )
 
 // webhookBundle is a server whose app can create webhook destinations (it
@@ -28,33 +21,15 @@ import (
 // which this server runs no worker for.
 type webhookBundle struct {
 	*testBundle
-	app *app.App
 }
 
 // setupWebhooks serves a fresh server over a fresh database, like setup,
 // with an app configured for webhooks.
 func setupWebhooks(t *testing.T) *webhookBundle {
 	t.Helper()
-	pool := storetest.NewPool(t)
-	secret := []byte("0123456789abcdef0123456789abcdef-webhook-test")
-	verifier := testVerifier(t, secret)
-
 	box, err := secrets.NewBox(make([]byte, secrets.KeySize))
 	require.NoError(t, err)
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	application := app.New(store.New(pool), app.Config{Logger: logger, Webhooks: app.WebhookConfig{Box: box}})
-
-	b := &testBundle{secret: secret, ready: &atomic.Pointer[error]{}}
-	b.server = server.New(server.Config{
-		App:      application,
-		Verifier: verifier,
-		Logger:   logger,
-		Ready:    func(context.Context) error { return nil },
-	})
-	srv := httptest.NewServer(b.server)
-	t.Cleanup(srv.Close)
-	b.url = srv.URL
-	return &webhookBundle{testBundle: b, app: application}
+	return &webhookBundle{testBundle: setupApp(t, app.Config{Webhooks: app.WebhookConfig{Box: box}}, nil)}
 }
 
 // allWebhookPerms is every permission the webhook API and its setup use.
