@@ -438,46 +438,14 @@ func driveFanout(ctx context.Context, plan fanoutPlan) (fanoutWindow, error) {
 		cpuDone <- nil
 	}()
 
-	var (
-		mu       sync.Mutex
-		firstErr error
-		wg       sync.WaitGroup
-	)
-	for k := 0; ; k++ {
-		at := start.Add(time.Duration(k) * interval)
-		if !at.Before(w.t1) {
-			break
-		}
-		if err := sleepCtx(ctx, time.Until(at)); err != nil {
-			break
-		}
-		mu.Lock()
-		failed := firstErr != nil
-		mu.Unlock()
-		if failed {
-			break
-		}
-		wg.Go(func() {
-			stamp := time.Now()
-			err := plan.send(ctx, stamp)
-			took := time.Since(stamp)
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err != nil:
-				if firstErr == nil {
-					firstErr = err
-				}
-			case !stamp.Before(w.t0) && stamp.Before(w.t1):
-				w.events++
-				w.sendLat = append(w.sendLat, took)
-			}
-		})
-	}
-	wg.Wait()
+	lat, sendErr := pacedSends(ctx, start, w.t0, w.t1, interval, func(ctx context.Context) (time.Time, error) {
+		stamp := time.Now()
+		return stamp, plan.send(ctx, stamp)
+	})
+	w.events, w.sendLat = int64(len(lat)), lat
 	cpuErr := <-cpuDone
-	if firstErr != nil {
-		return w, firstErr
+	if sendErr != nil {
+		return w, sendErr
 	}
 	if cpuErr != nil {
 		return w, cpuErr
@@ -618,6 +586,51 @@ func settle(idle int) {
 }
 
 // sleepCtx sleeps for d or until ctx ends.
+// pacedSends calls send once per interval from start until end, each call
+// in its own goroutine, and stops at the first error, which it returns once
+// every call has ended. It returns how long each call took whose stamp (the
+// time send reports for it) falls in [t0, end).
+func pacedSends(ctx context.Context, start, t0, end time.Time, interval time.Duration, send func(context.Context) (time.Time, error)) ([]time.Duration, error) {
+	var (
+		mu       sync.Mutex
+		firstErr error
+		wg       sync.WaitGroup
+		lat      []time.Duration
+	)
+	for k := 0; ; k++ {
+		at := start.Add(time.Duration(k) * interval)
+		if !at.Before(end) {
+			break
+		}
+		if err := sleepCtx(ctx, time.Until(at)); err != nil {
+			break
+		}
+		mu.Lock()
+		failed := firstErr != nil
+		mu.Unlock()
+		if failed {
+			break
+		}
+		wg.Go(func() {
+			began := time.Now()
+			stamp, err := send(ctx)
+			took := time.Since(began)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				if firstErr == nil {
+					firstErr = err
+				}
+			case !stamp.Before(t0) && stamp.Before(end):
+				lat = append(lat, took)
+			}
+		})
+	}
+	wg.Wait()
+	return lat, firstErr
+}
+
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()

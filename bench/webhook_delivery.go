@@ -825,12 +825,9 @@ func (b *webhookBench) measureLag(ctx context.Context, label string, send func(c
 	m.t0, m.t1, m.window = t0, t1, t1.Sub(t0)
 
 	var (
-		mu       sync.Mutex
-		firstErr error
-		wg       sync.WaitGroup
-		meter    cpuMeter
-		cpu      whCPU
-		cpuDone  = make(chan error, 1)
+		meter   cpuMeter
+		cpu     whCPU
+		cpuDone = make(chan error, 1)
 	)
 	go func() {
 		if err := sleepCtx(ctx, time.Until(t0)); err != nil {
@@ -845,42 +842,13 @@ func (b *webhookBench) measureLag(ctx context.Context, label string, send func(c
 		cpu = meter.stop()
 		cpuDone <- nil
 	}()
+	var sendErr error
 	pprof.Do(ctx, pprof.Labels("side", label, "scenario", "webhook-delivery"), func(ctx context.Context) {
-		for k := 0; ; k++ {
-			at := start.Add(time.Duration(k) * interval)
-			if !at.Before(t1) {
-				break
-			}
-			if err := sleepCtx(ctx, time.Until(at)); err != nil {
-				break
-			}
-			mu.Lock()
-			failed := firstErr != nil
-			mu.Unlock()
-			if failed {
-				break
-			}
-			wg.Go(func() {
-				began := time.Now()
-				stamp, err := send(ctx)
-				took := time.Since(began)
-				mu.Lock()
-				defer mu.Unlock()
-				switch {
-				case err != nil:
-					if firstErr == nil {
-						firstErr = err
-					}
-				case !stamp.Before(t0) && stamp.Before(t1):
-					m.expected++
-					m.sendLat = append(m.sendLat, took)
-				}
-			})
-		}
+		m.sendLat, sendErr = pacedSends(ctx, start, t0, t1, interval, send)
+		m.expected = int64(len(m.sendLat))
 	})
-	wg.Wait()
 	cpuErr := <-cpuDone
-	if err := errors.Join(firstErr, cpuErr, ctx.Err()); err != nil {
+	if err := errors.Join(sendErr, cpuErr, ctx.Err()); err != nil {
 		return m, err
 	}
 	lat, rep, err := b.recv.report(ctx, receiverCommand{From: t0.UnixNano(), To: t1.UnixNano(), Expect: m.expected,
