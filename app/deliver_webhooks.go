@@ -14,8 +14,22 @@ import (
 	"github.com/aetheriot/aether-audit/webhook"
 )
 
-// maxDeliveryBatch bounds the deliveries of one job.
-const maxDeliveryBatch = 50
+// maxDeliveryBatch bounds the deliveries of one job. Each job costs
+// PostgreSQL a fetch, a read, two transactions and a completion whatever its
+// size, so that larger jobs cost less per delivery (50 to 100 took about a
+// sixth off the CPU time per delivery in the webhook-delivery benchmark).
+const maxDeliveryBatch = 100
+
+// DeliveryJobTimeout bounds a delivery job of n deliveries whose requests
+// may each take up to perRequest: the job sends them as many at a time as
+// the destination's in-flight limit allows, then records their outcomes.
+// Requests the job could not start in time (other jobs of the destination
+// held its request slots) are recorded as failed attempts, not sent, and
+// retried on the schedule.
+func (a *App) DeliveryJobTimeout(n int, perRequest time.Duration) time.Duration {
+	rounds := (max(n, 1) + a.webhooks.MaxInFlightPerDestination - 1) / a.webhooks.MaxInFlightPerDestination
+	return time.Duration(rounds)*perRequest + 30*time.Second
+}
 
 // WebhookDeliveryArgs asks for one attempt of each of up to
 // maxDeliveryBatch deliveries to one destination: the first attempts of a

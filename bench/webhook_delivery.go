@@ -3,7 +3,7 @@ package main
 // The webhook-delivery scenario: audit events recorded through the use case
 // (app.App.RecordAuditEvents / RecordAuditEvent) into projects with webhook
 // subscriptions, delivered by the real pipeline (outbox job webhook_fanout,
-// webhook_delivery jobs of up to 50 deliveries per destination,
+// webhook_delivery jobs of up to 100 deliveries per destination,
 // app.App.DeliverWebhooks with
 // webhook.Sender) to a local HTTPS receiver in a child process
 // (webhook_receiver.go); against a plain net/http client posting payloads

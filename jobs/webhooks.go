@@ -40,10 +40,9 @@ type WebhookDeliveryWorker struct {
 	SendTimeout time.Duration
 }
 
-// Timeout implements river.Worker: a job sends its requests at least one at
-// a time, each within SendTimeout, plus time to record their outcomes.
+// Timeout implements river.Worker; see app.App.DeliveryJobTimeout.
 func (w *WebhookDeliveryWorker) Timeout(job *river.Job[app.WebhookDeliveryArgs]) time.Duration {
-	return time.Duration(job.Args.Len())*w.SendTimeout + 30*time.Second
+	return w.App.DeliveryJobTimeout(job.Args.Len(), w.SendTimeout)
 }
 
 // Work implements river.Worker.
