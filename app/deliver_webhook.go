@@ -100,21 +100,18 @@ func (a *App) recordLostAttempt(ctx context.Context, tenantID string, deliveryID
 		return nil // resolved meanwhile
 	}
 	now := a.storedNow()
-	last, err := a.store.LastWebhookAttempt(ctx, d.ID)
-	if err != nil {
+	lost, _ := d.AttemptUnderWay()
+	lost.Outcome = domain.WebhookAttemptUnknown
+	lost.FinishedAt = &now
+	lost.Latency = now.Sub(lost.StartedAt)
+	lost.ErrorClass = "unknown"
+	lost.Error = unknownOutcome
+	// An upsert: a row may exist, written at the attempt's start by an
+	// earlier version.
+	if err := a.store.SaveWebhookAttempt(ctx, d.ID, lost); err != nil {
 		return err
 	}
-	if last.Outcome == domain.WebhookAttemptDelivering {
-		last.Outcome = domain.WebhookAttemptUnknown
-		last.FinishedAt = &now
-		last.Latency = now.Sub(last.StartedAt)
-		last.ErrorClass = "unknown"
-		last.Error = unknownOutcome
-		if err := a.store.SaveWebhookAttempt(ctx, d.ID, last); err != nil {
-			return err
-		}
-		a.observer.WebhookAttempt(strings.ToLower(string(domain.WebhookAttemptUnknown)), 0)
-	}
+	a.observer.WebhookAttempt(strings.ToLower(string(domain.WebhookAttemptUnknown)), 0)
 	retry, err := d.Fail(now, now, unknownOutcome)
 	if err != nil {
 		return err

@@ -214,6 +214,17 @@ func (d *WebhookDelivery) StartAttempt(now time.Time) (int, error) {
 	return d.AttemptCount, nil
 }
 
+// AttemptUnderWay returns the attempt a DELIVERING delivery has under way:
+// its number is AttemptCount and it started at UpdatedAt (StartAttempt set
+// both, and nothing else moves a DELIVERING delivery). ok is false in any
+// other state. The attempt's own evidence row is written when it ends.
+func (d WebhookDelivery) AttemptUnderWay() (a WebhookDeliveryAttempt, ok bool) {
+	if d.State != WebhookDeliveryDelivering || d.AttemptCount < 1 {
+		return a, false
+	}
+	return WebhookDeliveryAttempt{Number: d.AttemptCount, Outcome: WebhookAttemptDelivering, StartedAt: d.UpdatedAt}, true
+}
+
 // Succeed moves a DELIVERING delivery to DELIVERED.
 func (d *WebhookDelivery) Succeed(now time.Time) error {
 	if d.State != WebhookDeliveryDelivering {

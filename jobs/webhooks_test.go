@@ -323,7 +323,16 @@ func TestWebhookRetryAfterIsHonoured(t *testing.T) {
 // does, records the attempt as UNKNOWN, and the resend carries the same
 // webhook-id. When the stale worker finally wakes, its late outcome is
 // refused (the delivery moved on).
+//
+// The attempt under way lives in the delivery's row; the second case adds
+// the row an earlier version wrote at an attempt's start, as a process of
+// that version would leave it, which must be shown once and closed in place.
 func TestWebhookCrashBetweenDeliveringAndOutcome(t *testing.T) {
+	t.Run("attempt in the delivery row", func(t *testing.T) { crashBetweenDeliveringAndOutcome(t, false) })
+	t.Run("attempt row of an earlier version", func(t *testing.T) { crashBetweenDeliveringAndOutcome(t, true) })
+}
+
+func crashBetweenDeliveringAndOutcome(t *testing.T, legacyRow bool) {
 	r := newReceiver(t, always(200))
 	b := setupWebhooks(t, setupOpts{rootCAs: r, noWorkers: true})
 	b.subscribe(t, r, "device.*")
@@ -359,13 +368,28 @@ func TestWebhookCrashBetweenDeliveringAndOutcome(t *testing.T) {
 	d, err := b.app.WebhookDelivery(ctx, b.admin, deliveryIDs[0].String())
 	require.NoError(t, err)
 	require.Equal(t, domain.WebhookDeliveryDelivering, d.State, "the intent was committed before the request")
+	require.Len(t, d.Attempts, 1)
 	require.Equal(t, domain.WebhookAttemptDelivering, d.Attempts[0].Outcome)
+	require.Equal(t, 1, d.Attempts[0].Number)
+	require.Equal(t, d.UpdatedAt, d.Attempts[0].StartedAt)
+	if legacyRow {
+		_, err := b.pool.Exec(ctx, `INSERT INTO webhook_delivery_attempts (delivery_id, number, outcome, started_at)
+			VALUES ($1, 1, 'DELIVERING', $2)`, d.ID, d.UpdatedAt)
+		require.NoError(t, err)
+		again, err := b.app.WebhookDelivery(ctx, b.admin, d.ID.String())
+		require.NoError(t, err)
+		require.Equal(t, d.Attempts, again.Attempts, "the row and the delivery's attempt under way are one attempt")
+	}
 
 	// River rescues the job and runs it again.
 	require.NoError(t, b.app.DeliverWebhooks(ctx, args))
 	d, err = b.app.WebhookDelivery(ctx, b.admin, deliveryIDs[0].String())
 	require.NoError(t, err)
+	require.Len(t, d.Attempts, 1)
 	require.Equal(t, domain.WebhookAttemptUnknown, d.Attempts[0].Outcome, "a leftover DELIVERING attempt has an unknown outcome")
+	var rows int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM webhook_delivery_attempts WHERE delivery_id = $1`, d.ID).Scan(&rows))
+	require.Equal(t, 1, rows, "one row for the lost attempt")
 	require.Equal(t, domain.WebhookDeliveryRetrying, d.State)
 
 	b.startWorkers(t, 0)

@@ -381,29 +381,15 @@ func (s *Store) fillAttempts(ctx context.Context, ds []domain.WebhookDelivery) e
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("reading webhook attempts: %w", err)
 	}
+	// An attempt under way has no row yet (rows written before
+	// SaveWebhookDeliveriesIf stopped writing one at the start still do).
+	for i := range ds {
+		a, ok := ds[i].AttemptUnderWay()
+		if ok && (len(ds[i].Attempts) == 0 || ds[i].Attempts[len(ds[i].Attempts)-1].Number < a.Number) {
+			ds[i].Attempts = append(ds[i].Attempts, a)
+		}
+	}
 	return nil
-}
-
-// LastWebhookAttempt returns the delivery's latest attempt; ErrNotFound when
-// it has none.
-func (s *Store) LastWebhookAttempt(ctx context.Context, deliveryID uuid.UUID) (domain.WebhookDeliveryAttempt, error) {
-	var (
-		a       domain.WebhookDeliveryAttempt
-		outcome string
-		latency *int64
-		status  *int32
-	)
-	err := s.q(ctx).QueryRow(ctx, `SELECT `+attemptColumns+` FROM webhook_delivery_attempts
-		WHERE delivery_id = $1 ORDER BY number DESC LIMIT 1`, deliveryID).Scan(&a.Number, &outcome, &a.StartedAt,
-		&a.FinishedAt, &status, &latency, &a.ErrorClass, &a.Error, &a.ResponseBody)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return a, ErrNotFound
-	}
-	if err != nil {
-		return a, fmt.Errorf("reading webhook attempt: %w", err)
-	}
-	a.Outcome = domain.WebhookAttemptOutcome(outcome)
-	return a, nil
 }
 
 // SaveWebhookAttempt inserts or updates (by number) an attempt of a delivery.
@@ -432,11 +418,12 @@ func (s *Store) SaveWebhookAttempt(ctx context.Context, deliveryID uuid.UUID, a 
 // was computed from: compare and set. It returns the ids of the deliveries
 // it saved; a missing one was moved by another run meanwhile.
 //
-// The changes either all start attempts (outcome DELIVERING: the attempt
-// rows are inserted; one already there is an error, as the compare and set
-// says it cannot be) or all end them (the DELIVERING attempt rows are
-// updated in place, a plain UPDATE being cheaper for PostgreSQL than an
-// insert that conflicts).
+// The changes either all start attempts (outcome DELIVERING) or all end
+// them. An attempt under way lives in its delivery's row alone: state
+// DELIVERING, attemptCount its number, updatedAt its start (see
+// inFlightAttempt), so that starting writes one row per delivery. Ending
+// inserts the finished attempt's row. An attempt row is thus written once,
+// never updated: one row version per attempt instead of two.
 func (s *Store) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.WebhookDeliveryChange) ([]uuid.UUID, error) {
 	if len(changes) == 0 {
 		return nil, nil
@@ -447,12 +434,7 @@ func (s *Store) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.We
 		prevStates, states, lastErrors    = make([]string, n), make([]string, n), make([]string, n)
 		prevAttempts, counts, maxAttempts = make([]int32, n), make([]int32, n), make([]int32, n)
 		nextAt, deliveredAt, deadAt       = make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n)
-		updatedAt, startedAt              = make([]time.Time, n), make([]time.Time, n)
-		finishedAt                        = make([]*time.Time, n)
-		numbers                           = make([]int32, n)
-		outcomes, classes, errs, bodies   = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		statuses                          = make([]*int32, n)
-		latencies                         = make([]*int64, n)
+		updatedAt                         = make([]time.Time, n)
 	)
 	tenantID := changes[0].Delivery.TenantID
 	starting := changes[0].Attempt.Outcome == domain.WebhookAttemptDelivering
@@ -464,40 +446,18 @@ func (s *Store) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.We
 		if (a.Outcome == domain.WebhookAttemptDelivering) != starting {
 			return nil, fmt.Errorf("saving webhook deliveries: attempts started and ended in one batch")
 		}
+		if starting && (d.State != domain.WebhookDeliveryDelivering || a.Number != d.AttemptCount || !a.StartedAt.Equal(d.UpdatedAt)) {
+			return nil, fmt.Errorf("saving webhook deliveries: attempt %d of delivery %s is not the one its row records", a.Number, d.ID)
+		}
 		ids[i], prevStates[i], prevAttempts[i] = d.ID, string(c.PrevState), int32(c.PrevAttempts)
 		states[i], counts[i], maxAttempts[i], lastErrors[i] = string(d.State), int32(d.AttemptCount), int32(d.MaxAttempts), d.LastError
 		nextAt[i], updatedAt[i], deliveredAt[i], deadAt[i] = d.NextAttemptAt, d.UpdatedAt, d.DeliveredAt, d.DeadLetteredAt
-		numbers[i], outcomes[i], startedAt[i], finishedAt[i] = int32(a.Number), string(a.Outcome), a.StartedAt, a.FinishedAt
-		classes[i], errs[i], bodies[i] = a.ErrorClass, a.Error, a.ResponseBody
-		if a.StatusCode != nil {
-			code := int32(*a.StatusCode)
-			statuses[i] = &code
-		}
-		if a.Outcome != domain.WebhookAttemptDelivering {
-			us := a.Latency.Microseconds()
-			latencies[i] = &us
-		}
 	}
-	attemptStatement := `INSERT INTO webhook_delivery_attempts (delivery_id, ` + attemptColumns + `)
-			SELECT c.id, c.number, c.outcome, c.started_at, c.finished_at, c.status_code, c.latency_us, c.error_class,
-				c.error, c.response_body
-			FROM c JOIN d ON d.id = c.id
-			RETURNING delivery_id`
-	if !starting {
-		attemptStatement = `UPDATE webhook_delivery_attempts t SET outcome = c.outcome, finished_at = c.finished_at,
-				status_code = c.status_code, latency_us = c.latency_us, error_class = c.error_class, error = c.error,
-				response_body = c.response_body
-			FROM c JOIN d ON d.id = c.id
-			WHERE t.delivery_id = c.id AND t.number = c.number
-			RETURNING t.delivery_id`
-	}
-	rows, _ := s.q(ctx).Query(ctx, `WITH c AS (
+	const deliveries = `WITH c AS (
 			SELECT * FROM unnest($2::uuid[], $3::text[], $4::int[], $5::text[], $6::int[], $7::int[], $8::timestamptz[],
-				$9::timestamptz[], $10::timestamptz[], $11::timestamptz[], $12::text[], $13::int[], $14::text[],
-				$15::timestamptz[], $16::timestamptz[], $17::int[], $18::bigint[], $19::text[], $20::text[], $21::text[])
+				$9::timestamptz[], $10::timestamptz[], $11::timestamptz[], $12::text[])
 			AS u(id, prev_state, prev_attempts, state, attempt_count, max_attempts, next_attempt_at, updated_at,
-				delivered_at, dead_lettered_at, last_error, number, outcome, started_at, finished_at, status_code,
-				latency_us, error_class, error, response_body)
+				delivered_at, dead_lettered_at, last_error)
 		), d AS (
 			UPDATE webhook_deliveries w SET state = c.state, attempt_count = c.attempt_count, max_attempts = c.max_attempts,
 				next_attempt_at = c.next_attempt_at, updated_at = c.updated_at, delivered_at = c.delivered_at,
@@ -505,10 +465,44 @@ func (s *Store) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.We
 			FROM c
 			WHERE w.tenant_id = $1 AND w.id = c.id AND w.state = c.prev_state AND w.attempt_count = c.prev_attempts
 			RETURNING w.id
-		), a AS (`+attemptStatement+`)
-		SELECT delivery_id FROM a`,
-		tenantID, ids, prevStates, prevAttempts, states, counts, maxAttempts, nextAt, updatedAt, deliveredAt, deadAt,
-		lastErrors, numbers, outcomes, startedAt, finishedAt, statuses, latencies, classes, errs, bodies)
+		)`
+	args := []any{tenantID, ids, prevStates, prevAttempts, states, counts, maxAttempts, nextAt, updatedAt, deliveredAt, deadAt, lastErrors}
+	q := deliveries + ` SELECT id FROM d`
+	if !starting {
+		numbers := make([]int32, n)
+		outcomes, classes, errs, bodies := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		startedAt := make([]time.Time, n)
+		finishedAt := make([]*time.Time, n)
+		statuses := make([]*int32, n)
+		latencies := make([]*int64, n)
+		for i, c := range changes {
+			a := c.Attempt
+			numbers[i], outcomes[i], startedAt[i], finishedAt[i] = int32(a.Number), string(a.Outcome), a.StartedAt, a.FinishedAt
+			classes[i], errs[i], bodies[i] = a.ErrorClass, a.Error, a.ResponseBody
+			if a.StatusCode != nil {
+				code := int32(*a.StatusCode)
+				statuses[i] = &code
+			}
+			us := a.Latency.Microseconds()
+			latencies[i] = &us
+		}
+		// The join on d inserts only the attempts of the deliveries the
+		// compare and set moved: their attempt is this run's, so that no
+		// row of it can exist yet.
+		q = deliveries + `, a AS (
+			INSERT INTO webhook_delivery_attempts (delivery_id, ` + attemptColumns + `)
+			SELECT x.id, x.number, x.outcome, x.started_at, x.finished_at, x.status_code, x.latency_us, x.error_class,
+				x.error, x.response_body
+			FROM unnest($2::uuid[], $13::int[], $14::text[], $15::timestamptz[], $16::timestamptz[], $17::int[],
+				$18::bigint[], $19::text[], $20::text[], $21::text[])
+				AS x(id, number, outcome, started_at, finished_at, status_code, latency_us, error_class, error, response_body)
+			JOIN d ON d.id = x.id
+			RETURNING delivery_id
+		)
+		SELECT delivery_id FROM a`
+		args = append(args, numbers, outcomes, startedAt, finishedAt, statuses, latencies, classes, errs, bodies)
+	}
+	rows, _ := s.q(ctx).Query(ctx, q, args...)
 	saved, err := pgx.CollectRows(rows, rowToUUID)
 	if err != nil {
 		return nil, fmt.Errorf("saving webhook deliveries: %w", err)

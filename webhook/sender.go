@@ -91,8 +91,10 @@ func (c SenderConfig) withDefaults() SenderConfig {
 type Sender struct {
 	cfg       SenderConfig
 	policy    *addrPolicy
+	// transport makes each request with RoundTrip: one exchange, no
+	// redirect following, no cookie jar (an http.Client would add
+	// machinery for both, per request, only to turn it off).
 	transport *http.Transport
-	client    *http.Client
 }
 
 // NewSender returns a Sender for cfg, filling in defaults. The Sender's
@@ -128,17 +130,7 @@ func NewSender(cfg SenderConfig) *Sender {
 		DisableCompression:     true,
 		MaxResponseHeaderBytes: maxResponseHeaderBytes,
 	}
-	return &Sender{
-		cfg:       cfg,
-		policy:    policy,
-		transport: transport,
-		client: &http.Client{
-			Transport: transport,
-			CheckRedirect: func(*http.Request, []*http.Request) error {
-				return http.ErrUseLastResponse
-			},
-		},
-	}
+	return &Sender{cfg: cfg, policy: policy, transport: transport}
 }
 
 // CloseIdleConnections closes the Sender's idle keep-alive connections. The
@@ -176,7 +168,7 @@ func (s *Sender) Send(ctx context.Context, r Request) (res Result) {
 			res = Result{ErrorClass: ErrorClassOther, Error: "internal error while sending", MayHaveReached: true}
 		}
 	}()
-	if s == nil || s.client == nil {
+	if s == nil || s.transport == nil {
 		return Result{ErrorClass: ErrorClassOther, Error: "sender is not initialized"}
 	}
 	if ctx == nil {
@@ -203,8 +195,13 @@ func (s *Sender) deliver(parent context.Context, u *url.URL, r Request) Result {
 	if ts.IsZero() {
 		ts = time.Now()
 	}
-	ctx, cancel := context.WithTimeout(parent, s.cfg.Timeout)
+	// The request's context hangs off Background rather than parent, which
+	// only cancels it: net/http looks up values (its client trace) in the
+	// request's context many times per request, and a job's context is a
+	// long chain of values.
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
 	defer cancel()
+	defer context.AfterFunc(parent, cancel)()
 	trace := &attemptTrace{}
 	ctx = httptrace.WithClientTrace(ctx, trace.clientTrace())
 
@@ -219,7 +216,7 @@ func (s *Sender) deliver(parent context.Context, u *url.URL, r Request) Result {
 	req.Header.Set("User-Agent", s.cfg.UserAgent)
 
 	start := time.Now()
-	resp, err := s.client.Do(req)
+	resp, err := s.transport.RoundTrip(req)
 	latency := time.Since(start)
 	if err != nil {
 		class, msg := classify(err, parent, trace)
