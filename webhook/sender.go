@@ -89,8 +89,8 @@ func (c SenderConfig) withDefaults() SenderConfig {
 // keep-alive and is safe for concurrent use; create one per process (or per
 // configuration) with [NewSender] and share it.
 type Sender struct {
-	cfg       SenderConfig
-	policy    *addrPolicy
+	cfg    SenderConfig
+	policy *addrPolicy
 	// transport makes each request with RoundTrip: one exchange, no
 	// redirect following, no cookie jar (an http.Client would add
 	// machinery for both, per request, only to turn it off).
