@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -21,7 +20,9 @@ const finishTimeout = 30 * time.Second
 const unknownOutcome = "outcome unknown: the attempt was interrupted after its request may have reached the receiver"
 
 // WebhookPayload is the body of every webhook: the audit event in its
-// GraphQL shape, with its action as type.
+// GraphQL shape, with its action as type. Deliveries encode it with
+// domain.AuditEvent.AppendWebhookPayloadJSON, which writes the same bytes
+// as json.Marshal of this type.
 type WebhookPayload struct {
 	Type      string             `json:"type"`
 	Timestamp time.Time          `json:"timestamp"`
@@ -45,7 +46,7 @@ type preparedAttempt struct {
 // beginAttempt computes the start of d's next attempt: the change that
 // commits it as DELIVERING, and what to send.
 func (a *App) beginAttempt(d domain.WebhookDelivery, event *domain.AuditEvent, url string, keys [][]byte, keyErr error, now time.Time) (domain.WebhookDeliveryChange, *preparedAttempt, error) {
-	body, err := json.Marshal(WebhookPayload{Type: event.Action, Timestamp: event.RecordedAt, Data: event})
+	body, err := event.AppendWebhookPayloadJSON(make([]byte, 0, 1024))
 	if err != nil {
 		return domain.WebhookDeliveryChange{}, nil, fmt.Errorf("encoding webhook payload: %w", err)
 	}

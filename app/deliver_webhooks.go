@@ -275,33 +275,27 @@ func (a *App) DeliverWebhooks(ctx context.Context, args WebhookDeliveryArgs) (er
 }
 
 // sendAll sends prepared attempts through the destination's request
-// slots, as many at a time as slots are free.
+// slots, as many at a time as slots are free: each request gets a goroutine
+// once it holds a slot, so that a job waiting for slots holds one goroutine,
+// not one per request.
 func (a *App) sendAll(ctx context.Context, slots *destinationSlots, preps []*preparedAttempt) []webhook.Result {
 	results := make([]webhook.Result, len(preps))
-	next := make(chan int, len(preps))
-	for i := range preps {
-		next <- i
-	}
-	close(next)
 	var wg sync.WaitGroup
-	for range min(len(preps), cap(slots.requests)) {
+	for i, prep := range preps {
+		if prep.unsendable != nil {
+			results[i] = *prep.unsendable
+			continue
+		}
+		release, ok := slots.request(ctx)
+		if !ok {
+			results[i] = webhook.Result{ErrorClass: webhook.ErrorClassCanceled, Error: "delivery was canceled before its request was sent"}
+			continue
+		}
 		wg.Go(func() {
-			for i := range next {
-				prep := preps[i]
-				if prep.unsendable != nil {
-					results[i] = *prep.unsendable
-					continue
-				}
-				release, ok := slots.request(ctx)
-				if !ok {
-					results[i] = webhook.Result{ErrorClass: webhook.ErrorClassCanceled, Error: "delivery was canceled before its request was sent"}
-					continue
-				}
-				results[i] = a.webhooks.Sender.Send(ctx, webhook.Request{
-					URL: prep.url, ID: prep.delivery.IdempotencyKey, Timestamp: a.now(), Body: prep.body, Keys: prep.keys,
-				})
-				release()
-			}
+			defer release()
+			results[i] = a.webhooks.Sender.Send(ctx, webhook.Request{
+				URL: prep.url, ID: prep.delivery.IdempotencyKey, Timestamp: a.now(), Body: prep.body, Keys: prep.keys,
+			})
 		})
 	}
 	wg.Wait()

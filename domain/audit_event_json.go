@@ -123,6 +123,25 @@ func (e *AuditEvent) AppendJSONChecked(b []byte) ([]byte, error) {
 	return b, nil
 }
 
+// AppendWebhookPayloadJSON appends the body of a webhook of the event,
+// {"type": its action, "timestamp": its RecordedAt, "data": the event},
+// byte for byte what encoding/json's Marshal produces for that shape (the
+// app's WebhookPayload), without reflection. If Marshal would fail for the
+// event, it returns b unchanged and an error.
+func (e *AuditEvent) AppendWebhookPayloadJSON(b []byte) ([]byte, error) {
+	start := len(b)
+	b = append(b, `{"type":`...)
+	b = appendMarshalString(b, e.Action)
+	b = append(b, `,"timestamp":"`...)
+	b = e.RecordedAt.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","data":`...)
+	b, err := e.AppendJSONChecked(b)
+	if err != nil {
+		return b[:start], err
+	}
+	return append(b, '}'), nil
+}
+
 // appendMarshal is the slow path for events the fast path finds
 // unencodable: it appends json.Marshal's encoding of e or returns its error.
 func appendMarshal(b []byte, e *AuditEvent) ([]byte, error) {

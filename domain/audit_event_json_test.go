@@ -23,11 +23,25 @@ func requireMarshalEqual(t *testing.T, e *AuditEvent) {
 		require.EqualError(t, err, wantErr.Error())
 		require.Equal(t, "prefix:", string(got))
 		require.Equal(t, "prefix:", string(e.AppendJSON([]byte("prefix:"))))
+		got, err = e.AppendWebhookPayloadJSON([]byte("prefix:"))
+		require.Error(t, err)
+		require.Equal(t, "prefix:", string(got))
 		return
 	}
 	require.NoError(t, err)
 	require.Equal(t, "prefix:"+string(want), string(got))
 	require.Equal(t, string(want), string(e.AppendJSON(nil)))
+
+	// The webhook body: the app's WebhookPayload shape.
+	payload, err := json.Marshal(struct {
+		Type      string      `json:"type"`
+		Timestamp time.Time   `json:"timestamp"`
+		Data      *AuditEvent `json:"data"`
+	}{e.Action, e.RecordedAt, e})
+	require.NoError(t, err)
+	got, err = e.AppendWebhookPayloadJSON(prefix)
+	require.NoError(t, err)
+	require.Equal(t, "prefix:"+string(payload), string(got))
 }
 
 func fullJSONEvent() AuditEvent {
