@@ -11,8 +11,8 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/netip"
-	"net/url"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -95,6 +95,43 @@ type Sender struct {
 	// redirect following, no cookie jar (an http.Client would add
 	// machinery for both, per request, only to turn it off).
 	transport *http.Transport
+	// checked caches checkURL's verdicts by URL: they depend only on the
+	// URL and the Sender's configuration, and a delivery job sends up to a
+	// hundred requests to one URL.
+	checkedMu sync.Mutex
+	checked   map[string]checkedURL
+}
+
+// checkedURL is a cached checkURL verdict: the request URL in its
+// canonical form, or the violation.
+type checkedURL struct {
+	url       string
+	violation *urlViolation
+}
+
+// maxCheckedURLs bounds the verdict cache; it starts over when full.
+const maxCheckedURLs = 4096
+
+// check returns checkURL's verdict on raw, from the cache when it can.
+func (s *Sender) check(raw string) checkedURL {
+	s.checkedMu.Lock()
+	c, ok := s.checked[raw]
+	s.checkedMu.Unlock()
+	if ok {
+		return c
+	}
+	u, v := checkURL(raw, s.cfg.AllowHTTP, s.policy)
+	c = checkedURL{violation: v}
+	if v == nil {
+		c.url = u.String()
+	}
+	s.checkedMu.Lock()
+	if len(s.checked) >= maxCheckedURLs {
+		clear(s.checked)
+	}
+	s.checked[raw] = c
+	s.checkedMu.Unlock()
+	return c
 }
 
 // NewSender returns a Sender for cfg, filling in defaults. The Sender's
@@ -130,7 +167,7 @@ func NewSender(cfg SenderConfig) *Sender {
 		DisableCompression:     true,
 		MaxResponseHeaderBytes: maxResponseHeaderBytes,
 	}
-	return &Sender{cfg: cfg, policy: policy, transport: transport}
+	return &Sender{cfg: cfg, policy: policy, transport: transport, checked: map[string]checkedURL{}}
 }
 
 // CloseIdleConnections closes the Sender's idle keep-alive connections. The
@@ -174,8 +211,8 @@ func (s *Sender) Send(ctx context.Context, r Request) (res Result) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	u, v := checkURL(r.URL, s.cfg.AllowHTTP, s.policy)
-	if v != nil {
+	c := s.check(r.URL)
+	if v := c.violation; v != nil {
 		class := ErrorClassInvalidURL
 		if v.ssrf {
 			class = ErrorClassSSRF
@@ -185,12 +222,12 @@ func (s *Sender) Send(ctx context.Context, r Request) (res Result) {
 	if err := r.validate(); err != nil {
 		return Result{ErrorClass: ErrorClassOther, Error: "invalid request: " + err.Error()}
 	}
-	return s.deliver(ctx, u, r)
+	return s.deliver(ctx, c.url, r)
 }
 
 // deliver performs the HTTP exchange for an already validated URL and
 // request. The dial-time address check still applies.
-func (s *Sender) deliver(parent context.Context, u *url.URL, r Request) Result {
+func (s *Sender) deliver(parent context.Context, target string, r Request) Result {
 	ts := r.Timestamp
 	if ts.IsZero() {
 		ts = time.Now()
@@ -205,15 +242,18 @@ func (s *Sender) deliver(parent context.Context, u *url.URL, r Request) Result {
 	trace := &attemptTrace{}
 	ctx = httptrace.WithClientTrace(ctx, trace.clientTrace())
 
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(r.Body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(r.Body))
 	if err != nil {
 		return Result{ErrorClass: ErrorClassInvalidURL, Error: "url cannot be used for a request"}
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Webhook-Id", r.ID)
-	req.Header.Set("Webhook-Timestamp", strconv.FormatInt(ts.Unix(), 10))
-	req.Header.Set("Webhook-Signature", Sign(r.ID, ts, r.Body, r.Keys))
-	req.Header.Set("User-Agent", s.cfg.UserAgent)
+	// Keys in canonical form, set directly: one map of the right size.
+	req.Header = http.Header{
+		"Content-Type":      {"application/json"},
+		"Webhook-Id":        {r.ID},
+		"Webhook-Timestamp": {strconv.FormatInt(ts.Unix(), 10)},
+		"Webhook-Signature": {Sign(r.ID, ts, r.Body, r.Keys)},
+		"User-Agent":        {s.cfg.UserAgent},
+	}
 
 	start := time.Now()
 	resp, err := s.transport.RoundTrip(req)

@@ -3,6 +3,7 @@ package webhook
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -406,4 +407,24 @@ func TestSendConcurrentReusesConnections(t *testing.T) {
 	}
 	require.Len(t, ids, workers*perWorker)
 	require.LessOrEqual(t, srv.ln.accepted.Load(), int64(4), "keep-alive connections are reused and capped")
+}
+
+// TestURLVerdictCache checks that cached verdicts are the ones checkURL
+// gives, refusals included, and that the cache stays bounded.
+func TestURLVerdictCache(t *testing.T) {
+	t.Parallel()
+	s := NewSender(SenderConfig{})
+	for range 2 {
+		ok := s.check("HTTPS://example.com/hook?a=1")
+		require.Nil(t, ok.violation)
+		require.Equal(t, "https://example.com/hook?a=1", ok.url)
+		refused := s.check("https://127.0.0.1/hook")
+		require.NotNil(t, refused.violation)
+		require.True(t, refused.violation.ssrf)
+		require.Empty(t, refused.url)
+	}
+	for i := range maxCheckedURLs + 10 {
+		s.check(fmt.Sprintf("https://example.com/%d", i))
+	}
+	require.LessOrEqual(t, len(s.checked), maxCheckedURLs)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"testing"
 
@@ -68,10 +67,8 @@ func TestDialTimeCheckBlocksResolvedAddresses(t *testing.T) {
 			s := NewSender(SenderConfig{RootCAs: tt.srv.pool()})
 			t.Cleanup(s.CloseIdleConnections)
 			req, _ := testRequest(t, tt.url)
-			u, err := url.Parse(tt.url)
-			require.NoError(t, err)
 
-			res := s.deliver(context.Background(), u, req)
+			res := s.deliver(context.Background(), tt.url, req)
 			require.Equal(t, ErrorClassSSRF, res.ErrorClass, res.Error)
 			require.Equal(t, "destination resolves to a non-public address", res.Error)
 			require.False(t, res.MayHaveReached)
