@@ -39,6 +39,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -367,6 +368,8 @@ type whThroughput struct {
 	record time.Duration
 	cpu    whCPU
 	rep    receiverReply
+	// runs are the rates of every repetition, in order (medianRun).
+	runs []float64
 }
 
 func (t whThroughput) rate() float64 {
@@ -393,9 +396,6 @@ func (b *webhookBench) throughputRow(ctx context.Context, fanout int) (backlog, 
 	drafts := benchDrafts(uint64(fanout), project)
 
 	b.configure(fanout)
-	if backlog, live, err = b.oursThroughput(ctx, project, drafts, events, fanout); err != nil {
-		return backlog, live, bs, fmt.Errorf("ours: %w", err)
-	}
 
 	// The baseline's requests: the same demo events, sealed as the
 	// service seals them, each to every destination.
@@ -427,10 +427,33 @@ func (b *webhookBench) throughputRow(ctx context.Context, fanout int) (backlog, 
 	if err != nil {
 		return backlog, live, bs, err
 	}
-	if bs, err = b.baseThroughput(ctx, warm, reqs); err != nil {
-		return backlog, live, bs, fmt.Errorf("baseline: %w", err)
+	// Repeated, ours and the baseline in turn, so that a spell of load on
+	// this shared machine does not fall on one side only; each side's
+	// median run is reported.
+	var backlogs, lives, bss []whThroughput
+	for range b.opts.webhookRepeats {
+		if backlog, live, err = b.oursThroughput(ctx, project, drafts, events, fanout); err != nil {
+			return backlog, live, bs, fmt.Errorf("ours: %w", err)
+		}
+		if bs, err = b.baseThroughput(ctx, warm, reqs); err != nil {
+			return backlog, live, bs, fmt.Errorf("baseline: %w", err)
+		}
+		backlogs, lives, bss = append(backlogs, backlog), append(lives, live), append(bss, bs)
 	}
-	return backlog, live, bs, nil
+	return medianRun(backlogs), medianRun(lives), medianRun(bss), nil
+}
+
+// medianRun returns the run of median rate (the lower middle one of an
+// even count), with every run's rate in runs.
+func medianRun(runs []whThroughput) whThroughput {
+	sorted := slices.Clone(runs)
+	slices.SortFunc(sorted, func(a, b whThroughput) int { return cmp.Compare(a.rate(), b.rate()) })
+	m := sorted[(len(sorted)-1)/2]
+	m.runs = nil
+	for _, r := range runs {
+		m.runs = append(m.runs, r.rate())
+	}
+	return m
 }
 
 // oursThroughput measures ours twice after a warm-up, each time with
@@ -457,6 +480,12 @@ func (b *webhookBench) oursThroughput(ctx context.Context, project string, draft
 		return err
 	}
 
+	// Earlier repetitions' deliveries, all DELIVERED.
+	var total int64
+	if err := b.e.pool.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE tenant_id = $1 AND project_id = $2`,
+		b.tenant, project).Scan(&total); err != nil {
+		return backlog, live, err
+	}
 	warmEvents := max(1, whWarmDeliveries/fanout)
 	if err := b.recv.reset(ctx); err != nil {
 		return backlog, live, err
@@ -464,8 +493,8 @@ func (b *webhookBench) oursThroughput(ctx context.Context, project string, draft
 	if err := record(ctx, warmEvents); err != nil {
 		return backlog, live, fmt.Errorf("recording the warm-up: %w", err)
 	}
-	total := int64(warmEvents * fanout)
-	if _, err := b.awaitDelivered(ctx, project, total, total); err != nil {
+	total += int64(warmEvents * fanout)
+	if _, err := b.awaitDelivered(ctx, project, int64(warmEvents*fanout), total); err != nil {
 		return backlog, live, fmt.Errorf("warm-up: %w", err)
 	}
 
@@ -747,14 +776,25 @@ func (b *webhookBench) throughputResult(name string, fanout int, o, bs whThrough
 		"%s; webhook_fanout + webhook_delivery jobs, %d webhook workers, MaxInFlightPerDestination %d%s, pool of %d connections; "+
 		"baseline: plain net/http client (keep-alive, %d idle conns), %d workers posting pre-built payloads signed per request with webhook.Sign, "+
 		"rate = deliveries / (first request -> last receipt); CPU ms/delivery = bench process + PostgreSQL / deliveries; after %d warm-up deliveries per side; "+
-		"bodies %d / %d bytes; receiver connections opened %d / %d; duplicates %d / %d",
+		"bodies %d / %d bytes; receiver connections opened %d / %d; duplicates %d / %d; "+
+		"the median of %d runs, ours and the baseline in turn (deliveries/s of each: ours %s, baseline %s)",
 		o.deliveries, o.deliveries/int64(fanout), fanout, fanout, how, b.workers, b.inFlight, inFlightWhy,
 		b.e.pool.Config().MaxConns, b.workers, b.workers, whWarmDeliveries,
-		avg(o), avg(bs), o.rep.Conns, bs.rep.Conns, o.rep.Dups, bs.rep.Dups)
+		avg(o), avg(bs), o.rep.Conns, bs.rep.Conns, o.rep.Dups, bs.rep.Dups,
+		len(o.runs), formatRates(o.runs), formatRates(bs.runs))
 	return result{
 		Scenario: name, Metrics: metrics, OursOps: o.deliveries, BaselineOps: bs.deliveries,
 		Seconds: math.Round(o.elapsed.Seconds()*10) / 10, Note: note.String(),
 	}
+}
+
+// formatRates lists rates, rounded, separated by " / ".
+func formatRates(rates []float64) string {
+	parts := make([]string, len(rates))
+	for i, r := range rates {
+		parts[i] = strconv.FormatFloat(r, 'f', 0, 64)
+	}
+	return strings.Join(parts, " / ")
 }
 
 // cpuResult is the CPU row: the fan-out rows recorded during the run together.
