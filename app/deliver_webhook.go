@@ -31,6 +31,9 @@ type WebhookPayload struct {
 
 // preparedAttempt is an attempt committed as DELIVERING, ready to send.
 type preparedAttempt struct {
+	// before is the delivery as read, before the attempt started; delivery
+	// as committed with the attempt under way.
+	before   domain.WebhookDelivery
 	delivery domain.WebhookDelivery
 	started  time.Time
 	// recordedAt is when the event was recorded, for the delivery lag.
@@ -51,13 +54,14 @@ func (a *App) beginAttempt(d domain.WebhookDelivery, event *domain.AuditEvent, u
 		return domain.WebhookDeliveryChange{}, nil, fmt.Errorf("encoding webhook payload: %w", err)
 	}
 	change := domain.WebhookDeliveryChange{PrevState: d.State, PrevAttempts: d.AttemptCount}
+	before := d
 	n, err := d.StartAttempt(now)
 	if err != nil {
 		return change, nil, err
 	}
 	change.Delivery = d
 	change.Attempt = domain.WebhookDeliveryAttempt{Number: n, Outcome: domain.WebhookAttemptDelivering, StartedAt: now}
-	prep := &preparedAttempt{delivery: d, started: now, recordedAt: event.RecordedAt, url: url, keys: keys, body: body}
+	prep := &preparedAttempt{before: before, delivery: d, started: now, recordedAt: event.RecordedAt, url: url, keys: keys, body: body}
 	if keyErr != nil {
 		prep.unsendable = &webhook.Result{ErrorClass: errorClassSecret,
 			Error: "the destination's signing secret cannot be opened (was the master key changed?); rotate the destination's secret"}
@@ -132,16 +136,32 @@ func (a *App) recordLostAttempt(ctx context.Context, tenantID string, deliveryID
 // job's rerun records them as unknown and resends under the same
 // webhook-ids. The intents, in contrast, were committed durably before the
 // requests.
-func (a *App) finishWebhookAttempts(ctx context.Context, preps []*preparedAttempt, results []webhook.Result) error {
+//
+// An attempt whose request was never handed to the sender (unsent: the
+// job's context ended while it waited for a request slot) is withdrawn: its
+// delivery goes back to the state it was in, without an attempt of its
+// budget used, and a new job is enqueued for it. So a job that runs out of
+// time behind a slow destination's other jobs costs no delivery an attempt.
+func (a *App) finishWebhookAttempts(ctx context.Context, preps []*preparedAttempt, results []webhook.Result, unsent []bool) error {
 	now := a.storedNow()
-	changes := make([]domain.WebhookDeliveryChange, len(preps))
+	changes := make([]domain.WebhookDeliveryChange, 0, len(preps))
+	var withdrawals []domain.WebhookDeliveryChange
+	sentPreps := make([]*preparedAttempt, 0, len(preps))
 	next := make(map[uuid.UUID]domain.OutboxJob, len(preps))
 	for i, prep := range preps {
+		if unsent[i] {
+			back := prep.before
+			back.UpdatedAt = now
+			withdrawals = append(withdrawals, domain.WebhookDeliveryChange{
+				PrevState: prep.delivery.State, PrevAttempts: prep.delivery.AttemptCount, Delivery: back})
+			continue
+		}
 		change, job, err := a.attemptOutcome(prep, results[i], now)
 		if err != nil {
 			return err
 		}
-		changes[i] = change
+		changes = append(changes, change)
+		sentPreps = append(sentPreps, prep)
 		if job != nil {
 			next[change.Delivery.ID] = *job
 		}
@@ -162,12 +182,31 @@ func (a *App) finishWebhookAttempts(ctx context.Context, preps []*preparedAttemp
 				jobs = append(jobs, job)
 			}
 		}
+		withdrawn, err := a.store.SaveWebhookDeliveriesIf(ctx, withdrawals)
+		if err != nil {
+			return err
+		}
+		if len(withdrawn) > 0 {
+			byID := make(map[uuid.UUID]*domain.WebhookDelivery, len(withdrawals))
+			for i := range withdrawals {
+				byID[withdrawals[i].Delivery.ID] = &withdrawals[i].Delivery
+			}
+			again := make([]*domain.WebhookDelivery, len(withdrawn))
+			for i, id := range withdrawn {
+				again[i] = byID[id]
+			}
+			jobs = append(jobs, webhookFirstAttemptJobs(again)...)
+		}
 		return a.store.EnqueueJobs(ctx, jobs...)
 	})
 	if err != nil {
 		return err
 	}
-	a.observeAttempts(changes, preps, recorded, now)
+	if len(withdrawals) > 0 {
+		a.logger.WarnContext(ctx, "webhook deliveries not sent before their job ended; enqueued again without using an attempt",
+			"destination", withdrawals[0].Delivery.DestinationID, "deliveries", len(withdrawals))
+	}
+	a.observeAttempts(changes, sentPreps, recorded, now)
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -24,8 +25,8 @@ const maxDeliveryBatch = 100
 // may each take up to perRequest: the job sends them as many at a time as
 // the destination's in-flight limit allows, then records their outcomes.
 // Requests the job could not start in time (other jobs of the destination
-// held its request slots) are recorded as failed attempts, not sent, and
-// retried on the schedule.
+// held its request slots) are withdrawn unsent, with no attempt used, and
+// enqueued again (see finishWebhookAttempts).
 func (a *App) DeliveryJobTimeout(n int, perRequest time.Duration) time.Duration {
 	rounds := (max(n, 1) + a.webhooks.MaxInFlightPerDestination - 1) / a.webhooks.MaxInFlightPerDestination
 	return time.Duration(rounds)*perRequest + 30*time.Second
@@ -122,8 +123,10 @@ func webhookDeliveryJob(d *domain.WebhookDelivery, at time.Time) domain.OutboxJo
 	return domain.OutboxJob{Args: args, Queue: QueueWebhooks, ScheduledAt: at}
 }
 
-// webhookFirstAttemptJobs groups new deliveries (all PENDING, no attempt
-// yet) by destination into jobs of at most maxDeliveryBatch.
+// webhookFirstAttemptJobs groups deliveries waiting for their next attempt
+// (new ones, or ones whose attempt a job withdrew unsent) by destination
+// into jobs of at most maxDeliveryBatch, each job naming the attempt it is
+// for of each delivery when one is not a first attempt.
 func webhookFirstAttemptJobs(ds []*domain.WebhookDelivery) []domain.OutboxJob {
 	byDest := map[uuid.UUID][]*domain.WebhookDelivery{}
 	var order []uuid.UUID
@@ -141,6 +144,12 @@ func webhookFirstAttemptJobs(ds []*domain.WebhookDelivery) []domain.OutboxJob {
 			args := WebhookDeliveryArgs{TenantID: part[0].TenantID, DestinationID: dest}
 			for _, d := range part {
 				args.addDelivery(d)
+			}
+			if slices.ContainsFunc(part, func(d *domain.WebhookDelivery) bool { return d.AttemptCount > 0 }) {
+				args.Attempts = make([]int, len(part))
+				for i, d := range part {
+					args.Attempts[i] = d.AttemptCount + 1
+				}
 			}
 			jobs = append(jobs, domain.OutboxJob{Args: args, Queue: QueueWebhooks})
 		}
@@ -268,18 +277,20 @@ func (a *App) DeliverWebhooks(ctx context.Context, args WebhookDeliveryArgs) (er
 	for i, id := range saved {
 		sent[i] = preps[id]
 	}
-	results := a.sendAll(ctx, slots, sent)
+	results, unsent := a.sendAll(ctx, slots, sent)
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
-	return a.finishWebhookAttempts(fctx, sent, results)
+	return a.finishWebhookAttempts(fctx, sent, results, unsent)
 }
 
 // sendAll sends prepared attempts through the destination's request
 // slots, as many at a time as slots are free: each request gets a goroutine
 // once it holds a slot, so that a job waiting for slots holds one goroutine,
-// not one per request.
-func (a *App) sendAll(ctx context.Context, slots *destinationSlots, preps []*preparedAttempt) []webhook.Result {
-	results := make([]webhook.Result, len(preps))
+// not one per request. unsent[i] tells that the i-th request was never
+// handed to the sender: ctx ended (the job's timeout, a shutdown) while it
+// waited for a slot.
+func (a *App) sendAll(ctx context.Context, slots *destinationSlots, preps []*preparedAttempt) (results []webhook.Result, unsent []bool) {
+	results, unsent = make([]webhook.Result, len(preps)), make([]bool, len(preps))
 	var wg sync.WaitGroup
 	for i, prep := range preps {
 		if prep.unsendable != nil {
@@ -287,8 +298,12 @@ func (a *App) sendAll(ctx context.Context, slots *destinationSlots, preps []*pre
 			continue
 		}
 		release, ok := slots.request(ctx)
+		if ok && ctx.Err() != nil {
+			release()
+			ok = false
+		}
 		if !ok {
-			results[i] = webhook.Result{ErrorClass: webhook.ErrorClassCanceled, Error: "delivery was canceled before its request was sent"}
+			unsent[i] = true
 			continue
 		}
 		wg.Go(func() {
@@ -299,5 +314,5 @@ func (a *App) sendAll(ctx context.Context, slots *destinationSlots, preps []*pre
 		})
 	}
 	wg.Wait()
-	return results
+	return results, unsent
 }

@@ -514,9 +514,11 @@ func (b *webhookBench) oursThroughput(ctx context.Context, project string, draft
 	backlog.record = time.Since(t0)
 	meter := startCPU()
 	t0 = time.Now()
-	if stop, err = b.startRiver(ctx); err != nil {
+	restarted, err := b.startRiver(ctx)
+	if err != nil {
 		return backlog, live, err
 	}
+	stop = restarted
 	total += int64(events * fanout)
 	if backlog, err = b.finishThroughput(ctx, project, backlog, t0, meter, int64(events*fanout), total); err != nil {
 		return backlog, live, fmt.Errorf("from a backlog: %w", err)

@@ -644,3 +644,75 @@ func TestWebhookEventsBeforeTheDisableAreStillDelivered(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, page.Items)
 }
+
+// TestWebhookUnsentAttemptsAreWithdrawn runs a job of three deliveries to a
+// destination that takes one request at a time and holds it: the job's
+// context ends while the second and third wait for the slot. Those two were
+// never sent, so they go back to PENDING with no attempt used, under a new
+// job; the first, whose request was under way, is UNKNOWN and resent. All
+// three are then delivered.
+func TestWebhookUnsentAttemptsAreWithdrawn(t *testing.T) {
+	r := newReceiver(t, always(200))
+	hold := make(chan struct{})
+	r.hold = hold
+	b := setupWebhooks(t, setupOpts{rootCAs: r, noWorkers: true, perDestination: 1})
+	b.subscribe(t, r, "device.*")
+	ctx := context.Background()
+	draft := domain.AuditEventDraft{
+		ProjectID: "p1", Action: "device.rebooted", OccurredAt: time.Now().Add(-time.Second),
+		Subject:  domain.Subject{Type: domain.SubjectUser, ID: "u1"},
+		Resource: domain.Resource{Type: "device", ID: "d1"}, Outcome: domain.OutcomeSuccess,
+	}
+	_, err := b.app.RecordAuditEvents(ctx, b.writer, app.RecordAuditEventsInput{Events: []domain.AuditEventDraft{draft, draft, draft}})
+	require.NoError(t, err)
+	n, err := b.app.FanOutWebhookDeliveries(ctx, lastJobArgs[app.WebhookFanoutArgs](t, b.pool, "webhook_fanout"))
+	require.NoError(t, err)
+	require.Equal(t, 3, n)
+	args := lastJobArgs[app.WebhookDeliveryArgs](t, b.pool, "webhook_delivery")
+	require.Equal(t, 3, args.Len())
+
+	jobCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- b.app.DeliverWebhooks(jobCtx, args) }()
+	<-r.arrived // the first request holds the only slot
+	cancel()    // the job's time is up
+	require.NoError(t, <-done)
+
+	page, err := b.app.WebhookDeliveries(ctx, b.admin, app.WebhookDeliveriesInput{ProjectID: "p1"})
+	require.NoError(t, err)
+	require.Len(t, page.Items, 3)
+	states := map[domain.WebhookDeliveryState]int{}
+	for _, d := range page.Items {
+		states[d.State]++
+		switch d.State {
+		case domain.WebhookDeliveryPending:
+			require.Zero(t, d.AttemptCount, "a withdrawn attempt uses none of the budget")
+			require.Empty(t, d.Attempts)
+		case domain.WebhookDeliveryRetrying:
+			require.Len(t, d.Attempts, 1)
+			require.Equal(t, domain.WebhookAttemptUnknown, d.Attempts[0].Outcome, "the request under way may have arrived")
+		}
+	}
+	require.Equal(t, map[domain.WebhookDeliveryState]int{domain.WebhookDeliveryPending: 2, domain.WebhookDeliveryRetrying: 1}, states)
+	require.Len(t, r.requests(), 1, "the withdrawn attempts were never sent")
+
+	close(hold)
+	b.startWorkers(t, 0)
+	require.Eventually(t, func() bool {
+		page, err := b.app.WebhookDeliveries(ctx, b.admin, app.WebhookDeliveriesInput{ProjectID: "p1"})
+		require.NoError(t, err)
+		for _, d := range page.Items {
+			if d.State != domain.WebhookDeliveryDelivered {
+				return false
+			}
+		}
+		return true
+	}, 30*time.Second, 20*time.Millisecond, "the withdrawn deliveries are sent by their new job")
+	page, err = b.app.WebhookDeliveries(ctx, b.admin, app.WebhookDeliveriesInput{ProjectID: "p1"})
+	require.NoError(t, err)
+	attempts := 0
+	for _, d := range page.Items {
+		attempts += len(d.Attempts)
+	}
+	require.Equal(t, 4, attempts, "one attempt each, and the resend of the one interrupted")
+}

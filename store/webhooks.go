@@ -418,12 +418,14 @@ func (s *Store) SaveWebhookAttempt(ctx context.Context, deliveryID uuid.UUID, a 
 // was computed from: compare and set. It returns the ids of the deliveries
 // it saved; a missing one was moved by another run meanwhile.
 //
-// The changes either all start attempts (outcome DELIVERING) or all end
-// them. An attempt under way lives in its delivery's row alone: state
-// DELIVERING, attemptCount its number, updatedAt its start (see
-// inFlightAttempt), so that starting writes one row per delivery. Ending
-// inserts the finished attempt's row. An attempt row is thus written once,
-// never updated: one row version per attempt instead of two.
+// The changes either all start attempts (outcome DELIVERING), all end
+// them, or all withdraw attempts that were never sent (no attempt: zero
+// Number; the delivery goes back to the state it was in). An attempt under
+// way lives in its delivery's row alone: state DELIVERING, attemptCount its
+// number, updatedAt its start (domain.WebhookDelivery.AttemptUnderWay), so
+// that starting writes one row per delivery. Ending inserts the finished
+// attempt's row. An attempt row is thus written once, never updated: one
+// row version per attempt instead of two.
 func (s *Store) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.WebhookDeliveryChange) ([]uuid.UUID, error) {
 	if len(changes) == 0 {
 		return nil, nil
@@ -437,17 +439,30 @@ func (s *Store) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.We
 		updatedAt                         = make([]time.Time, n)
 	)
 	tenantID := changes[0].Delivery.TenantID
-	starting := changes[0].Attempt.Outcome == domain.WebhookAttemptDelivering
+	kind := func(a domain.WebhookDeliveryAttempt) int {
+		switch {
+		case a.Number == 0:
+			return 0 // withdrawn
+		case a.Outcome == domain.WebhookAttemptDelivering:
+			return 1 // started
+		}
+		return 2 // ended
+	}
+	batch := kind(changes[0].Attempt)
+	starting, ending := batch == 1, batch == 2
 	for i, c := range changes {
 		d, a := c.Delivery, c.Attempt
 		if d.TenantID != tenantID {
 			return nil, fmt.Errorf("saving webhook deliveries: more than one tenant")
 		}
-		if (a.Outcome == domain.WebhookAttemptDelivering) != starting {
-			return nil, fmt.Errorf("saving webhook deliveries: attempts started and ended in one batch")
+		if kind(a) != batch {
+			return nil, fmt.Errorf("saving webhook deliveries: attempts started, ended or withdrawn in one batch")
 		}
 		if starting && (d.State != domain.WebhookDeliveryDelivering || a.Number != d.AttemptCount || !a.StartedAt.Equal(d.UpdatedAt)) {
 			return nil, fmt.Errorf("saving webhook deliveries: attempt %d of delivery %s is not the one its row records", a.Number, d.ID)
+		}
+		if batch == 0 && d.State == domain.WebhookDeliveryDelivering {
+			return nil, fmt.Errorf("saving webhook deliveries: delivery %s withdrawn to DELIVERING", d.ID)
 		}
 		ids[i], prevStates[i], prevAttempts[i] = d.ID, string(c.PrevState), int32(c.PrevAttempts)
 		states[i], counts[i], maxAttempts[i], lastErrors[i] = string(d.State), int32(d.AttemptCount), int32(d.MaxAttempts), d.LastError
@@ -468,7 +483,7 @@ func (s *Store) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.We
 		)`
 	args := []any{tenantID, ids, prevStates, prevAttempts, states, counts, maxAttempts, nextAt, updatedAt, deliveredAt, deadAt, lastErrors}
 	q := deliveries + ` SELECT id FROM d`
-	if !starting {
+	if ending {
 		numbers := make([]int32, n)
 		outcomes, classes, errs, bodies := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		startedAt := make([]time.Time, n)

@@ -236,6 +236,11 @@ func (s *Sender) deliver(parent context.Context, target string, r Request) Resul
 	// only cancels it: net/http looks up values (its client trace) in the
 	// request's context many times per request, and a job's context is a
 	// long chain of values.
+	if parent.Err() != nil {
+		// AfterFunc below cancels in a goroutine of its own: a request
+		// could still take a pooled connection first.
+		return Result{ErrorClass: ErrorClassCanceled, Error: "delivery was canceled before its request was sent"}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
 	defer cancel()
 	defer context.AfterFunc(parent, cancel)()

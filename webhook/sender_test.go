@@ -221,6 +221,28 @@ func TestSendTimeoutAfterRequestWritten(t *testing.T) {
 	requireNoLeak(t, res, req)
 }
 
+// TestSendCallerDeadlineIsATimeout: a caller's deadline (a job's timeout)
+// that passes while the receiver holds the request is a timeout, as the
+// sender's own is, not a cancellation or a connection failure.
+func TestSendCallerDeadlineIsATimeout(t *testing.T) {
+	t.Parallel()
+	srv := newTLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		select {
+		case <-r.Context().Done():
+		case <-time.After(5 * time.Second):
+		}
+	}))
+	s := newTestSender(t, srv, nil)
+	req, _ := testRequest(t, srv.URL)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	res := s.Send(ctx, req)
+	require.Equal(t, ErrorClassTimeout, res.ErrorClass, res.Error)
+	require.True(t, res.MayHaveReached)
+}
+
 func TestSendCanceledByCaller(t *testing.T) {
 	t.Parallel()
 	arrived := make(chan struct{})
