@@ -95,14 +95,15 @@ func (a *App) openSigningKeys(dest domain.WebhookDestination, sealed []domain.Se
 
 // recordLostAttempt closes a DELIVERING attempt whose worker is gone as
 // UNKNOWN and schedules the resend at once (or dead-letters the delivery if
-// it was the last attempt), in the caller's transaction.
-func (a *App) recordLostAttempt(ctx context.Context, tenantID string, deliveryID uuid.UUID, attempt int) error {
+// it was the last attempt), in the caller's transaction. recorded tells
+// whether it did (the attempt may have been resolved meanwhile).
+func (a *App) recordLostAttempt(ctx context.Context, tenantID string, deliveryID uuid.UUID, attempt int) (recorded bool, err error) {
 	d, err := a.store.GetWebhookDelivery(ctx, tenantID, deliveryID, true)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if d.State != domain.WebhookDeliveryDelivering || d.AttemptCount != attempt {
-		return nil // resolved meanwhile
+		return false, nil // resolved meanwhile
 	}
 	now := a.storedNow()
 	lost, _ := d.AttemptUnderWay()
@@ -114,20 +115,19 @@ func (a *App) recordLostAttempt(ctx context.Context, tenantID string, deliveryID
 	// An upsert: a row may exist, written at the attempt's start by an
 	// earlier version.
 	if err := a.store.SaveWebhookAttempt(ctx, d.ID, lost); err != nil {
-		return err
+		return false, err
 	}
-	a.observer.WebhookAttempt(strings.ToLower(string(domain.WebhookAttemptUnknown)), 0)
 	retry, err := d.Fail(now, now, unknownOutcome)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if err := a.store.UpdateWebhookDelivery(ctx, d); err != nil {
-		return err
+		return false, err
 	}
 	if !retry {
-		return nil
+		return true, nil
 	}
-	return a.store.EnqueueJobs(ctx, webhookDeliveryJob(&d, time.Time{}))
+	return true, a.store.EnqueueJobs(ctx, webhookDeliveryJob(&d, time.Time{}))
 }
 
 // finishWebhookAttempts records the outcomes of sent attempts of one

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -210,8 +211,16 @@ func (a *App) DeliverWebhooks(ctx context.Context, args WebhookDeliveryArgs) (er
 		n := want[d.ID]
 		switch {
 		case d.State == domain.WebhookDeliveryDelivering && d.AttemptCount == n:
-			if err := a.retryTx(ctx, func(ctx context.Context) error { return a.recordLostAttempt(ctx, d.TenantID, d.ID, n) }); err != nil {
+			var recorded bool
+			if err := a.retryTx(ctx, func(ctx context.Context) (err error) {
+				recorded, err = a.recordLostAttempt(ctx, d.TenantID, d.ID, n)
 				return err
+			}); err != nil {
+				return err
+			}
+			if recorded {
+				// Counted once the transaction committed, not per try.
+				a.observer.WebhookAttempt(strings.ToLower(string(domain.WebhookAttemptUnknown)), 0)
 			}
 		case (d.State == domain.WebhookDeliveryPending || d.State == domain.WebhookDeliveryRetrying) && d.AttemptCount == n-1:
 			due = append(due, d)
