@@ -43,7 +43,7 @@
 //	go run ./bench [-json] [-scenario a,b] [-duration 10s] [-database-url URL] [-cpuprofile FILE]
 //	               [-fanout-subscribers 1000,10000] [-fanout-rate 10]
 //	               [-webhook-workers 100] [-webhook-max-in-flight N] [-webhook-deliveries 20000]
-//	               [-webhook-lag-duration 60s] [-webhook-no-vacuum] [-webhook-repeats 3]
+//	               [-webhook-lag-duration 60s] [-webhook-no-vacuum] [-webhook-repeats 5]
 //	               [-soak-bin bin/aether] [-soak-subscribers 2000] [-soak-rate 200]
 //	               [-soak-warm-up 1m] [-soak-duration 3m] [-soak-goroutine-slack 32]
 //	               [-soak-heap-profiles DIR]
@@ -235,7 +235,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&opts.webhookDeliveries, "webhook-deliveries", 20000, "webhook-delivery: deliveries per side of the fan-out rows (a multiple of 10)")
 	fs.DurationVar(&opts.webhookLagDuration, "webhook-lag-duration", time.Minute, "webhook-delivery: measured time per side of the lag row")
 	fs.BoolVar(&opts.webhookNoVacuum, "webhook-no-vacuum", false, "webhook-delivery: do not VACUUM (ANALYZE) its tables before each row")
-	fs.IntVar(&opts.webhookRepeats, "webhook-repeats", 3, "webhook-delivery: runs of each fan-out row, ours and the baseline in turn; the median of each side is reported")
+	fs.IntVar(&opts.webhookRepeats, "webhook-repeats", 5, "webhook-delivery: runs of each fan-out row, ours and the baseline in turn; the median of each side is reported")
 	fs.StringVar(&opts.soakBin, "soak-bin", "bin/aether", "soak: the aether binary to run as the server")
 	fs.IntVar(&opts.soakSubscribers, "soak-subscribers", 2000, "soak: WebSocket subscribers held")
 	fs.Float64Var(&opts.soakRate, "soak-rate", 200, "soak: events recorded per second")
