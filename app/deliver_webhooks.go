@@ -64,12 +64,15 @@ func (WebhookDeliveryArgs) Kind() string { return "webhook_delivery" }
 // WebhookDeliveryArgs.Deliveries.
 const packedDeliveryLen = 64
 
-// addDelivery appends d to the job's deliveries.
-func (args *WebhookDeliveryArgs) addDelivery(d *domain.WebhookDelivery) {
-	var b [packedDeliveryLen]byte
-	hex.Encode(b[:32], d.ID[:])
-	hex.Encode(b[32:], d.EventID[:])
-	args.Deliveries += string(b[:])
+// setDeliveries sets the job's deliveries to ds.
+func (args *WebhookDeliveryArgs) setDeliveries(ds ...*domain.WebhookDelivery) {
+	b := make([]byte, len(ds)*packedDeliveryLen)
+	for i, d := range ds {
+		p := b[i*packedDeliveryLen:]
+		hex.Encode(p[:32], d.ID[:])
+		hex.Encode(p[32:packedDeliveryLen], d.EventID[:])
+	}
+	args.Deliveries = string(b)
 }
 
 // Len is the number of deliveries the job is for.
@@ -120,7 +123,7 @@ func webhookDeliveryJob(d *domain.WebhookDelivery, at time.Time) domain.OutboxJo
 		at = time.Time{}
 	}
 	args := WebhookDeliveryArgs{TenantID: d.TenantID, DestinationID: d.DestinationID, Attempts: []int{d.AttemptCount + 1}}
-	args.addDelivery(d)
+	args.setDeliveries(d)
 	return domain.OutboxJob{Args: args, Queue: QueueWebhooks, ScheduledAt: at}
 }
 
@@ -143,9 +146,7 @@ func webhookFirstAttemptJobs(ds []*domain.WebhookDelivery) []domain.OutboxJob {
 		for start := 0; start < len(list); start += maxDeliveryBatch {
 			part := list[start:min(start+maxDeliveryBatch, len(list))]
 			args := WebhookDeliveryArgs{TenantID: part[0].TenantID, DestinationID: dest}
-			for _, d := range part {
-				args.addDelivery(d)
-			}
+			args.setDeliveries(part...)
 			if slices.ContainsFunc(part, func(d *domain.WebhookDelivery) bool { return d.AttemptCount > 0 }) {
 				args.Attempts = make([]int, len(part))
 				for i, d := range part {
@@ -205,7 +206,7 @@ func (a *App) DeliverWebhooks(ctx context.Context, args WebhookDeliveryArgs) (er
 	for i, id := range deliveryIDs {
 		want[id] = args.attempt(i)
 	}
-	var due []domain.WebhookDelivery
+	due := make([]domain.WebhookDelivery, 0, len(sc.Deliveries))
 	var latest time.Time
 	for _, d := range sc.Deliveries {
 		n := want[d.ID]
