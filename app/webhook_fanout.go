@@ -56,7 +56,7 @@ func (a *App) fanOutChunk(ctx context.Context, tenantID, projectID string, from,
 	}
 	now := a.storedNow()
 	maxAttempts := a.webhooks.RetrySchedule.MaxAttempts()
-	var ds []domain.WebhookDelivery
+	ds := make([]domain.WebhookDelivery, 0, min(len(refs)*len(subs), 8192))
 	for _, ref := range refs {
 		for i := range subs {
 			if !subs[i].Matches(ref.Action, ref.Sequence) {
