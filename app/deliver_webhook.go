@@ -145,7 +145,10 @@ func (a *App) recordLostAttempt(ctx context.Context, tenantID string, deliveryID
 func (a *App) finishWebhookAttempts(ctx context.Context, preps []*preparedAttempt, results []webhook.Result, unsent []bool) error {
 	now := a.storedNow()
 	changes := make([]domain.WebhookDeliveryChange, 0, len(preps))
-	var withdrawals []domain.WebhookDeliveryChange
+	var (
+		withdrawals []domain.WebhookDeliveryChange
+		backs       []domain.WebhookDelivery
+	)
 	sentPreps := make([]*preparedAttempt, 0, len(preps))
 	next := make(map[uuid.UUID]domain.OutboxJob, len(preps))
 	for i, prep := range preps {
@@ -154,6 +157,7 @@ func (a *App) finishWebhookAttempts(ctx context.Context, preps []*preparedAttemp
 			back.UpdatedAt = now
 			withdrawals = append(withdrawals, domain.WebhookDeliveryChange{
 				PrevState: prep.delivery.State, PrevAttempts: prep.delivery.AttemptCount, Delivery: back})
+			backs = append(backs, back)
 			continue
 		}
 		change, job, err := a.attemptOutcome(prep, results[i], now)
@@ -186,17 +190,7 @@ func (a *App) finishWebhookAttempts(ctx context.Context, preps []*preparedAttemp
 		if err != nil {
 			return err
 		}
-		if len(withdrawn) > 0 {
-			byID := make(map[uuid.UUID]*domain.WebhookDelivery, len(withdrawals))
-			for i := range withdrawals {
-				byID[withdrawals[i].Delivery.ID] = &withdrawals[i].Delivery
-			}
-			again := make([]*domain.WebhookDelivery, len(withdrawn))
-			for i, id := range withdrawn {
-				again[i] = byID[id]
-			}
-			jobs = append(jobs, webhookFirstAttemptJobs(again)...)
-		}
+		jobs = append(jobs, webhookFirstAttemptJobs(savedDeliveries(backs, withdrawn))...)
 		return a.store.EnqueueJobs(ctx, jobs...)
 	})
 	if err != nil {

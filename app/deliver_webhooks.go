@@ -30,7 +30,7 @@ const maxDeliveryBatch = 100
 // enqueued again (see finishWebhookAttempts).
 func (a *App) DeliveryJobTimeout(n int, perRequest time.Duration) time.Duration {
 	rounds := (max(n, 1) + a.webhooks.MaxInFlightPerDestination - 1) / a.webhooks.MaxInFlightPerDestination
-	return time.Duration(rounds)*perRequest + 30*time.Second
+	return time.Duration(rounds)*perRequest + finishTimeout
 }
 
 // WebhookDeliveryArgs asks for one attempt of each of up to

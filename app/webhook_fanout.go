@@ -76,13 +76,19 @@ func (a *App) fanOutChunk(ctx context.Context, tenantID, projectID string, from,
 	if err != nil || len(inserted) == 0 {
 		return 0, err
 	}
+	return len(inserted), a.store.EnqueueJobs(ctx, webhookFirstAttemptJobs(savedDeliveries(ds, inserted))...)
+}
+
+// savedDeliveries returns the deliveries of ds that a statement saved, in
+// the order of its saved ids.
+func savedDeliveries(ds []domain.WebhookDelivery, saved []uuid.UUID) []*domain.WebhookDelivery {
 	byID := make(map[uuid.UUID]*domain.WebhookDelivery, len(ds))
 	for i := range ds {
 		byID[ds[i].ID] = &ds[i]
 	}
-	fresh := make([]*domain.WebhookDelivery, len(inserted))
-	for i, id := range inserted {
-		fresh[i] = byID[id]
+	out := make([]*domain.WebhookDelivery, len(saved))
+	for i, id := range saved {
+		out[i] = byID[id]
 	}
-	return len(inserted), a.store.EnqueueJobs(ctx, webhookFirstAttemptJobs(fresh)...)
+	return out
 }

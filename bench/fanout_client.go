@@ -783,26 +783,7 @@ func (p *fanoutProc) call(ctx context.Context, cmd fanoutCommand, typ string, ti
 // await returns the next reply of type typ, skipping stale replies of
 // other types (answers to a call that timed out).
 func (p *fanoutProc) await(ctx context.Context, typ string, timeout time.Duration) (fanoutReply, error) {
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	for {
-		select {
-		case r, ok := <-p.replies:
-			switch {
-			case !ok:
-				return r, errors.New("client process exited")
-			case r.Type == "error":
-				return r, fmt.Errorf("client process: %s", r.Err)
-			case r.Type != typ:
-				continue
-			}
-			return r, nil
-		case <-t.C:
-			return fanoutReply{}, fmt.Errorf("client process: no %q within %s", typ, timeout)
-		case <-ctx.Done():
-			return fanoutReply{}, ctx.Err()
-		}
-	}
+	return collectReplies(ctx, p.replies, "client process", typ, "", nil, timeout)
 }
 
 // report sends a report command and collects its latencies and its final
@@ -812,28 +793,12 @@ func (p *fanoutProc) report(ctx context.Context, cmd fanoutCommand, timeout time
 	if err := p.send(cmd); err != nil {
 		return nil, fanoutReply{}, err
 	}
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	for {
-		select {
-		case r, ok := <-p.replies:
-			switch {
-			case !ok:
-				return nil, r, errors.New("client process exited")
-			case r.Type == "samples":
-				lat = append(lat, r.LatencyUs...)
-			case r.Type == "report":
-				return lat, r, nil
-			case r.Type == "error":
-				return nil, r, fmt.Errorf("client process: %s", r.Err)
-			}
-			// Anything else is a stale reply; skip it.
-		case <-t.C:
-			return nil, fanoutReply{}, fmt.Errorf("client process: no report within %s", timeout)
-		case <-ctx.Done():
-			return nil, fanoutReply{}, ctx.Err()
-		}
+	r, err := collectReplies(ctx, p.replies, "client process", "report", "samples",
+		func(r fanoutReply) { lat = append(lat, r.LatencyUs...) }, timeout)
+	if err != nil {
+		return nil, r, err
 	}
+	return lat, r, nil
 }
 
 // stop closes the client's stdin (it closes its sockets and exits), then

@@ -553,12 +553,18 @@ func (b *webhookBench) finishThroughput(ctx context.Context, project string, t w
 	if err != nil {
 		return t, err
 	}
-	t.cpu = meter.stop()
+	t.finish(rep, t0, meter.stop())
+	return t, nil
+}
+
+// finish completes t with the receiver's report of its window, which ran
+// from t0 to the last receipt, and cpu, the window's CPU time.
+func (t *whThroughput) finish(rep receiverReply, t0 time.Time, cpu whCPU) {
 	t.rep = rep
 	t.elapsed = time.Duration(rep.NthNs - t0.UnixNano())
+	t.cpu = cpu
 	t.cpu.recv = time.Duration(rep.CPUNs)
-	t.cpu.deliveries = deliveries
-	return t, nil
+	t.cpu.deliveries = t.deliveries
 }
 
 // awaitDelivered waits until the receiver got expect requests since its
@@ -709,7 +715,7 @@ func (b *webhookBench) baseThroughput(ctx context.Context, warm, reqs []whReques
 	if err != nil {
 		return t, err
 	}
-	t.cpu = meter.stop()
+	cpu := meter.stop()
 	_, rep, err := b.recv.report(ctx, receiverCommand{From: all.From, To: all.To, Expect: t.deliveries, WaitMs: 30000})
 	if err != nil {
 		return t, err
@@ -717,10 +723,7 @@ func (b *webhookBench) baseThroughput(ctx context.Context, warm, reqs []whReques
 	if rep.Matched < t.deliveries {
 		return t, fmt.Errorf("receiver got %d of %d requests", rep.Matched, t.deliveries)
 	}
-	t.rep = rep
-	t.elapsed = time.Duration(rep.NthNs - t0.UnixNano())
-	t.cpu.recv = time.Duration(rep.CPUNs)
-	t.cpu.deliveries = t.deliveries
+	t.finish(rep, t0, cpu)
 	return t, nil
 }
 

@@ -391,27 +391,12 @@ func (p *receiverProc) report(ctx context.Context, cmd receiverCommand) ([]int64
 	if _, err := p.stdin.Write(append(b, '\n')); err != nil {
 		return nil, receiverReply{}, fmt.Errorf("receiver process: %w", err)
 	}
-	t := time.NewTimer(time.Duration(cmd.WaitMs)*time.Millisecond + time.Minute)
-	defer t.Stop()
-	for {
-		select {
-		case r, ok := <-p.replies:
-			switch {
-			case !ok:
-				return nil, r, errors.New("receiver process exited")
-			case r.Type == "samples":
-				lat = append(lat, r.LatencyUs...)
-			case r.Type == "report":
-				return lat, r, nil
-			case r.Type == "error":
-				return nil, r, fmt.Errorf("receiver process: %s", r.Err)
-			}
-		case <-t.C:
-			return nil, receiverReply{}, errors.New("receiver process: no report in time")
-		case <-ctx.Done():
-			return nil, receiverReply{}, ctx.Err()
-		}
+	r, err := collectReplies(ctx, p.replies, "receiver process", "report", "samples",
+		func(r receiverReply) { lat = append(lat, r.LatencyUs...) }, time.Duration(cmd.WaitMs)*time.Millisecond+time.Minute)
+	if err != nil {
+		return nil, r, err
 	}
+	return lat, r, nil
 }
 
 // ids returns every distinct webhook-id the receiver got since its last
@@ -421,51 +406,14 @@ func (p *receiverProc) ids(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("receiver process: %w", err)
 	}
 	var ids []string
-	t := time.NewTimer(time.Minute)
-	defer t.Stop()
-	for {
-		select {
-		case r, ok := <-p.replies:
-			switch {
-			case !ok:
-				return nil, errors.New("receiver process exited")
-			case r.Type == "ids":
-				ids = append(ids, r.IDs...)
-			case r.Type == "ids_end":
-				return ids, nil
-			case r.Type == "error":
-				return nil, fmt.Errorf("receiver process: %s", r.Err)
-			}
-		case <-t.C:
-			return nil, errors.New("receiver process: no ids in time")
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
+	_, err := collectReplies(ctx, p.replies, "receiver process", "ids_end", "ids",
+		func(r receiverReply) { ids = append(ids, r.IDs...) }, time.Minute)
+	return ids, err
 }
 
 // await returns the next reply of type typ, skipping stale replies.
 func (p *receiverProc) await(ctx context.Context, typ string, timeout time.Duration) (receiverReply, error) {
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	for {
-		select {
-		case r, ok := <-p.replies:
-			switch {
-			case !ok:
-				return r, errors.New("receiver process exited")
-			case r.Type == "error":
-				return r, fmt.Errorf("receiver process: %s", r.Err)
-			case r.Type != typ:
-				continue
-			}
-			return r, nil
-		case <-t.C:
-			return receiverReply{}, fmt.Errorf("receiver process: no %q within %s", typ, timeout)
-		case <-ctx.Done():
-			return receiverReply{}, ctx.Err()
-		}
-	}
+	return collectReplies(ctx, p.replies, "receiver process", typ, "", nil, timeout)
 }
 
 // stop closes the receiver's stdin (it exits), then signals it if it
