@@ -1,8 +1,10 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
+	gojson "github.com/goccy/go-json"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 	"github.com/vektah/gqlparser/v2/parser"
@@ -47,8 +50,9 @@ func (s *Server) graphQLHandler() *handler.Server {
 	srv.AddTransport(s.ws)
 	srv.AddTransport(transport.Options{})
 	srv.AddTransport(jsonGET{})
-	// graphql-sse (distinct connections mode): a POST that accepts
-	// text/event-stream; it must come before the plain POST transport.
+	// graphql-sse (distinct connections mode): a POST the request gate
+	// chose to stream (eventStreamWanted); it must come before the plain
+	// POST transport.
 	srv.AddTransport(graphQLSSE{sse: transport.SSE{KeepAlivePingInterval: s.cfg.HeartbeatInterval}, shutdown: s.shutdown, admit: s.countStream})
 	srv.AddTransport(jsonPOST{fast: recordFast})
 
@@ -73,12 +77,14 @@ func (s *Server) graphQLHandler() *handler.Server {
 // without an error code: methods other than GET, POST and OPTIONS (405), a
 // POST body that is not application/json (415), an Accept header that
 // allows neither application/graphql-response+json nor application/json
-// (406; WebSocket upgrades and graphql-sse POSTs, which accept
-// text/event-stream, are not negotiated here),
-// and a GET whose operation is not a query (405: GET must be safe, so
-// mutations need POST).
+// (406; WebSocket upgrades and POSTs answered as graphql-sse streams are not
+// negotiated here), and a GET whose operation is not a query (405: GET must
+// be safe, so mutations need POST). It also decides, by eventStreamWanted,
+// which POSTs are answered as streams (the graphQLSSE transport serves
+// those, and only those count as live connections).
 func graphQLRequestGate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		streaming := isWebSocketUpgrade(r)
 		switch r.Method {
 		case http.MethodGet, http.MethodOptions:
 		case http.MethodPost:
@@ -86,12 +92,15 @@ func graphQLRequestGate(next http.Handler) http.Handler {
 				graphQLError(w, http.StatusUnsupportedMediaType, app.CodeBadUserInput, "GraphQL requests must be sent as Content-Type: application/json")
 				return
 			}
+			if eventStreamWanted(r, func() bool { return postedSubscription(r) }) {
+				streaming = true
+				r = r.WithContext(context.WithValue(r.Context(), eventStreamKey{}, true))
+			}
 		default:
 			w.Header().Set("Allow", "GET, POST, OPTIONS")
 			graphQLError(w, http.StatusMethodNotAllowed, app.CodeBadUserInput, "GraphQL requests use GET (queries) or POST")
 			return
 		}
-		streaming := r.Header.Get("Upgrade") != "" || (transport.SSE{}).Supports(r)
 		if r.Method != http.MethodOptions && !streaming {
 			if _, ok := graphQLResponseMedia(r); !ok {
 				graphQLError(w, http.StatusNotAcceptable, app.CodeBadUserInput, "GraphQL responses are application/graphql-response+json or application/json; the Accept header allows neither")
@@ -100,20 +109,65 @@ func graphQLRequestGate(next http.Handler) http.Handler {
 		}
 		if r.Method == http.MethodGet {
 			q := r.URL.Query()
-			if doc, err := parser.ParseQuery(&ast.Source{Input: q.Get("query")}); err == nil {
-				op := doc.Operations.ForName(q.Get("operationName"))
-				if op == nil && q.Get("operationName") == "" && len(doc.Operations) == 1 {
-					op = doc.Operations[0]
-				}
-				if op != nil && op.Operation != ast.Query {
-					w.Header().Set("Allow", "POST")
-					graphQLError(w, http.StatusMethodNotAllowed, app.CodeBadUserInput, "GET requests only allow query operations; use POST")
-					return
-				}
+			if op, ok := operationType(q.Get("query"), q.Get("operationName")); ok && op != ast.Query {
+				w.Header().Set("Allow", "POST")
+				graphQLError(w, http.StatusMethodNotAllowed, app.CodeBadUserInput, "GET requests only allow query operations; use POST")
+				return
 			}
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// eventStreamKey marks, in a request's context, a POST that the request
+// gate chose to answer as a graphql-sse stream.
+type eventStreamKey struct{}
+
+// eventStreamChosen reports whether the request gate chose to answer r as
+// a graphql-sse stream.
+func eventStreamChosen(r *http.Request) bool {
+	chosen, _ := r.Context().Value(eventStreamKey{}).(bool)
+	return chosen
+}
+
+// postedSubscription reports whether the operation a GraphQL POST names is
+// a subscription. The body was read whole by the body limit; it is left
+// for the transport to read again. A body that does not decode, or a
+// document that does not parse, is not a subscription: it gets its error
+// as a plain response.
+func postedSubscription(r *http.Request) bool {
+	body, err := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		return false
+	}
+	var req struct {
+		Query         string `json:"query"`
+		OperationName string `json:"operationName"`
+	}
+	if gojson.Unmarshal(body, &req) != nil || !strings.Contains(req.Query, "subscription") {
+		return false // a document without the keyword has no subscription
+	}
+	op, ok := operationType(req.Query, req.OperationName)
+	return ok && op == ast.Subscription
+}
+
+// operationType is the type of the operation a GraphQL document selects by
+// operationName (or its only operation when the name is empty); false when
+// the document does not parse or selects none.
+func operationType(query, operationName string) (ast.Operation, bool) {
+	doc, err := parser.ParseQuery(&ast.Source{Input: query})
+	if err != nil {
+		return "", false
+	}
+	op := doc.Operations.ForName(operationName)
+	if op == nil && operationName == "" && len(doc.Operations) == 1 {
+		op = doc.Operations[0]
+	}
+	if op == nil {
+		return "", false
+	}
+	return op.Operation, true
 }
 
 // depthLimit refuses operations nested deeper than max selection levels.

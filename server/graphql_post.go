@@ -91,7 +91,8 @@ func responseMedia(w http.ResponseWriter, r *http.Request) string {
 // no data entry and answers 400 in application/graphql-response+json and
 // 200 in application/json, as the GraphQL-over-HTTP specification asks;
 // a missing query is a malformed request and answers 400 in both. With
-// queryOnly (GET), operations other than queries answer 405.
+// queryOnly (GET), operations other than queries answer 405; a
+// subscription, which needs a stream, answers 406.
 func executeGraphQL(ctx context.Context, w http.ResponseWriter, exec graphql.GraphExecutor, params *graphql.RawParams, media string, queryOnly bool) {
 	if params.Query == "" && params.Extensions["persistedQuery"] == nil {
 		w.WriteHeader(http.StatusBadRequest)
@@ -110,6 +111,14 @@ func executeGraphQL(ctx context.Context, w http.ResponseWriter, exec graphql.Gra
 		w.Header().Set("Allow", "POST")
 		w.WriteHeader(http.StatusMethodNotAllowed)
 		writeRequestError(w, exec.DispatchError(graphql.WithOperationContext(ctx, rc), gqlerror.List{gqlerror.Errorf("GET requests only allow query operations; use POST")}))
+		return
+	}
+	if rc.Operation.Operation == ast.Subscription {
+		// A subscription has no single response: without a stream it would
+		// wait for its first event, holding a request no limit counts.
+		w.WriteHeader(http.StatusNotAcceptable)
+		writeRequestError(w, exec.DispatchError(graphql.WithOperationContext(ctx, rc), gqlerror.List{gqlerror.Errorf(
+			"subscriptions are answered as streams: accept text/event-stream (graphql-sse) or use a WebSocket (graphql-transport-ws)")}))
 		return
 	}
 	responses, ctx := exec.DispatchOperation(ctx, rc)

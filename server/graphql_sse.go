@@ -31,8 +31,9 @@ type graphQLSSE struct {
 
 var _ graphql.Transport = graphQLSSE{}
 
-// Supports implements graphql.Transport.
-func (t graphQLSSE) Supports(r *http.Request) bool { return t.sse.Supports(r) }
+// Supports implements graphql.Transport: a POST the request gate chose to
+// answer as a stream (eventStreamWanted).
+func (t graphQLSSE) Supports(r *http.Request) bool { return eventStreamChosen(r) && t.sse.Supports(r) }
 
 // Do implements graphql.Transport.
 func (t graphQLSSE) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
