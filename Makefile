@@ -6,14 +6,14 @@ BIN     := bin/aether
 DASHBOARD_PROJECT ?= demo
 DEV_PERMISSIONS := audit:read,audit:write,webhooks:read,webhooks:write,deliveries:redrive,exports:read,exports:write,exports:download,history:write,admin
 
-.PHONY: all build run test chaos e2e vet generate check-generate docs check-docs bench soak tidy fuzz
+.PHONY: all build run run-deps test test-deps chaos e2e vet generate check-generate docs check-docs bench soak tidy fuzz
 
 all: build
 
 build:
 	$(GO) build -o $(BIN) ./cmd/aether
 
-run: build
+run: build run-deps
 	@TOKEN=$$(./$(BIN) token --tenant dev --project '*' --permissions $(DEV_PERMISSIONS) --subject dev --ttl 24h) || exit 1; \
 	echo ""; \
 	echo "Aether Audit: http://$${AETHER_ADDR:-127.0.0.1:8080}  (GraphQL at /graphql)"; \
@@ -28,7 +28,38 @@ vet:
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 
-test: vet check-docs
+# What the two commands need beyond Go, on a fresh machine of this kind
+# (Debian): `make run` needs PostgreSQL's server binaries (the embedded
+# database); `make test` also needs Node.js 20+ with npm (e2e/) and Chromium
+# (the dashboard and GraphiQL tests). As root they install what is missing
+# with apt-get; otherwise they stop with the one command to run.
+CHECK_POSTGRES = { command -v pg_ctl >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || echo postgresql; }
+CHECK_NODE     = { command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || echo nodejs npm; }
+CHECK_CHROMIUM = { test -x "$${CHROMIUM_PATH:-/usr/bin/chromium}" || echo chromium; }
+# $(call install-missing,CHECKS,WHAT): a recipe line that installs the
+# Debian packages CHECKS name as missing, for WHAT.
+define install-missing
+@missing=$$({ $(1); } | tr '\n' ' ' | sed 's/ *$$//'); \
+if [ -n "$$missing" ]; then \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "--- installing what $(2) needs: $$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || exit 1; \
+	else \
+		echo "$(2) needs: $$missing. Install them with:"; echo ""; \
+		echo "    sudo apt-get install -y $$missing"; echo ""; exit 1; \
+	fi; \
+fi
+endef
+
+run-deps:
+	$(call install-missing,$(CHECK_POSTGRES),make run)
+
+test-deps:
+	$(call install-missing,$(CHECK_POSTGRES); $(CHECK_NODE); $(CHECK_CHROMIUM),make test)
+	@major=$$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0); \
+	if [ "$$major" -lt 20 ]; then echo "make test needs Node.js 20 or later (found $$(node --version 2>/dev/null))"; exit 1; fi
+
+test: test-deps vet check-docs
 	$(GO) test -race -count=1 -timeout 20m ./...
 	@echo "--- again on a private cluster started from the installed PostgreSQL binaries (the fallback where no server runs)"
 	AETHER_TEST_DATABASE=private $(GO) test -count=1 -timeout 10m ./app/ ./store/...
@@ -44,10 +75,9 @@ chaos:
 
 # End-to-end tests in e2e/ (Node.js test runner) against the built binary;
 # they use DATABASE_URL if set, else the binary's embedded PostgreSQL.
-# The dashboard tests drive Debian's chromium (CHROMIUM_PATH overrides it).
-e2e: build
-	@command -v npm >/dev/null 2>&1 || { echo "make e2e needs Node.js 20+ with npm: run apt-get install -y nodejs npm"; exit 1; }
-	@test -x "$${CHROMIUM_PATH:-/usr/bin/chromium}" || { echo "e2e: $${CHROMIUM_PATH:-/usr/bin/chromium} is missing; install it with: apt-get install -y chromium" >&2; exit 1; }
+# The dashboard tests drive Debian's chromium (CHROMIUM_PATH overrides it);
+# test-deps installs what is missing.
+e2e: build test-deps
 	cd e2e && npm ci --no-audit --no-fund && AETHER_BIN=$(CURDIR)/$(BIN) node --test
 
 # Regenerates gqlgen code from schema/*.graphqls.
