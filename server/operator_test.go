@@ -276,7 +276,11 @@ func TestMetricsMoveWithOperations(t *testing.T) {
 	defer cancel()
 	_, err = stream.Next(nctx)
 	require.NoError(t, err)
-	require.Greater(t, metricValue(t, reg, "aether_live_fanout_lag_seconds", nil), lagBefore)
+	// The subscriber may read the event before the feed's read of it is
+	// observed (it also reads the store itself): await the observation.
+	require.Eventually(t, func() bool {
+		return metricValue(t, reg, "aether_live_fanout_lag_seconds", nil) > lagBefore
+	}, time.Minute, 10*time.Millisecond)
 	stream.Close()
 	require.Equal(t, 0.0, metricValue(t, reg, "aether_live_subscribers", nil))
 }
