@@ -102,8 +102,8 @@ func filterArgs(f map[string]any, out *app.AuditEventFilterInput) bool {
 			list, isList := v.([]any)
 			ok = isList
 			for _, o := range list {
-				var outcome domain.Outcome
-				if err := outcome.UnmarshalGQL(o); err != nil {
+				outcome, valid := enumValue(o, domain.Outcome.Valid)
+				if !valid {
 					return false
 				}
 				out.Outcomes = append(out.Outcomes, outcome)
@@ -344,7 +344,7 @@ func (w *pageWriter) writeEvent(out io.Writer, e *domain.AuditEvent) {
 			object(out, "AuditSubject", w.subject, func(out io.Writer, f *graphql.CollectedField) {
 				switch f.Name {
 				case "type":
-					e.Subject.Type.MarshalGQL(out)
+					graphql.MarshalString(string(e.Subject.Type)).MarshalGQL(out)
 				case "id":
 					str(e.Subject.ID)
 				case "displayName":
@@ -360,7 +360,7 @@ func (w *pageWriter) writeEvent(out io.Writer, e *domain.AuditEvent) {
 				}
 			})
 		case "outcome":
-			e.Outcome.MarshalGQL(out)
+			graphql.MarshalString(string(e.Outcome)).MarshalGQL(out)
 		case "governance":
 			g := e.Governance
 			if g == nil {
@@ -374,7 +374,7 @@ func (w *pageWriter) writeEvent(out io.Writer, e *domain.AuditEvent) {
 				case "ticket":
 					str(g.Ticket)
 				case "risk":
-					g.Risk.MarshalGQL(out)
+					graphql.MarshalString(string(g.Risk)).MarshalGQL(out)
 				case "confirmedBy":
 					str(g.ConfirmedBy)
 				}
@@ -417,7 +417,7 @@ func (w *pageWriter) writeEvent(out io.Writer, e *domain.AuditEvent) {
 		case "details":
 			scalar.MarshalJSON(e.Details).MarshalGQL(out)
 		case "chainHash":
-			e.ChainHash.MarshalGQL(out)
+			scalar.MarshalHash(e.ChainHash).MarshalGQL(out)
 		default:
 			panic(fmt.Sprintf("graph: unplanned AuditEvent field %q", f.Name)) // plan refuses unknown fields
 		}

@@ -325,8 +325,8 @@ func (in *fastEventInput) model() (m model.RecordAuditEventInput, ok bool) {
 	if err != nil {
 		return m, false
 	}
-	var outcome domain.Outcome
-	if outcome.UnmarshalGQL(*in.Outcome) != nil {
+	outcome, valid := enumValue(*in.Outcome, domain.Outcome.Valid)
+	if !valid {
 		return m, false
 	}
 	m = model.RecordAuditEventInput{ProjectID: *in.ProjectID, ID: in.ID, Action: *in.Action, OccurredAt: t, Outcome: outcome}
@@ -334,8 +334,8 @@ func (in *fastEventInput) model() (m model.RecordAuditEventInput, ok bool) {
 	if s.Type == nil || s.ID == nil {
 		return m, false
 	}
-	var st domain.SubjectType
-	if st.UnmarshalGQL(*s.Type) != nil {
+	st, valid := enumValue(*s.Type, domain.SubjectType.Valid)
+	if !valid {
 		return m, false
 	}
 	m.Subject = &model.AuditSubjectInput{Type: st, ID: *s.ID, DisplayName: s.DisplayName}
@@ -346,8 +346,8 @@ func (in *fastEventInput) model() (m model.RecordAuditEventInput, ok bool) {
 	if g := in.Governance; g != nil {
 		m.Governance = &model.AuditGovernanceInput{Reason: g.Reason, Ticket: g.Ticket, ConfirmedBy: g.ConfirmedBy}
 		if g.Risk != nil {
-			var r domain.Risk
-			if r.UnmarshalGQL(*g.Risk) != nil {
+			r, valid := enumValue(*g.Risk, domain.Risk.Valid)
+			if !valid {
 				return m, false
 			}
 			m.Governance.Risk = &r

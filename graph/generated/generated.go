@@ -12788,24 +12788,64 @@ func (ec *executionContext) unmarshalNAlarmHistoryEntryInput2ᚕgithubᚗcomᚋa
 }
 
 func (ec *executionContext) unmarshalNAlarmSeverity2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐAlarmSeverity(ctx context.Context, v any) (domain.AlarmSeverity, error) {
-	var res domain.AlarmSeverity
-	err := res.UnmarshalGQL(v)
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNAlarmSeverity2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐAlarmSeverity[tmp]
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNAlarmSeverity2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐAlarmSeverity(ctx context.Context, sel ast.SelectionSet, v domain.AlarmSeverity) graphql.Marshaler {
-	return v
+	_ = sel
+	res := graphql.MarshalString(marshalNAlarmSeverity2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐAlarmSeverity[v])
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "AlarmSeverity!")
+	}
+	return res
 }
 
+var (
+	unmarshalNAlarmSeverity2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐAlarmSeverity = map[string]domain.AlarmSeverity{
+		"CRITICAL": domain.AlarmCritical,
+		"MAJOR":    domain.AlarmMajor,
+		"MINOR":    domain.AlarmMinor,
+		"WARNING":  domain.AlarmWarning,
+		"INFO":     domain.AlarmInfo,
+	}
+	marshalNAlarmSeverity2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐAlarmSeverity = map[domain.AlarmSeverity]string{
+		domain.AlarmCritical: "CRITICAL",
+		domain.AlarmMajor:    "MAJOR",
+		domain.AlarmMinor:    "MINOR",
+		domain.AlarmWarning:  "WARNING",
+		domain.AlarmInfo:     "INFO",
+	}
+)
+
 func (ec *executionContext) unmarshalNAlarmState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐAlarmState(ctx context.Context, v any) (domain.AlarmState, error) {
-	var res domain.AlarmState
-	err := res.UnmarshalGQL(v)
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNAlarmState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐAlarmState[tmp]
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNAlarmState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐAlarmState(ctx context.Context, sel ast.SelectionSet, v domain.AlarmState) graphql.Marshaler {
-	return v
+	_ = sel
+	res := graphql.MarshalString(marshalNAlarmState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐAlarmState[v])
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "AlarmState!")
+	}
+	return res
 }
+
+var (
+	unmarshalNAlarmState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐAlarmState = map[string]domain.AlarmState{
+		"RAISED":       domain.AlarmRaised,
+		"ACKNOWLEDGED": domain.AlarmAcknowledged,
+		"CLEARED":      domain.AlarmCleared,
+	}
+	marshalNAlarmState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐAlarmState = map[domain.AlarmState]string{
+		domain.AlarmRaised:       "RAISED",
+		domain.AlarmAcknowledged: "ACKNOWLEDGED",
+		domain.AlarmCleared:      "CLEARED",
+	}
+)
 
 func (ec *executionContext) unmarshalNAppendAlarmHistoryInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAppendAlarmHistoryInput(ctx context.Context, v any) (model.AppendAlarmHistoryInput, error) {
 	res, err := ec.unmarshalInputAppendAlarmHistoryInput(ctx, v)
@@ -12890,14 +12930,34 @@ func (ec *executionContext) marshalNAuditEventEdge2ᚕgithubᚗcomᚋaetheriot�
 }
 
 func (ec *executionContext) unmarshalNAuditOutcome2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐOutcome(ctx context.Context, v any) (domain.Outcome, error) {
-	var res domain.Outcome
-	err := res.UnmarshalGQL(v)
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNAuditOutcome2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐOutcome[tmp]
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNAuditOutcome2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐOutcome(ctx context.Context, sel ast.SelectionSet, v domain.Outcome) graphql.Marshaler {
-	return v
+	_ = sel
+	res := graphql.MarshalString(marshalNAuditOutcome2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐOutcome[v])
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "AuditOutcome!")
+	}
+	return res
 }
+
+var (
+	unmarshalNAuditOutcome2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐOutcome = map[string]domain.Outcome{
+		"SUCCESS": domain.OutcomeSuccess,
+		"FAILURE": domain.OutcomeFailure,
+		"DENIED":  domain.OutcomeDenied,
+		"ERROR":   domain.OutcomeError,
+	}
+	marshalNAuditOutcome2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐOutcome = map[domain.Outcome]string{
+		domain.OutcomeSuccess: "SUCCESS",
+		domain.OutcomeFailure: "FAILURE",
+		domain.OutcomeDenied:  "DENIED",
+		domain.OutcomeError:   "ERROR",
+	}
+)
 
 func (ec *executionContext) marshalNAuditResource2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐResource(ctx context.Context, sel ast.SelectionSet, v domain.Resource) graphql.Marshaler {
 	return ec._AuditResource(ctx, sel, &v)
@@ -12917,14 +12977,32 @@ func (ec *executionContext) marshalNAuditRetention2ᚖgithubᚗcomᚋaetheriot�
 }
 
 func (ec *executionContext) unmarshalNAuditRisk2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐRisk(ctx context.Context, v any) (domain.Risk, error) {
-	var res domain.Risk
-	err := res.UnmarshalGQL(v)
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNAuditRisk2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐRisk[tmp]
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNAuditRisk2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐRisk(ctx context.Context, sel ast.SelectionSet, v domain.Risk) graphql.Marshaler {
-	return v
+	_ = sel
+	res := graphql.MarshalString(marshalNAuditRisk2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐRisk[v])
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "AuditRisk!")
+	}
+	return res
 }
+
+var (
+	unmarshalNAuditRisk2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐRisk = map[string]domain.Risk{
+		"LOW":    domain.RiskLow,
+		"MEDIUM": domain.RiskMedium,
+		"HIGH":   domain.RiskHigh,
+	}
+	marshalNAuditRisk2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐRisk = map[domain.Risk]string{
+		domain.RiskLow:    "LOW",
+		domain.RiskMedium: "MEDIUM",
+		domain.RiskHigh:   "HIGH",
+	}
+)
 
 func (ec *executionContext) marshalNAuditSubject2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐSubject(ctx context.Context, sel ast.SelectionSet, v domain.Subject) graphql.Marshaler {
 	return ec._AuditSubject(ctx, sel, &v)
@@ -12936,14 +13014,32 @@ func (ec *executionContext) unmarshalNAuditSubjectInput2ᚖgithubᚗcomᚋaether
 }
 
 func (ec *executionContext) unmarshalNAuditSubjectType2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐSubjectType(ctx context.Context, v any) (domain.SubjectType, error) {
-	var res domain.SubjectType
-	err := res.UnmarshalGQL(v)
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNAuditSubjectType2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐSubjectType[tmp]
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNAuditSubjectType2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐSubjectType(ctx context.Context, sel ast.SelectionSet, v domain.SubjectType) graphql.Marshaler {
-	return v
+	_ = sel
+	res := graphql.MarshalString(marshalNAuditSubjectType2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐSubjectType[v])
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "AuditSubjectType!")
+	}
+	return res
 }
+
+var (
+	unmarshalNAuditSubjectType2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐSubjectType = map[string]domain.SubjectType{
+		"USER":    domain.SubjectUser,
+		"SERVICE": domain.SubjectService,
+		"SYSTEM":  domain.SubjectSystem,
+	}
+	marshalNAuditSubjectType2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐSubjectType = map[domain.SubjectType]string{
+		domain.SubjectUser:    "USER",
+		domain.SubjectService: "SERVICE",
+		domain.SubjectSystem:  "SYSTEM",
+	}
+)
 
 func (ec *executionContext) unmarshalNBoolean2bool(ctx context.Context, v any) (bool, error) {
 	res, err := graphql.UnmarshalBoolean(v)
@@ -12991,14 +13087,30 @@ func (ec *executionContext) marshalNDataExport2ᚖgithubᚗcomᚋaetheriotᚋaet
 }
 
 func (ec *executionContext) unmarshalNDataExportCompression2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportCompression(ctx context.Context, v any) (domain.DataExportCompression, error) {
-	var res domain.DataExportCompression
-	err := res.UnmarshalGQL(v)
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNDataExportCompression2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportCompression[tmp]
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNDataExportCompression2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportCompression(ctx context.Context, sel ast.SelectionSet, v domain.DataExportCompression) graphql.Marshaler {
-	return v
+	_ = sel
+	res := graphql.MarshalString(marshalNDataExportCompression2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportCompression[v])
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "DataExportCompression!")
+	}
+	return res
 }
+
+var (
+	unmarshalNDataExportCompression2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportCompression = map[string]domain.DataExportCompression{
+		"NONE": domain.DataExportUncompressed,
+		"GZIP": domain.DataExportGzip,
+	}
+	marshalNDataExportCompression2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportCompression = map[domain.DataExportCompression]string{
+		domain.DataExportUncompressed: "NONE",
+		domain.DataExportGzip:         "GZIP",
+	}
+)
 
 func (ec *executionContext) marshalNDataExportConnection2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐDataExportConnection(ctx context.Context, sel ast.SelectionSet, v *model.DataExportConnection) graphql.Marshaler {
 	if v == nil {
@@ -13037,24 +13149,58 @@ func (ec *executionContext) marshalNDataExportEdge2ᚕgithubᚗcomᚋaetheriot�
 }
 
 func (ec *executionContext) unmarshalNDataExportFormat2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportFormat(ctx context.Context, v any) (domain.DataExportFormat, error) {
-	var res domain.DataExportFormat
-	err := res.UnmarshalGQL(v)
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNDataExportFormat2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportFormat[tmp]
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNDataExportFormat2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportFormat(ctx context.Context, sel ast.SelectionSet, v domain.DataExportFormat) graphql.Marshaler {
-	return v
+	_ = sel
+	res := graphql.MarshalString(marshalNDataExportFormat2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportFormat[v])
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "DataExportFormat!")
+	}
+	return res
 }
 
+var (
+	unmarshalNDataExportFormat2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportFormat = map[string]domain.DataExportFormat{
+		"NDJSON": domain.DataExportNDJSON,
+		"CSV":    domain.DataExportCSV,
+	}
+	marshalNDataExportFormat2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportFormat = map[domain.DataExportFormat]string{
+		domain.DataExportNDJSON: "NDJSON",
+		domain.DataExportCSV:    "CSV",
+	}
+)
+
 func (ec *executionContext) unmarshalNDataExportKind2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportKind(ctx context.Context, v any) (domain.DataExportKind, error) {
-	var res domain.DataExportKind
-	err := res.UnmarshalGQL(v)
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNDataExportKind2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportKind[tmp]
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNDataExportKind2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportKind(ctx context.Context, sel ast.SelectionSet, v domain.DataExportKind) graphql.Marshaler {
-	return v
+	_ = sel
+	res := graphql.MarshalString(marshalNDataExportKind2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportKind[v])
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "DataExportKind!")
+	}
+	return res
 }
+
+var (
+	unmarshalNDataExportKind2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportKind = map[string]domain.DataExportKind{
+		"AUDIT":     domain.DataExportAudit,
+		"ALARM":     domain.DataExportAlarm,
+		"TELEMETRY": domain.DataExportTelemetry,
+	}
+	marshalNDataExportKind2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportKind = map[domain.DataExportKind]string{
+		domain.DataExportAudit:     "AUDIT",
+		domain.DataExportAlarm:     "ALARM",
+		domain.DataExportTelemetry: "TELEMETRY",
+	}
+)
 
 func (ec *executionContext) marshalNDataExportPayload2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐDataExportPayload(ctx context.Context, sel ast.SelectionSet, v *model.DataExportPayload) graphql.Marshaler {
 	if v == nil {
@@ -13065,14 +13211,36 @@ func (ec *executionContext) marshalNDataExportPayload2ᚖgithubᚗcomᚋaetherio
 }
 
 func (ec *executionContext) unmarshalNDataExportState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportState(ctx context.Context, v any) (domain.DataExportState, error) {
-	var res domain.DataExportState
-	err := res.UnmarshalGQL(v)
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNDataExportState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportState[tmp]
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNDataExportState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportState(ctx context.Context, sel ast.SelectionSet, v domain.DataExportState) graphql.Marshaler {
-	return v
+	_ = sel
+	res := graphql.MarshalString(marshalNDataExportState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportState[v])
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "DataExportState!")
+	}
+	return res
 }
+
+var (
+	unmarshalNDataExportState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportState = map[string]domain.DataExportState{
+		"QUEUED":  domain.DataExportQueued,
+		"RUNNING": domain.DataExportRunning,
+		"READY":   domain.DataExportReady,
+		"FAILED":  domain.DataExportFailed,
+		"EXPIRED": domain.DataExportExpired,
+	}
+	marshalNDataExportState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportState = map[domain.DataExportState]string{
+		domain.DataExportQueued:  "QUEUED",
+		domain.DataExportRunning: "RUNNING",
+		domain.DataExportReady:   "READY",
+		domain.DataExportFailed:  "FAILED",
+		domain.DataExportExpired: "EXPIRED",
+	}
+)
 
 func (ec *executionContext) unmarshalNDisableWebhookSubscriptionInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐDisableWebhookSubscriptionInput(ctx context.Context, v any) (model.DisableWebhookSubscriptionInput, error) {
 	res, err := ec.unmarshalInputDisableWebhookSubscriptionInput(ctx, v)
@@ -13260,13 +13428,17 @@ func (ec *executionContext) unmarshalNSetAuditRetentionInput2githubᚗcomᚋaeth
 }
 
 func (ec *executionContext) unmarshalNString2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐHash(ctx context.Context, v any) (domain.Hash, error) {
-	var res domain.Hash
-	err := res.UnmarshalGQL(v)
+	res, err := scalar.UnmarshalHash(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNString2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐHash(ctx context.Context, sel ast.SelectionSet, v domain.Hash) graphql.Marshaler {
-	return v
+	_ = sel
+	res := scalar.MarshalHash(v)
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "String!")
+	}
+	return res
 }
 
 func (ec *executionContext) unmarshalNString2string(ctx context.Context, v any) (string, error) {
@@ -13360,14 +13532,34 @@ func (ec *executionContext) marshalNUint642uint64(ctx context.Context, sel ast.S
 }
 
 func (ec *executionContext) unmarshalNWebhookAttemptOutcome2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookAttemptOutcome(ctx context.Context, v any) (domain.WebhookAttemptOutcome, error) {
-	var res domain.WebhookAttemptOutcome
-	err := res.UnmarshalGQL(v)
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNWebhookAttemptOutcome2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookAttemptOutcome[tmp]
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNWebhookAttemptOutcome2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookAttemptOutcome(ctx context.Context, sel ast.SelectionSet, v domain.WebhookAttemptOutcome) graphql.Marshaler {
-	return v
+	_ = sel
+	res := graphql.MarshalString(marshalNWebhookAttemptOutcome2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookAttemptOutcome[v])
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "WebhookAttemptOutcome!")
+	}
+	return res
 }
+
+var (
+	unmarshalNWebhookAttemptOutcome2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookAttemptOutcome = map[string]domain.WebhookAttemptOutcome{
+		"DELIVERING": domain.WebhookAttemptDelivering,
+		"SUCCEEDED":  domain.WebhookAttemptSucceeded,
+		"FAILED":     domain.WebhookAttemptFailed,
+		"UNKNOWN":    domain.WebhookAttemptUnknown,
+	}
+	marshalNWebhookAttemptOutcome2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookAttemptOutcome = map[domain.WebhookAttemptOutcome]string{
+		domain.WebhookAttemptDelivering: "DELIVERING",
+		domain.WebhookAttemptSucceeded:  "SUCCEEDED",
+		domain.WebhookAttemptFailed:     "FAILED",
+		domain.WebhookAttemptUnknown:    "UNKNOWN",
+	}
+)
 
 func (ec *executionContext) marshalNWebhookDelivery2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDelivery(ctx context.Context, sel ast.SelectionSet, v *domain.WebhookDelivery) graphql.Marshaler {
 	if v == nil {
@@ -13434,14 +13626,36 @@ func (ec *executionContext) marshalNWebhookDeliveryPayload2ᚖgithubᚗcomᚋaet
 }
 
 func (ec *executionContext) unmarshalNWebhookDeliveryState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDeliveryState(ctx context.Context, v any) (domain.WebhookDeliveryState, error) {
-	var res domain.WebhookDeliveryState
-	err := res.UnmarshalGQL(v)
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNWebhookDeliveryState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDeliveryState[tmp]
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNWebhookDeliveryState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDeliveryState(ctx context.Context, sel ast.SelectionSet, v domain.WebhookDeliveryState) graphql.Marshaler {
-	return v
+	_ = sel
+	res := graphql.MarshalString(marshalNWebhookDeliveryState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDeliveryState[v])
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "WebhookDeliveryState!")
+	}
+	return res
 }
+
+var (
+	unmarshalNWebhookDeliveryState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDeliveryState = map[string]domain.WebhookDeliveryState{
+		"PENDING":       domain.WebhookDeliveryPending,
+		"DELIVERING":    domain.WebhookDeliveryDelivering,
+		"DELIVERED":     domain.WebhookDeliveryDelivered,
+		"RETRYING":      domain.WebhookDeliveryRetrying,
+		"DEAD_LETTERED": domain.WebhookDeliveryDeadLettered,
+	}
+	marshalNWebhookDeliveryState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDeliveryState = map[domain.WebhookDeliveryState]string{
+		domain.WebhookDeliveryPending:      "PENDING",
+		domain.WebhookDeliveryDelivering:   "DELIVERING",
+		domain.WebhookDeliveryDelivered:    "DELIVERED",
+		domain.WebhookDeliveryRetrying:     "RETRYING",
+		domain.WebhookDeliveryDeadLettered: "DEAD_LETTERED",
+	}
+)
 
 func (ec *executionContext) marshalNWebhookDestination2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDestination(ctx context.Context, sel ast.SelectionSet, v domain.WebhookDestination) graphql.Marshaler {
 	return ec._WebhookDestination(ctx, sel, &v)
@@ -13516,14 +13730,30 @@ func (ec *executionContext) marshalNWebhookSubscriptionPayload2ᚖgithubᚗcom�
 }
 
 func (ec *executionContext) unmarshalNWebhookSubscriptionState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookSubscriptionState(ctx context.Context, v any) (domain.WebhookSubscriptionState, error) {
-	var res domain.WebhookSubscriptionState
-	err := res.UnmarshalGQL(v)
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNWebhookSubscriptionState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookSubscriptionState[tmp]
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNWebhookSubscriptionState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookSubscriptionState(ctx context.Context, sel ast.SelectionSet, v domain.WebhookSubscriptionState) graphql.Marshaler {
-	return v
+	_ = sel
+	res := graphql.MarshalString(marshalNWebhookSubscriptionState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookSubscriptionState[v])
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "WebhookSubscriptionState!")
+	}
+	return res
 }
+
+var (
+	unmarshalNWebhookSubscriptionState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookSubscriptionState = map[string]domain.WebhookSubscriptionState{
+		"ACTIVE":   domain.WebhookSubscriptionActive,
+		"DISABLED": domain.WebhookSubscriptionDisabled,
+	}
+	marshalNWebhookSubscriptionState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookSubscriptionState = map[domain.WebhookSubscriptionState]string{
+		domain.WebhookSubscriptionActive:   "ACTIVE",
+		domain.WebhookSubscriptionDisabled: "DISABLED",
+	}
+)
 
 func (ec *executionContext) marshalN__Directive2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐDirective(ctx context.Context, sel ast.SelectionSet, v introspection.Directive) graphql.Marshaler {
 	return ec.___Directive(ctx, sel, &v)
@@ -13768,17 +13998,33 @@ func (ec *executionContext) unmarshalOAuditRisk2ᚖgithubᚗcomᚋaetheriotᚋae
 	if v == nil {
 		return nil, nil
 	}
-	var res = new(domain.Risk)
-	err := res.UnmarshalGQL(v)
-	return res, graphql.ErrorOnPath(ctx, err)
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalOAuditRisk2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐRisk[tmp]
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalOAuditRisk2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐRisk(ctx context.Context, sel ast.SelectionSet, v *domain.Risk) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
-	return v
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalString(marshalOAuditRisk2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐRisk[*v])
+	return res
 }
+
+var (
+	unmarshalOAuditRisk2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐRisk = map[string]domain.Risk{
+		"LOW":    domain.RiskLow,
+		"MEDIUM": domain.RiskMedium,
+		"HIGH":   domain.RiskHigh,
+	}
+	marshalOAuditRisk2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐRisk = map[domain.Risk]string{
+		domain.RiskLow:    "LOW",
+		domain.RiskMedium: "MEDIUM",
+		domain.RiskHigh:   "HIGH",
+	}
+)
 
 func (ec *executionContext) unmarshalOBoolean2bool(ctx context.Context, v any) (bool, error) {
 	res, err := graphql.UnmarshalBoolean(v)
@@ -13829,33 +14075,69 @@ func (ec *executionContext) unmarshalODataExportKind2ᚖgithubᚗcomᚋaetheriot
 	if v == nil {
 		return nil, nil
 	}
-	var res = new(domain.DataExportKind)
-	err := res.UnmarshalGQL(v)
-	return res, graphql.ErrorOnPath(ctx, err)
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalODataExportKind2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportKind[tmp]
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalODataExportKind2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportKind(ctx context.Context, sel ast.SelectionSet, v *domain.DataExportKind) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
-	return v
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalString(marshalODataExportKind2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportKind[*v])
+	return res
 }
+
+var (
+	unmarshalODataExportKind2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportKind = map[string]domain.DataExportKind{
+		"AUDIT":     domain.DataExportAudit,
+		"ALARM":     domain.DataExportAlarm,
+		"TELEMETRY": domain.DataExportTelemetry,
+	}
+	marshalODataExportKind2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportKind = map[domain.DataExportKind]string{
+		domain.DataExportAudit:     "AUDIT",
+		domain.DataExportAlarm:     "ALARM",
+		domain.DataExportTelemetry: "TELEMETRY",
+	}
+)
 
 func (ec *executionContext) unmarshalODataExportState2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportState(ctx context.Context, v any) (*domain.DataExportState, error) {
 	if v == nil {
 		return nil, nil
 	}
-	var res = new(domain.DataExportState)
-	err := res.UnmarshalGQL(v)
-	return res, graphql.ErrorOnPath(ctx, err)
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalODataExportState2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportState[tmp]
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalODataExportState2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportState(ctx context.Context, sel ast.SelectionSet, v *domain.DataExportState) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
-	return v
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalString(marshalODataExportState2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportState[*v])
+	return res
 }
+
+var (
+	unmarshalODataExportState2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportState = map[string]domain.DataExportState{
+		"QUEUED":  domain.DataExportQueued,
+		"RUNNING": domain.DataExportRunning,
+		"READY":   domain.DataExportReady,
+		"FAILED":  domain.DataExportFailed,
+		"EXPIRED": domain.DataExportExpired,
+	}
+	marshalODataExportState2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐDataExportState = map[domain.DataExportState]string{
+		domain.DataExportQueued:  "QUEUED",
+		domain.DataExportRunning: "RUNNING",
+		domain.DataExportReady:   "READY",
+		domain.DataExportFailed:  "FAILED",
+		domain.DataExportExpired: "EXPIRED",
+	}
+)
 
 func (ec *executionContext) unmarshalOEvidenceDigestInput2ᚕgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐEvidenceDigestInputᚄ(ctx context.Context, v any) ([]model.EvidenceDigestInput, error) {
 	if v == nil {
@@ -14018,17 +14300,37 @@ func (ec *executionContext) unmarshalOWebhookDeliveryState2ᚖgithubᚗcomᚋaet
 	if v == nil {
 		return nil, nil
 	}
-	var res = new(domain.WebhookDeliveryState)
-	err := res.UnmarshalGQL(v)
-	return res, graphql.ErrorOnPath(ctx, err)
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalOWebhookDeliveryState2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDeliveryState[tmp]
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalOWebhookDeliveryState2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDeliveryState(ctx context.Context, sel ast.SelectionSet, v *domain.WebhookDeliveryState) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
-	return v
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalString(marshalOWebhookDeliveryState2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDeliveryState[*v])
+	return res
 }
+
+var (
+	unmarshalOWebhookDeliveryState2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDeliveryState = map[string]domain.WebhookDeliveryState{
+		"PENDING":       domain.WebhookDeliveryPending,
+		"DELIVERING":    domain.WebhookDeliveryDelivering,
+		"DELIVERED":     domain.WebhookDeliveryDelivered,
+		"RETRYING":      domain.WebhookDeliveryRetrying,
+		"DEAD_LETTERED": domain.WebhookDeliveryDeadLettered,
+	}
+	marshalOWebhookDeliveryState2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDeliveryState = map[domain.WebhookDeliveryState]string{
+		domain.WebhookDeliveryPending:      "PENDING",
+		domain.WebhookDeliveryDelivering:   "DELIVERING",
+		domain.WebhookDeliveryDelivered:    "DELIVERED",
+		domain.WebhookDeliveryRetrying:     "RETRYING",
+		domain.WebhookDeliveryDeadLettered: "DEAD_LETTERED",
+	}
+)
 
 func (ec *executionContext) marshalOWebhookDestination2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDestination(ctx context.Context, sel ast.SelectionSet, v *domain.WebhookDestination) graphql.Marshaler {
 	if v == nil {
