@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/aetheriot/aether-audit/domain"
+	"github.com/aetheriot/aether-audit/eventjson"
 	"github.com/aetheriot/aether-audit/webhook"
 )
 
@@ -21,7 +22,7 @@ const unknownOutcome = "outcome unknown: the attempt was interrupted after its r
 
 // WebhookPayload is the body of every webhook: the audit event in its
 // GraphQL shape, with its action as type. Deliveries encode it with
-// domain.AuditEvent.AppendWebhookPayloadJSON, which writes the same bytes
+// eventjson.AppendWebhookPayload, which writes the same bytes
 // as json.Marshal of this type.
 type WebhookPayload struct {
 	Type      string             `json:"type"`
@@ -49,7 +50,7 @@ type preparedAttempt struct {
 // beginAttempt computes the start of d's next attempt: the change that
 // commits it as DELIVERING, and what to send.
 func (a *App) beginAttempt(d domain.WebhookDelivery, event *domain.AuditEvent, url string, keys [][]byte, keyErr error, now time.Time) (domain.WebhookDeliveryChange, *preparedAttempt, error) {
-	body, err := event.AppendWebhookPayloadJSON(make([]byte, 0, 1024))
+	body, err := eventjson.AppendWebhookPayload(make([]byte, 0, 1024), event)
 	if err != nil {
 		return domain.WebhookDeliveryChange{}, nil, fmt.Errorf("encoding webhook payload: %w", err)
 	}

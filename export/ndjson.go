@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/aetheriot/aether-audit/domain"
+	"github.com/aetheriot/aether-audit/eventjson"
 )
 
 // ndjsonEncoder writes each row as its encoding/json form followed by "\n".
@@ -23,13 +24,13 @@ const auditRowRoom = 4 << 10
 // free space.
 var spillBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 2*auditRowRoom); return &b }}
 
-// encodeAudit encodes the event with its reflection-free encoder, which
+// encodeAudit encodes the event with eventjson's reflection-free encoder, which
 // writes what json.Marshal writes, straight into the writer's buffer when
 // there is room, so a row costs no allocation. A row json.Marshal refuses
 // (invalid details JSON) fails and writes nothing.
 func (e ndjsonEncoder) encodeAudit(v *domain.AuditEvent) error {
 	if e.w.Available() >= auditRowRoom {
-		line, err := v.AppendJSONChecked(e.w.AvailableBuffer())
+		line, err := eventjson.Append(e.w.AvailableBuffer(), v)
 		if err != nil {
 			return fmt.Errorf("export: encode row as JSON: %w", err)
 		}
@@ -39,7 +40,7 @@ func (e ndjsonEncoder) encodeAudit(v *domain.AuditEvent) error {
 	}
 	bp := spillBuffers.Get().(*[]byte)
 	defer spillBuffers.Put(bp)
-	line, err := v.AppendJSONChecked((*bp)[:0])
+	line, err := eventjson.Append((*bp)[:0], v)
 	if err != nil {
 		return fmt.Errorf("export: encode row as JSON: %w", err)
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -11,15 +12,36 @@ import (
 
 	"github.com/aetheriot/aether-audit/app"
 	"github.com/aetheriot/aether-audit/domain"
+	"github.com/aetheriot/aether-audit/eventjson"
 )
 
 // ssePageSize is how many events the SSE snapshot reads per page.
 const ssePageSize = app.MaxPageSize
 
-// auditEventList is the REST list response.
-type auditEventList struct {
-	Events     []domain.AuditEvent `json:"events"`
-	NextCursor *string             `json:"nextCursor"`
+// appendAuditEventList appends the REST list response,
+// {"events": [...], "nextCursor": "…" or null}, each event in its public
+// JSON shape (eventjson), then a newline.
+func appendAuditEventList(b []byte, page app.AuditEventPage) ([]byte, error) {
+	b = append(b, `{"events":[`...)
+	for i := range page.Edges {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = eventjson.Append(b, &page.Edges[i].Event); err != nil {
+			return nil, fmt.Errorf("encoding audit event: %w", err)
+		}
+	}
+	b = append(b, `],"nextCursor":`...)
+	if !page.HasNextPage {
+		return append(b, "null}\n"...), nil
+	}
+	cursor, err := json.Marshal(page.EndCursor)
+	if err != nil {
+		return nil, fmt.Errorf("encoding cursor: %w", err)
+	}
+	b = append(b, cursor...)
+	return append(b, "}\n"...), nil
 }
 
 // The query parameters of the REST and SSE audit endpoints.
@@ -59,16 +81,14 @@ func (s *Server) listAuditEvents(w http.ResponseWriter, r *http.Request) {
 		s.writeAppError(w, r, serr)
 		return
 	}
-	out := auditEventList{Events: make([]domain.AuditEvent, len(page.Edges))}
-	for i := range page.Edges {
-		out.Events[i] = page.Edges[i].Event
-	}
-	if page.HasNextPage {
-		out.NextCursor = &page.EndCursor
+	body, encErr := appendAuditEventList(make([]byte, 0, 1024*len(page.Edges)+64), page)
+	if encErr != nil {
+		s.writeAppError(w, r, encErr)
+		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	_ = json.NewEncoder(w).Encode(out)
+	_, _ = w.Write(body)
 }
 
 // streamAuditEvents serves GET /api/v1/audit/events/stream: a finite
@@ -117,16 +137,16 @@ func (s *Server) streamAuditEvents(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	var buf []byte
+	var buf, event []byte
 	for {
 		for i := range page.Edges {
 			e := &page.Edges[i].Event
-			data, err := json.Marshal(e)
+			data, err := eventjson.Append(event[:0], e)
 			if err != nil {
 				s.cfg.Logger.ErrorContext(r.Context(), "encoding audit event", "err", err)
 				return
 			}
-			buf = appendSSEEvent(buf[:0], e.Sequence, data)
+			event, buf = data, appendSSEEvent(buf[:0], e.Sequence, data)
 			if _, err := w.Write(buf); err != nil {
 				return // the client went away
 			}
@@ -339,19 +359,19 @@ func (s *Server) followAuditEvents(w http.ResponseWriter, r *http.Request, in ap
 		defer expiry.Stop()
 		expired = expiry.C
 	}
-	var buf []byte
+	var buf, event []byte
 	for {
 		select {
 		case e, ok := <-events:
 			if !ok {
 				return
 			}
-			data, err := json.Marshal(e)
+			data, err := eventjson.Append(event[:0], e)
 			if err != nil {
 				s.cfg.Logger.ErrorContext(ctx, "encoding audit event", "err", err)
 				return
 			}
-			buf = appendSSEEvent(buf[:0], e.Sequence, data)
+			event, buf = data, appendSSEEvent(buf[:0], e.Sequence, data)
 			if _, err := w.Write(buf); err != nil {
 				return
 			}

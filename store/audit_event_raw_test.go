@@ -11,6 +11,7 @@ import (
 
 	"github.com/aetheriot/aether-audit/app"
 	"github.com/aetheriot/aether-audit/domain"
+	"github.com/aetheriot/aether-audit/eventjson"
 	"github.com/aetheriot/aether-audit/store"
 	"github.com/aetheriot/aether-audit/store/storetest"
 )
@@ -51,7 +52,7 @@ func TestStreamAuditEventsByTimeDecodesRowsExactly(t *testing.T) {
 	seen := map[*domain.AuditEvent]bool{}
 	err = st.StreamAuditEventsByTime(ctx, "t1", "p1", base, base.Add(time.Hour), func(e *domain.AuditEvent) error {
 		seen[e] = true
-		b, err := e.AppendJSONChecked(nil)
+		b, err := eventjson.Append(nil, e)
 		if err == nil {
 			streamed = append(streamed, b)
 		}
