@@ -97,12 +97,9 @@ func (c *Cluster) place(ctx context.Context) (string, error) {
 	previous := readLocation(marker)
 	candidates := privateDirs(resolved, privateRoot, tempRoot())
 	for _, d := range candidates {
-		found, err := holdsClusterOf(d, resolved, c.acct)
-		if err != nil {
-			c.log.WarnContext(ctx, "ignoring a folder that may not hold the cluster", "folder", d, "reason", err)
-			continue
-		}
-		if !found {
+		// A folder that fails the checks is not used; step 4 reports
+		// why if it comes to need it.
+		if found, err := holdsClusterOf(d, resolved, c.acct); err != nil || !found {
 			continue
 		}
 		if previous == "" {
@@ -131,7 +128,7 @@ func (c *Cluster) place(ctx context.Context) (string, error) {
 	var failures []string
 	for _, d := range candidates {
 		if err := c.makePrivateDir(ctx, d, resolved); err != nil {
-			c.log.WarnContext(ctx, "cannot use folder for the embedded PostgreSQL cluster", "folder", d, "reason", err)
+			c.log.WarnContext(ctx, "not using this folder for the embedded PostgreSQL cluster", "folder", d, "reason", err)
 			failures = append(failures, err.Error())
 			continue
 		}

@@ -185,7 +185,9 @@ func TestStartPlacesClusterWhereTheServerUserCanReachIt(t *testing.T) {
 	require.NoError(t, c.Stop(ctx))
 
 	// The same data dir, also named through a symbolic link, maps to the
-	// same folder and finds its data again.
+	// same folder and finds its data again. The cluster-location file is
+	// only a note: the folder is found without it, and it is written anew.
+	require.NoError(t, os.Remove(filepath.Join(dir, locationFile)))
 	alias := filepath.Join(p.open, "alias")
 	require.NoError(t, os.Symlink(filepath.Join(p.locked, "one"), alias))
 	c = startCluster(t, ctx, filepath.Join(alias, "pg"))
@@ -197,6 +199,9 @@ func TestStartPlacesClusterWhereTheServerUserCanReachIt(t *testing.T) {
 	require.Equal(t, "placed", body)
 	require.NoError(t, conn.Close(ctx))
 	require.NoError(t, c.Stop(ctx))
+	marker, err = os.ReadFile(filepath.Join(dir, locationFile))
+	require.NoError(t, err)
+	require.Equal(t, home+"\n", string(marker))
 
 	// Another data dir gets another folder.
 	other := startCluster(t, ctx, filepath.Join(p.locked, "two", "pg"))
