@@ -232,10 +232,11 @@ type Cluster struct {
 //
 // On first use Start runs initdb (superuser "postgres", trust
 // authentication, UTF8 encoding, C locale). The server is started with
-// pg_ctl and listens only on a Unix socket in <DataDir>/run; when that path
-// would make the socket file path longer than 100 bytes, the socket goes in
-// a private folder under os.TempDir() named after a hash of the absolute
-// DataDir instead. If a server started earlier on the same DataDir is still
+// pg_ctl and listens only on a Unix socket in <DataDir>/run (or the run
+// folder of the private folder described below); when that path would make
+// the socket file path longer than 100 bytes, the socket goes in a private
+// folder under os.TempDir() named after a hash of the cluster's folder
+// instead. If a server started earlier on the same DataDir is still
 // running (for example after the starting process crashed), Start reuses it
 // rather than failing; Stop then stops it. Concurrent Starts on the same
 // DataDir, even from different processes, are serialised and share one
@@ -262,7 +263,7 @@ type Cluster struct {
 // private folder is never removed by Start or Stop.
 //
 // When pg_ctl fails to start the server, the error quotes the last lines of
-// <DataDir>/postgres.log. When no PostgreSQL installation is found, the
+// postgres.log in the cluster's folder. When no PostgreSQL installation is found, the
 // error wraps ErrNoBinaries.
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if opts.DataDir == "" {
