@@ -70,7 +70,7 @@ func (f *databaseFlags) openDatabase(ctx context.Context, logger *slog.Logger) (
 		}
 		db.cluster = c
 		url = c.URL()
-		logger.Info("using embedded PostgreSQL", "data_dir", filepath.Join(f.DataDir, "postgres"))
+		logger.Info("using embedded PostgreSQL", "cluster_dir", c.Dir())
 	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -120,8 +120,9 @@ func hmacSecret(secret secretFlags, dir dataDirFlags) ([]byte, error) {
 	if secret.JWTSecret != "" {
 		return auth.ParseSecret(secret.JWTSecret)
 	}
-	// The data dir stays searchable: the embedded PostgreSQL, run as an
-	// unprivileged user, lives below it. The secret file itself is 0600.
+	// The data dir stays searchable, so that the embedded PostgreSQL, run
+	// as an unprivileged user when aether runs as root, can live below it
+	// where the parent folders allow. The secret file itself is 0600.
 	if err := os.MkdirAll(dir.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating data dir: %w", err)
 	}

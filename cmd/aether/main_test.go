@@ -111,12 +111,19 @@ func baseEnv() []string {
 // is killed, if still running, when the test ends.
 func start(t *testing.T, env []string, args ...string) *process {
 	t.Helper()
+	return startIn(t, "", env, args...)
+}
+
+// startIn is start with the working directory dir ("" for the test's).
+func startIn(t *testing.T, dir string, env []string, args ...string) *process {
+	t.Helper()
 	p := &process{
 		cmd:    exec.Command(aetherBin, args...),
 		stdout: &syncBuffer{},
 		stderr: &syncBuffer{},
 		done:   make(chan struct{}),
 	}
+	p.cmd.Dir = dir
 	p.cmd.Env = append(baseEnv(), env...)
 	p.cmd.Stdout = p.stdout
 	p.cmd.Stderr = p.stderr

@@ -4,7 +4,9 @@
 // It exists so that `aether serve` works without any database configuration
 // (it is used when DATABASE_URL is unset) and so that the test suite can run
 // on machines where no database server is reachable. The cluster lives
-// entirely inside a caller-chosen directory, accepts connections only on a
+// inside a caller-chosen directory (or, when the process is root and the
+// unprivileged user the server runs as cannot reach that directory, in a
+// private folder chosen for it; see Start), accepts connections only on a
 // Unix-domain socket (it never listens on TCP, so it cannot clash with a
 // system server on port 5432), and trusts every local connection as the
 // superuser "postgres". It is meant for development and tests, not for
@@ -16,6 +18,10 @@
 //	<DataDir>/postgres.log  the server log, appended to on every start
 //	<DataDir>/run           the socket directory, unless its path is too
 //	                        long for a Unix socket (see Start)
+//
+// When the cluster lives in a private folder instead, that folder has the
+// data, postgres.log and run entries, and DataDir keeps the lock file and
+// the file cluster-location naming the folder.
 //
 // Data survives restarts: starting a cluster on a directory that already
 // holds one reuses the existing data.
@@ -187,7 +193,9 @@ type Options struct {
 	// created (mode 0700, with missing parents mode 0755) if missing. A
 	// relative path is resolved against the working directory. It must
 	// not contain the characters " $ ` \ or a newline, which pg_ctl
-	// cannot quote.
+	// cannot quote. When the process is root and the server's user cannot
+	// reach DataDir, the cluster lives in a private folder instead (see
+	// Start and Cluster.Dir).
 	DataDir string
 
 	// Database is the database Start creates if it does not exist yet and
@@ -202,9 +210,10 @@ type Options struct {
 // Cluster is a running private PostgreSQL cluster started by Start. Its
 // methods are safe for concurrent use.
 type Cluster struct {
-	dir       string // absolute Options.DataDir
-	pgdata    string // dir/data
-	logFile   string // dir/postgres.log
+	dir       string // absolute Options.DataDir: holds the lock file
+	home      string // where the cluster lives: dir, or a private folder (see place)
+	pgdata    string // home/data
+	logFile   string // home/postgres.log
 	socketDir string
 	binDir    string
 	database  string
@@ -223,10 +232,11 @@ type Cluster struct {
 //
 // On first use Start runs initdb (superuser "postgres", trust
 // authentication, UTF8 encoding, C locale). The server is started with
-// pg_ctl and listens only on a Unix socket in <DataDir>/run; when that path
-// would make the socket file path longer than 100 bytes, the socket goes in
-// a private folder under os.TempDir() named after a hash of the absolute
-// DataDir instead. If a server started earlier on the same DataDir is still
+// pg_ctl and listens only on a Unix socket in <DataDir>/run (or the run
+// folder of the private folder described below); when that path would make
+// the socket file path longer than 100 bytes, the socket goes in a private
+// folder under os.TempDir() named after a hash of the cluster's folder
+// instead. If a server started earlier on the same DataDir is still
 // running (for example after the starting process crashed), Start reuses it
 // rather than failing; Stop then stops it. Concurrent Starts on the same
 // DataDir, even from different processes, are serialised and share one
@@ -234,13 +244,26 @@ type Cluster struct {
 //
 // PostgreSQL refuses to run as root. When the current process is root,
 // Start runs the server as the system user "postgres" if it exists, or
-// else as the system user "aether-pg", which it creates with useradd. It
-// gives that user ownership of DataDir and the socket folder, and fails
-// with an error naming the blocking folder when the user cannot reach
-// DataDir because a parent folder is not searchable by it.
+// else as the system user "aether-pg", which it creates with useradd, and
+// gives that user ownership of the cluster's folder and the socket folder.
+// When that user cannot reach DataDir, because a parent folder (for
+// example /root, mode 0700) is not searchable by it, and DataDir holds no
+// cluster yet, the cluster goes in a private folder that the user can
+// reach instead: /var/lib/aether-pg/<hash>, or, when that cannot be used,
+// <os.TempDir()>/aether-pgcluster-<hash>, where <hash> is derived from the
+// absolute DataDir with symbolic links resolved. The same DataDir thus
+// always maps to the same folder, and different ones to different folders.
+// The folder has mode 0700 and belongs to the server's user; an existing
+// folder at that path that belongs to another user, is writable by group
+// or others, or was made for another DataDir is refused. Start logs the
+// chosen folder, writes its path into DataDir/cluster-location, and keeps
+// using it on later starts, even once DataDir becomes reachable. A cluster
+// already in DataDir is always used where it is; when the user cannot
+// reach it, Start fails with an error naming the blocking folder. The
+// private folder is never removed by Start or Stop.
 //
 // When pg_ctl fails to start the server, the error quotes the last lines of
-// <DataDir>/postgres.log. When no PostgreSQL installation is found, the
+// postgres.log in the cluster's folder. When no PostgreSQL installation is found, the
 // error wraps ErrNoBinaries.
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if opts.DataDir == "" {
@@ -262,8 +285,6 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	c := &Cluster{
 		dir:      dir,
-		pgdata:   filepath.Join(dir, "data"),
-		logFile:  filepath.Join(dir, "postgres.log"),
 		binDir:   binDir,
 		database: opts.Database,
 		log:      opts.Logger,
@@ -311,7 +332,15 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	c.acct = acct
 
-	socketDir, inDataDir, err := socketDirFor(c.dir, os.TempDir())
+	home, err := c.place(ctx)
+	if err != nil {
+		return err
+	}
+	c.home = home
+	c.pgdata = filepath.Join(home, "data")
+	c.logFile = filepath.Join(home, "postgres.log")
+
+	socketDir, inDataDir, err := socketDirFor(home, os.TempDir())
 	if err != nil {
 		return err
 	}
@@ -326,13 +355,13 @@ func (c *Cluster) start(ctx context.Context) error {
 		}
 	}
 	if acct != nil {
-		if err := chownTree(c.dir, acct); err != nil {
+		if err := chownTree(home, acct); err != nil {
 			return fmt.Errorf("giving %s ownership of the data dir: %w", acct.name, err)
 		}
 		if err := chownTree(socketDir, acct); err != nil {
 			return fmt.Errorf("giving %s ownership of the socket dir: %w", acct.name, err)
 		}
-		if err := c.checkReachable(ctx, c.dir); err != nil {
+		if err := c.checkReachable(ctx, home); err != nil {
 			return err
 		}
 		if err := c.checkReachable(ctx, socketDir); err != nil {
@@ -407,9 +436,31 @@ func usableSocketDir(dir string) bool {
 // account the server runs as cannot search (traverse) every folder from
 // the root down to and including target.
 func (c *Cluster) checkReachable(ctx context.Context, target string) error {
+	blocker, err := c.blocker(ctx, target)
+	if err != nil {
+		return err
+	}
+	if blocker != "" {
+		return fmt.Errorf("%s; make %s searchable by other users (chmod o+x %s)",
+			c.cannotReach(blocker, target), blocker, blocker)
+	}
+	return nil
+}
+
+// cannotReach describes why the server cannot reach target: its account
+// cannot enter blocker.
+func (c *Cluster) cannotReach(blocker, target string) string {
+	return fmt.Sprintf("PostgreSQL runs as the unprivileged user %s (it refuses to run as root), "+
+		"which cannot enter %s, so it cannot reach %s", c.acct.name, blocker, target)
+}
+
+// blocker returns the first folder, from the root down to and including
+// target (with symbolic links resolved), that the account the server runs
+// as cannot search (traverse), or "" when it can search them all.
+func (c *Cluster) blocker(ctx context.Context, target string) (string, error) {
 	resolved, err := filepath.EvalSymlinks(target)
 	if err != nil {
-		return fmt.Errorf("resolving %s: %w", target, err)
+		return "", fmt.Errorf("resolving %s: %w", target, err)
 	}
 	var chain []string
 	for d := resolved; ; d = filepath.Dir(d) {
@@ -423,20 +474,16 @@ func (c *Cluster) checkReachable(ctx context.Context, target string) error {
 		args = append(args, chain[i])
 	}
 	cmd := c.command(ctx, "/bin/sh", args...)
-	cmd.Dir = "/" // the data dir may be the very folder it cannot reach
+	cmd.Dir = "/" // the command's usual folder may be the very one it cannot reach
 	out, err := cmd.CombinedOutput()
 	if err == nil {
-		return nil
+		return "", nil
 	}
 	var exitErr *exec.ExitError
 	if !errors.As(err, &exitErr) || exitErr.ExitCode() != 1 {
-		return fmt.Errorf("checking that user %s can reach %s: %w: %s", c.acct.name, resolved, err, bytes.TrimSpace(out))
+		return "", fmt.Errorf("checking that user %s can reach %s: %w: %s", c.acct.name, resolved, err, bytes.TrimSpace(out))
 	}
-	blocker := strings.TrimSpace(string(out))
-	return fmt.Errorf("PostgreSQL runs as the unprivileged user %s (it refuses to run as root), "+
-		"which cannot enter %s, so it cannot reach %s; make %s searchable by other users "+
-		"(chmod o+x) or set AETHER_DATA_DIR to a folder every user can reach, such as /var/lib/aether or /tmp/aether",
-		c.acct.name, blocker, resolved, blocker)
+	return strings.TrimSpace(string(out)), nil
 }
 
 // initdb creates the data directory unless it already holds a cluster.
@@ -616,6 +663,13 @@ func (c *Cluster) Joined() bool {
 	return c.joined
 }
 
+// Dir returns the folder the cluster lives in, holding its data directory
+// and server log: Options.DataDir (made absolute), or the private folder
+// Start chose because the server's user cannot reach Options.DataDir.
+func (c *Cluster) Dir() string {
+	return c.home
+}
+
 // SocketDir returns the folder holding the cluster's Unix socket.
 func (c *Cluster) SocketDir() string {
 	return c.socketDir
@@ -654,21 +708,24 @@ func (c *Cluster) stop(ctx context.Context) error {
 }
 
 // removeTempSocketDir removes the socket folder if it lies outside the
-// data directory and is empty, that is, no server uses it.
+// cluster's folder and is empty, that is, no server uses it.
 func (c *Cluster) removeTempSocketDir() {
-	if c.socketDir != "" && !strings.HasPrefix(c.socketDir, c.dir+string(filepath.Separator)) {
+	if c.socketDir != "" && !strings.HasPrefix(c.socketDir, c.home+string(filepath.Separator)) {
 		_ = os.Remove(c.socketDir) // fails harmlessly unless empty
 	}
 }
 
 // command returns a command running name as the cluster's account, in the
-// cluster folder (the PostgreSQL programs fail when they cannot read their
+// cluster's folder (the PostgreSQL programs fail when they cannot read their
 // working directory), with PG* environment variables removed so that
 // settings such as PGPORT or PGDATA in the caller's environment cannot
 // redirect them.
 func (c *Cluster) command(ctx context.Context, name string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir = c.dir
+	cmd.Dir = c.home
+	if cmd.Dir == "" { // not placed yet
+		cmd.Dir = "/"
+	}
 	env := make([]string, 0, len(os.Environ()))
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "PG") {

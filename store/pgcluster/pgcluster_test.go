@@ -228,25 +228,6 @@ func TestLongDataDirUsesShortSocketDir(t *testing.T) {
 	require.ErrorIs(t, err, os.ErrNotExist, "empty socket dir in the temp dir is removed on Stop")
 }
 
-func TestStartReportsUnreachableDataDir(t *testing.T) {
-	skipWithoutBinaries(t)
-	if os.Geteuid() != 0 {
-		t.Skip("only root runs the server as another user")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	blocker := filepath.Join(filepath.Dir(clusterDir(t)), "locked")
-	require.NoError(t, os.Mkdir(blocker, 0o700))
-	dir := filepath.Join(blocker, "pg")
-
-	_, err := Start(ctx, Options{DataDir: dir})
-	require.Error(t, err)
-	real, rerr := filepath.EvalSymlinks(blocker)
-	require.NoError(t, rerr)
-	require.Contains(t, err.Error(), "cannot enter "+real+",")
-	require.Contains(t, err.Error(), "AETHER_DATA_DIR")
-}
-
 func TestStartAfterCrash(t *testing.T) {
 	skipWithoutBinaries(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)

@@ -112,16 +112,29 @@ func chownTree(root string, a *account) error {
 }
 
 // ensurePrivateDir makes path a folder owned by a (or by the current user
-// when a is nil) with mode 0700. path lives in a shared temporary folder,
-// so an existing entry must be a real folder (not a symbolic link) owned by
-// the current user or by a; anything else is an error rather than
-// something to take over.
+// when a is nil) with mode 0700. path lives in a shared folder, so an
+// existing entry must pass checkPrivateDir; anything else is an error
+// rather than something to take over.
 func ensurePrivateDir(path string, a *account) error {
-	euid := uint32(os.Geteuid())
 	err := os.Mkdir(path, 0o700)
 	if err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
+	if err := checkPrivateDir(path, a); err != nil {
+		return err
+	}
+	if a != nil {
+		if err := os.Lchown(path, int(a.uid), int(a.gid)); err != nil {
+			return err
+		}
+	}
+	return os.Chmod(path, 0o700)
+}
+
+// checkPrivateDir checks that path is a real folder (not a symbolic link)
+// owned by the current user or by a, and not writable by group or others,
+// so that nobody else can have put anything in it.
+func checkPrivateDir(path string, a *account) error {
 	fi, err := os.Lstat(path)
 	if err != nil {
 		return err
@@ -133,15 +146,38 @@ func ensurePrivateDir(path string, a *account) error {
 	if !ok {
 		return fmt.Errorf("%s: cannot determine owner", path)
 	}
-	if st.Uid != euid && (a == nil || st.Uid != a.uid) {
+	if st.Uid != uint32(os.Geteuid()) && (a == nil || st.Uid != a.uid) {
 		return fmt.Errorf("%s exists and belongs to uid %d, not to this user; remove it", path, st.Uid)
 	}
-	if a != nil {
-		if err := os.Lchown(path, int(a.uid), int(a.gid)); err != nil {
-			return err
-		}
+	if fi.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("%s exists and is writable by other users (mode %04o); remove it", path, fi.Mode().Perm())
 	}
-	return os.Chmod(path, 0o700)
+	return nil
+}
+
+// checkBase checks that base, a folder holding private folders, belongs to
+// root or the current user, and that it is not writable by group or others
+// unless it has the sticky bit (as /tmp has), so that no other user can
+// remove or replace the folders in it.
+func checkBase(base string) error {
+	fi, err := os.Stat(base)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a folder", base)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fmt.Errorf("%s: cannot determine owner", base)
+	}
+	if st.Uid != 0 && st.Uid != uint32(os.Geteuid()) {
+		return fmt.Errorf("%s belongs to uid %d, not to root", base, st.Uid)
+	}
+	if fi.Mode().Perm()&0o022 != 0 && fi.Mode()&fs.ModeSticky == 0 {
+		return fmt.Errorf("%s is writable by other users and not sticky (mode %04o)", base, fi.Mode().Perm())
+	}
+	return nil
 }
 
 // lockFile takes an exclusive advisory lock on the file at path, creating
