@@ -20,7 +20,9 @@ run: build
 	echo "Dev token (tenant dev, every project, all permissions, 24h; dev is the operator tenant of /metrics and /riverui/):"; \
 	echo ""; echo "export TOKEN=$$TOKEN"; echo ""; \
 	echo "Dashboard (project $(DASHBOARD_PROJECT)):"; \
-	echo ""; echo "http://$${AETHER_ADDR:-127.0.0.1:8080}/dashboard#token=$$TOKEN&project=$(DASHBOARD_PROJECT)"; echo ""
+	echo ""; echo "http://$${AETHER_ADDR:-127.0.0.1:8080}/dashboard#token=$$TOKEN&project=$(DASHBOARD_PROJECT)"; echo ""; \
+	echo "GraphiQL:"; \
+	echo ""; echo "http://$${AETHER_ADDR:-127.0.0.1:8080}/graphiql#token=$$TOKEN&project=$(DASHBOARD_PROJECT)"; echo ""
 	AETHER_OPERATOR_TENANTS=$${AETHER_OPERATOR_TENANTS:-dev} ./$(BIN) serve
 
 vet:
