@@ -6,7 +6,7 @@ BIN     := bin/aether
 DASHBOARD_PROJECT ?= demo
 DEV_PERMISSIONS := audit:read,audit:write,webhooks:read,webhooks:write,deliveries:redrive,exports:read,exports:write,exports:download,history:write,admin
 
-.PHONY: all build run run-deps test test-deps chaos e2e vet generate check-generate docs check-docs bench soak tidy fuzz
+.PHONY: all build run run-deps test test-deps chaos e2e vet generate check-generate graphiql check-graphiql docs check-docs bench soak tidy fuzz
 
 all: build
 
@@ -20,7 +20,9 @@ run: build run-deps
 	echo "Dev token (tenant dev, every project, all permissions, 24h; dev is the operator tenant of /metrics and /riverui/):"; \
 	echo ""; echo "export TOKEN=$$TOKEN"; echo ""; \
 	echo "Dashboard (project $(DASHBOARD_PROJECT)):"; \
-	echo ""; echo "http://$${AETHER_ADDR:-127.0.0.1:8080}/dashboard#token=$$TOKEN&project=$(DASHBOARD_PROJECT)"; echo ""
+	echo ""; echo "http://$${AETHER_ADDR:-127.0.0.1:8080}/dashboard#token=$$TOKEN&project=$(DASHBOARD_PROJECT)"; echo ""; \
+	echo "GraphiQL:"; \
+	echo ""; echo "http://$${AETHER_ADDR:-127.0.0.1:8080}/graphiql#token=$$TOKEN&project=$(DASHBOARD_PROJECT)"; echo ""
 	AETHER_OPERATOR_TENANTS=$${AETHER_OPERATOR_TENANTS:-dev} ./$(BIN) serve
 
 vet:
@@ -80,13 +82,27 @@ chaos:
 e2e: build test-deps
 	cd e2e && npm ci --no-audit --no-fund && AETHER_BIN=$(CURDIR)/$(BIN) node --test
 
-# Regenerates gqlgen code from schema/*.graphqls.
-generate:
+# Regenerates gqlgen code from schema/*.graphqls, and the GraphiQL bundle.
+generate: graphiql
 	$(GO) run github.com/99designs/gqlgen generate
 
 # Fails when generated code is stale.
 check-generate: generate
-	git diff --exit-code -- graph/
+	git diff --exit-code -- graph/ web/graphiql/
+
+# Rebuilds web/graphiql/ (the GraphiQL IDE at /graphiql, committed and
+# embedded) from web/graphiql-src/: npm ci installs exactly the versions of
+# package-lock.json from the npm registry (install scripts off: esbuild runs
+# from its platform package), then build.mjs bundles them with esbuild.
+# The same lock file gives the same bytes (docs/graphiql.md).
+graphiql:
+	@command -v npm >/dev/null 2>&1 || { echo "make graphiql needs Node.js 20+ with npm: run apt-get install -y nodejs npm"; exit 1; }
+	cd web/graphiql-src && npm ci --ignore-scripts --no-audit --no-fund && node build.mjs
+
+# Fails when the committed bundle differs from what make graphiql builds.
+check-graphiql: graphiql
+	git diff --exit-code -- web/graphiql/
+	@test -z "$$(git status --porcelain -- web/graphiql/)" || { git status --short -- web/graphiql/; echo "web/graphiql/ is stale: run make graphiql and commit it"; exit 1; }
 
 # Regenerates the API reference (docs/api-reference.md) from schema/*.graphqls.
 docs:

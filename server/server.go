@@ -160,6 +160,7 @@ func New(cfg Config) *Server {
 		panic("server: mounting River UI: " + err.Error()) // its embedded assets are broken
 	}
 	s.mountDashboard()
+	s.mountGraphiQL()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, &app.Error{Code: app.CodeNotFound, Message: "no such endpoint"})
 	})

@@ -170,6 +170,17 @@ function main() {
 
   byId('sign-out').addEventListener('click', () => signOut(null));
 
+  // GraphiQL opens in a new tab signed in with this session: the token
+  // travels in the fragment of the URL opened on click, never in the link's
+  // href (so copying the link copies no token; opened otherwise, GraphiQL
+  // asks for one).
+  byId('graphiql-link').addEventListener('click', (ev) => {
+    if (!ctx.session || ev.button !== 0 || ev.ctrlKey || ev.metaKey || ev.shiftKey || ev.altKey) return;
+    ev.preventDefault();
+    const params = new URLSearchParams({ token: ctx.session.token, project: ctx.session.project });
+    window.open(`/graphiql#${params}`, '_blank', 'noopener');
+  });
+
   open();
 }
 
