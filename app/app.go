@@ -140,3 +140,8 @@ func New(store Store, cfg Config) *App {
 	}
 	return a
 }
+
+// storedNow is the current time at the precision PostgreSQL keeps
+// (microseconds, UTC), so that a command's answer and later reads of what it
+// stored show the same instant.
+func (a *App) storedNow() time.Time { return a.now().UTC().Truncate(time.Microsecond) }

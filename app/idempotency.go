@@ -44,3 +44,11 @@ func (a *App) claimIdempotentID(ctx context.Context, tenantID, op, key string, f
 	b, _ := json.Marshal(id)
 	return uuid.Nil, false, a.store.CompleteIdempotencyKey(ctx, tenantID, op, key, b)
 }
+
+// checkIdempotencyKey checks an optional idempotencyKey.
+func checkIdempotencyKey(key string) error {
+	return domain.ValidateText("idempotencyKey", key, MaxIdempotencyKeyLength, false, true)
+}
+
+// MaxIdempotencyKeyLength bounds idempotency keys, in bytes.
+const MaxIdempotencyKeyLength = 255

@@ -17,13 +17,6 @@ import (
 // MaxRecordBatch is the most events one RecordAuditEvents call appends.
 const MaxRecordBatch = 1000
 
-// maxTxAttempts bounds the retries of a transaction that lost a race (a
-// concurrent insert of the same event id or idempotency key).
-const maxTxAttempts = 4
-
-// MaxIdempotencyKeyLength bounds idempotency keys, in bytes.
-const MaxIdempotencyKeyLength = 255
-
 const operationRecordAuditEvents = "recordAuditEvents"
 
 // RecordAuditEventsInput is a batch of events to append, all or nothing.
@@ -161,19 +154,6 @@ func singleProject(drafts []domain.AuditEventDraft) bool {
 		}
 	}
 	return true
-}
-
-// retryTx runs fn in a transaction, again when it lost a race that a fresh
-// attempt resolves.
-func (a *App) retryTx(ctx context.Context, fn func(ctx context.Context) error) error {
-	var err error
-	for attempt := 1; attempt <= maxTxAttempts; attempt++ {
-		err = a.store.InTx(ctx, fn)
-		if err == nil || !a.store.IsRetryable(err) || ctx.Err() != nil {
-			return err
-		}
-	}
-	return err
 }
 
 // appendInTx appends one request, possibly spanning projects, in the

@@ -126,11 +126,6 @@ func checkDescription(s string) error {
 	return domain.ValidateText("description", s, domain.MaxWebhookDescriptionLength, false, false)
 }
 
-// checkIdempotencyKey checks an optional idempotencyKey.
-func checkIdempotencyKey(key string) error {
-	return domain.ValidateText("idempotencyKey", key, MaxIdempotencyKeyLength, false, true)
-}
-
 // RotateWebhookDestinationSecretInput rotates a destination's secret.
 type RotateWebhookDestinationSecretInput struct {
 	DestinationID string

@@ -1,0 +1,98 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/aetheriot/aether-audit/domain"
+)
+
+// webhookRuntime is the App's webhook configuration with defaults applied
+// and the per-destination concurrency limits of this process.
+type webhookRuntime struct {
+	WebhookConfig
+	mu    sync.Mutex
+	slots map[uuid.UUID]*destinationSlots
+}
+
+// destinationSlots are one destination's limits in this process: jobs
+// bounds the delivery jobs working on it at once (so that a slow receiver
+// holds at most that many workers), requests the requests in flight to it.
+// A job holds its place in jobs from start to end, but a request slot only
+// while its request is under way, so that the slots are not idle while
+// jobs read and write the database.
+type destinationSlots struct {
+	jobs, requests chan struct{}
+	refs           int
+}
+
+func newWebhookRuntime(cfg WebhookConfig) webhookRuntime {
+	if len(cfg.RetrySchedule) == 0 {
+		cfg.RetrySchedule = domain.DefaultRetrySchedule
+	}
+	if cfg.MaxInFlightPerDestination <= 0 {
+		cfg.MaxInFlightPerDestination = 8
+	}
+	return webhookRuntime{WebhookConfig: cfg, slots: map[uuid.UUID]*destinationSlots{}}
+}
+
+// ErrDestinationBusy is returned by DeliverWebhooks when the destination
+// already has its maximum of jobs under way in this process; the worker
+// tries again a little later without using an attempt.
+var ErrDestinationBusy = fmt.Errorf("webhook destination has too many deliveries under way")
+
+// enter takes a place among the destination's running jobs, waiting up to
+// destinationWait; ok is false when none freed in time. leave must be
+// called once, after the job's last request.
+func (w *webhookRuntime) enter(ctx context.Context, destinationID uuid.UUID) (s *destinationSlots, leave func(), ok bool) {
+	w.mu.Lock()
+	s = w.slots[destinationID]
+	if s == nil {
+		s = &destinationSlots{
+			jobs:     make(chan struct{}, w.MaxInFlightPerDestination),
+			requests: make(chan struct{}, w.MaxInFlightPerDestination),
+		}
+		w.slots[destinationID] = s
+	}
+	s.refs++
+	w.mu.Unlock()
+	done := func() {
+		w.mu.Lock()
+		if s.refs--; s.refs == 0 {
+			delete(w.slots, destinationID)
+		}
+		w.mu.Unlock()
+	}
+	select {
+	case s.jobs <- struct{}{}:
+	default:
+		t := time.NewTimer(destinationWait)
+		defer t.Stop()
+		select {
+		case s.jobs <- struct{}{}:
+		case <-t.C:
+			done()
+			return nil, nil, false
+		case <-ctx.Done():
+			done()
+			return nil, nil, false
+		}
+	}
+	return s, func() { <-s.jobs; done() }, true
+}
+
+// request takes one of the destination's request slots, waiting for one
+// as long as ctx allows (the requests ahead are bounded by the sender's
+// timeout); release must be called once the request is over.
+func (s *destinationSlots) request(ctx context.Context) (release func(), ok bool) {
+	select {
+	case s.requests <- struct{}{}:
+		return func() { <-s.requests }, true
+	case <-ctx.Done():
+		return nil, false
+	}
+}
