@@ -126,14 +126,14 @@ fuzz:
 	done
 
 bench:
-	$(GO) run ./bench $(BENCH_FLAGS)
+	$(GO) run ./internal/bench $(BENCH_FLAGS)
 
 # Soak (about 5 minutes; see docs/benchmarks.md#soak): the built binary holds
 # 2,000 subscribers at 200 events/s with webhooks and an export, then the
 # checks run (delivery, order, memory, goroutines). Not part of `make test`.
 # SOAK_FLAGS e.g. '-soak-warm-up 30s -soak-duration 1m -soak-subscribers 500'.
 soak: build
-	$(GO) run ./bench -scenario soak -soak-bin $(BIN) $(SOAK_FLAGS)
+	$(GO) run ./internal/bench -scenario soak -soak-bin $(BIN) $(SOAK_FLAGS)
 
 tidy:
 	$(GO) mod tidy
