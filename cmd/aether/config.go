@@ -12,8 +12,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/aetheriot/aether-audit/auth"
+	"github.com/aetheriot/aether-audit/internal/pgcluster"
 	"github.com/aetheriot/aether-audit/store"
-	"github.com/aetheriot/aether-audit/store/pgcluster"
 )
 
 // dataDirFlags locate local state: the embedded database and generated

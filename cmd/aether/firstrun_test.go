@@ -15,7 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/aetheriot/aether-audit/store/pgcluster"
+	"github.com/aetheriot/aether-audit/internal/pgcluster"
 )
 
 // placedRE matches the line the embedded cluster logs when it lives outside

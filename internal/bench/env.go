@@ -26,10 +26,10 @@ import (
 	"github.com/aetheriot/aether-audit/app"
 	"github.com/aetheriot/aether-audit/auth"
 	"github.com/aetheriot/aether-audit/domain"
+	"github.com/aetheriot/aether-audit/internal/pgcluster"
 	"github.com/aetheriot/aether-audit/seed"
 	"github.com/aetheriot/aether-audit/server"
 	"github.com/aetheriot/aether-audit/store"
-	"github.com/aetheriot/aether-audit/store/pgcluster"
 )
 
 const (

@@ -28,8 +28,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/aetheriot/aether-audit/internal/pgcluster"
 	"github.com/aetheriot/aether-audit/store"
-	"github.com/aetheriot/aether-audit/store/pgcluster"
 )
 
 var (
