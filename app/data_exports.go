@@ -13,6 +13,7 @@ import (
 
 	"github.com/aetheriot/aether-audit/domain"
 	"github.com/aetheriot/aether-audit/export"
+	"github.com/aetheriot/aether-audit/jobargs"
 )
 
 // DataExportStore is what the export use cases need of persistence.
@@ -109,27 +110,6 @@ type RequestDataExportInput struct {
 	IdempotencyKey string
 }
 
-// QueueExports is the River queue of export runs, apart from other work so
-// that long exports cannot hold up webhooks.
-const QueueExports = "exports"
-
-// DataExportJobArgs asks a worker to run an export.
-type DataExportJobArgs struct {
-	TenantID string    `json:"tenant_id"`
-	ExportID uuid.UUID `json:"export_id"`
-}
-
-// Kind names the job.
-func (DataExportJobArgs) Kind() string { return "data_export" }
-
-// DeleteExportObjectArgs asks a worker to delete an expired export's object.
-type DeleteExportObjectArgs struct {
-	ObjectRef string `json:"object_ref"`
-}
-
-// Kind names the job.
-func (DeleteExportObjectArgs) Kind() string { return "delete_export_object" }
-
 // RequestDataExport queues an export of a project's history in
 // [From, To). Exports are high-risk: without Confirm it fails with
 // CONFIRMATION_REQUIRED and creates nothing. In one transaction: the export
@@ -209,8 +189,8 @@ func (a *App) RequestDataExport(ctx context.Context, id Identity, in RequestData
 			return err
 		}
 		out = e
-		return a.store.EnqueueJobs(ctx, domain.OutboxJob{Args: DataExportJobArgs{TenantID: e.TenantID, ExportID: e.ID},
-			Queue: QueueExports, MaxAttempts: dataExportJobAttempts})
+		return a.store.EnqueueJobs(ctx, domain.OutboxJob{Args: jobargs.DataExportJobArgs{TenantID: e.TenantID, ExportID: e.ID},
+			Queue: jobargs.QueueExports, MaxAttempts: dataExportJobAttempts})
 	})
 	if err != nil {
 		return domain.DataExport{}, err
@@ -314,7 +294,7 @@ func (a *App) expireLocked(ctx context.Context, id Identity, e domain.DataExport
 	if e.ObjectRef == "" {
 		return e, nil
 	}
-	return e, a.store.EnqueueJobs(ctx, domain.OutboxJob{Args: DeleteExportObjectArgs{ObjectRef: e.ObjectRef}})
+	return e, a.store.EnqueueJobs(ctx, domain.OutboxJob{Args: jobargs.DeleteExportObjectArgs{ObjectRef: e.ObjectRef}})
 }
 
 // expirySubject is the identity the periodic expiry acts as.

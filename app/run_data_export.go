@@ -12,11 +12,12 @@ import (
 
 	"github.com/aetheriot/aether-audit/domain"
 	"github.com/aetheriot/aether-audit/export"
+	"github.com/aetheriot/aether-audit/jobargs"
 )
 
 // DataExportRun is one run of an export's job, as River gives it.
 type DataExportRun struct {
-	Args DataExportJobArgs
+	Args jobargs.DataExportJobArgs
 	// Attempt is River's attempt number of the job (1-based). From attempt
 	// MaxAttempts on (default 3), a run that fails fails the export rather
 	// than leave it to another run.

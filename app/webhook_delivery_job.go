@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/aetheriot/aether-audit/domain"
+	"github.com/aetheriot/aether-audit/jobargs"
 	"github.com/aetheriot/aether-audit/webhook"
 )
 
@@ -33,98 +33,14 @@ func (a *App) DeliveryJobTimeout(n int, perRequest time.Duration) time.Duration 
 	return time.Duration(rounds)*perRequest + finishTimeout
 }
 
-// WebhookDeliveryArgs asks for one attempt of each of up to
-// maxDeliveryBatch deliveries to one destination: the first attempts of a
-// fan-out's new deliveries (batched, so that their intents and outcomes are
-// written with one statement each), or one delivery's retry, redrive or
-// resend. Attempts[i] is the attempt number the job is for of its i-th
-// delivery (1 when absent): a delivery found in another state is left
-// alone.
-//
-// Deliveries holds the deliveries' ids and their events' ids as one string
-// of hex digits (64 per delivery: its id, then its event's id), not as JSON
-// arrays: River indexes job arguments with GIN, one index entry per array
-// element, written again on every state change of the job (inserted,
-// running, completed), which cost PostgreSQL more than the job's own
-// statements. Jobs enqueued before that change carry the ids in
-// LegacyDeliveryIDs and LegacyEventIDs instead, and still run.
-type WebhookDeliveryArgs struct {
-	TenantID          string      `json:"tenant_id"`
-	DestinationID     uuid.UUID   `json:"destination_id"`
-	Deliveries        string      `json:"deliveries,omitempty"`
-	LegacyDeliveryIDs []uuid.UUID `json:"delivery_ids,omitempty"`
-	LegacyEventIDs    []uuid.UUID `json:"event_ids,omitempty"`
-	Attempts          []int       `json:"attempts,omitempty"`
-}
-
-// Kind names the job.
-func (WebhookDeliveryArgs) Kind() string { return "webhook_delivery" }
-
-// packedDeliveryLen is the length of one delivery in
-// WebhookDeliveryArgs.Deliveries.
-const packedDeliveryLen = 64
-
-// setDeliveries sets the job's deliveries to ds.
-func (args *WebhookDeliveryArgs) setDeliveries(ds ...*domain.WebhookDelivery) {
-	b := make([]byte, len(ds)*packedDeliveryLen)
-	for i, d := range ds {
-		p := b[i*packedDeliveryLen:]
-		hex.Encode(p[:32], d.ID[:])
-		hex.Encode(p[32:packedDeliveryLen], d.EventID[:])
-	}
-	args.Deliveries = string(b)
-}
-
-// Len is the number of deliveries the job is for.
-func (args WebhookDeliveryArgs) Len() int {
-	if args.Deliveries == "" {
-		return len(args.LegacyDeliveryIDs)
-	}
-	return len(args.Deliveries) / packedDeliveryLen
-}
-
-// IDs returns the ids of the job's deliveries and of their events, in
-// order; an error if the arguments are malformed.
-func (args WebhookDeliveryArgs) IDs() (deliveries, events []uuid.UUID, err error) {
-	if args.Deliveries == "" {
-		if len(args.LegacyEventIDs) != len(args.LegacyDeliveryIDs) {
-			return nil, nil, fmt.Errorf("webhook delivery job of %d deliveries and %d events", len(args.LegacyDeliveryIDs), len(args.LegacyEventIDs))
-		}
-		return args.LegacyDeliveryIDs, args.LegacyEventIDs, nil
-	}
-	if len(args.Deliveries)%packedDeliveryLen != 0 {
-		return nil, nil, fmt.Errorf("webhook delivery job: deliveries of %d characters", len(args.Deliveries))
-	}
-	n := len(args.Deliveries) / packedDeliveryLen
-	deliveries, events = make([]uuid.UUID, n), make([]uuid.UUID, n)
-	for i := range n {
-		p := args.Deliveries[i*packedDeliveryLen:]
-		if _, err := hex.Decode(deliveries[i][:], []byte(p[:32])); err != nil {
-			return nil, nil, fmt.Errorf("webhook delivery job: %w", err)
-		}
-		if _, err := hex.Decode(events[i][:], []byte(p[32:packedDeliveryLen])); err != nil {
-			return nil, nil, fmt.Errorf("webhook delivery job: %w", err)
-		}
-	}
-	return deliveries, events, nil
-}
-
-// attempt is the attempt number the job is for of its i-th delivery.
-func (args WebhookDeliveryArgs) attempt(i int) int {
-	if i < len(args.Attempts) {
-		return args.Attempts[i]
-	}
-	return 1
-}
-
 // webhookDeliveryJob is the job of d's next attempt, due at at (zero: now).
 func webhookDeliveryJob(d *domain.WebhookDelivery, at time.Time) domain.OutboxJob {
 	if time.Until(at) < jobScheduleGranularity {
 		at = time.Time{}
 	}
-	args := WebhookDeliveryArgs{TenantID: d.TenantID, DestinationID: d.DestinationID, Attempts: []int{d.AttemptCount + 1}}
-	args.setDeliveries(d)
-	return domain.OutboxJob{Args: args, Queue: QueueWebhooks, ScheduledAt: at}
+	args := jobargs.WebhookDeliveryArgs{TenantID: d.TenantID, DestinationID: d.DestinationID, Attempts: []int{d.AttemptCount + 1}}
+	args.SetDeliveries(1, func(int) (uuid.UUID, uuid.UUID) { return d.ID, d.EventID })
+	return domain.OutboxJob{Args: args, Queue: jobargs.QueueWebhooks, ScheduledAt: at}
 }
 
 // webhookFirstAttemptJobs groups deliveries waiting for their next attempt
@@ -145,15 +61,15 @@ func webhookFirstAttemptJobs(ds []*domain.WebhookDelivery) []domain.OutboxJob {
 		list := byDest[dest]
 		for start := 0; start < len(list); start += maxDeliveryBatch {
 			part := list[start:min(start+maxDeliveryBatch, len(list))]
-			args := WebhookDeliveryArgs{TenantID: part[0].TenantID, DestinationID: dest}
-			args.setDeliveries(part...)
+			args := jobargs.WebhookDeliveryArgs{TenantID: part[0].TenantID, DestinationID: dest}
+			args.SetDeliveries(len(part), func(i int) (uuid.UUID, uuid.UUID) { return part[i].ID, part[i].EventID })
 			if slices.ContainsFunc(part, func(d *domain.WebhookDelivery) bool { return d.AttemptCount > 0 }) {
 				args.Attempts = make([]int, len(part))
 				for i, d := range part {
 					args.Attempts[i] = d.AttemptCount + 1
 				}
 			}
-			jobs = append(jobs, domain.OutboxJob{Args: args, Queue: QueueWebhooks})
+			jobs = append(jobs, domain.OutboxJob{Args: args, Queue: jobargs.QueueWebhooks})
 		}
 	}
 	return jobs
@@ -174,7 +90,7 @@ func webhookFirstAttemptJobs(ds []*domain.WebhookDelivery) []domain.OutboxJob {
 // left alone. ErrDestinationBusy means the destination has its maximum of
 // delivery jobs under way in this process; the job should be tried again
 // shortly.
-func (a *App) DeliverWebhooks(ctx context.Context, args WebhookDeliveryArgs) (err error) {
+func (a *App) DeliverWebhooks(ctx context.Context, args jobargs.WebhookDeliveryArgs) (err error) {
 	ctx, span := a.startCommand(ctx, "DeliverWebhooks")
 	defer func() { a.endCommand(span, err) }()
 	if a.webhooks.Sender == nil || a.webhooks.Box == nil {
@@ -204,7 +120,7 @@ func (a *App) DeliverWebhooks(ctx context.Context, args WebhookDeliveryArgs) (er
 	}
 	want := make(map[uuid.UUID]int, len(deliveryIDs))
 	for i, id := range deliveryIDs {
-		want[id] = args.attempt(i)
+		want[id] = args.Attempt(i)
 	}
 	due := make([]domain.WebhookDelivery, 0, len(sc.Deliveries))
 	var latest time.Time

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aetheriot/aether-audit/domain"
+	"github.com/aetheriot/aether-audit/jobargs"
 )
 
 // TestWebhookDeliveryArgsRoundTrip checks that the ids of a batch job
@@ -30,7 +31,7 @@ func TestWebhookDeliveryArgsRoundTrip(t *testing.T) {
 		raw, err := json.Marshal(job.Args)
 		require.NoError(t, err)
 		require.NotContains(t, string(raw), "delivery_ids", "no JSON array of ids for River's GIN index")
-		var args WebhookDeliveryArgs
+		var args jobargs.WebhookDeliveryArgs
 		require.NoError(t, json.Unmarshal(raw, &args))
 		require.Equal(t, dest, args.DestinationID)
 		deliveries, events, err := args.IDs()
@@ -38,7 +39,7 @@ func TestWebhookDeliveryArgsRoundTrip(t *testing.T) {
 		require.Len(t, deliveries, args.Len())
 		for i := range deliveries {
 			got = append(got, &domain.WebhookDelivery{ID: deliveries[i], EventID: events[i]})
-			require.Equal(t, 1, args.attempt(i))
+			require.Equal(t, 1, args.Attempt(i))
 		}
 	}
 	require.Len(t, got, len(ds))
@@ -47,14 +48,14 @@ func TestWebhookDeliveryArgsRoundTrip(t *testing.T) {
 		require.Equal(t, ds[i].EventID, got[i].EventID)
 	}
 
-	retry := webhookDeliveryJob(&domain.WebhookDelivery{ID: ds[0].ID, EventID: ds[0].EventID, AttemptCount: 2}, ds[0].CreatedAt).Args.(WebhookDeliveryArgs)
+	retry := webhookDeliveryJob(&domain.WebhookDelivery{ID: ds[0].ID, EventID: ds[0].EventID, AttemptCount: 2}, ds[0].CreatedAt).Args.(jobargs.WebhookDeliveryArgs)
 	deliveries, events, err := retry.IDs()
 	require.NoError(t, err)
 	require.Equal(t, []uuid.UUID{ds[0].ID}, deliveries)
 	require.Equal(t, []uuid.UUID{ds[0].EventID}, events)
-	require.Equal(t, 3, retry.attempt(0))
+	require.Equal(t, 3, retry.Attempt(0))
 
-	var legacy WebhookDeliveryArgs
+	var legacy jobargs.WebhookDeliveryArgs
 	require.NoError(t, json.Unmarshal([]byte(`{"tenant_id":"t1","destination_id":"`+dest.String()+
 		`","delivery_ids":["`+ds[1].ID.String()+`"],"event_ids":["`+ds[1].EventID.String()+`"],"attempts":[4]}`), &legacy))
 	require.Equal(t, 1, legacy.Len())
@@ -62,11 +63,11 @@ func TestWebhookDeliveryArgsRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []uuid.UUID{ds[1].ID}, deliveries)
 	require.Equal(t, []uuid.UUID{ds[1].EventID}, events)
-	require.Equal(t, 4, legacy.attempt(0))
+	require.Equal(t, 4, legacy.Attempt(0))
 
-	for _, bad := range []WebhookDeliveryArgs{
-		{Deliveries: strings.Repeat("a", packedDeliveryLen-1)},
-		{Deliveries: strings.Repeat("z", packedDeliveryLen)},
+	for _, bad := range []jobargs.WebhookDeliveryArgs{
+		{Deliveries: strings.Repeat("a", 63)},
+		{Deliveries: strings.Repeat("z", 64)},
 		{LegacyDeliveryIDs: []uuid.UUID{ds[0].ID}},
 	} {
 		_, _, err := bad.IDs()

@@ -7,17 +7,18 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/aetheriot/aether-audit/domain"
+	"github.com/aetheriot/aether-audit/jobargs"
 )
 
 // FanOutWebhookDeliveries runs the outbox fact of recorded events: it
 // matches the events of args against the project's active subscriptions and
 // creates one WebhookDelivery per (subscription, event) with its delivery
-// job (batched per destination, see WebhookDeliveryArgs), in one
+// job (batched per destination, see jobargs.WebhookDeliveryArgs), in one
 // transaction per chunk of events. It is idempotent: deliveries
 // are unique per (subscription, event), and a delivery job is enqueued only
 // for a delivery this run inserted, so running it twice (River retry,
 // rescue) creates nothing more.
-func (a *App) FanOutWebhookDeliveries(ctx context.Context, args WebhookFanoutArgs) (_ int, err error) {
+func (a *App) FanOutWebhookDeliveries(ctx context.Context, args jobargs.WebhookFanoutArgs) (_ int, err error) {
 	ctx, span := a.startCommand(ctx, "FanOutWebhookDeliveries")
 	defer func() { a.endCommand(span, err) }()
 	if args.FromSequence == 0 || args.ToSequence < args.FromSequence {

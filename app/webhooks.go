@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/aetheriot/aether-audit/domain"
+	"github.com/aetheriot/aether-audit/jobargs"
 	"github.com/aetheriot/aether-audit/secrets"
 	"github.com/aetheriot/aether-audit/webhook"
 )
@@ -82,25 +83,8 @@ const (
 	destinationWait = time.Second
 )
 
-// The River queue of webhook deliveries, kept apart from other work so that
-// slow receivers cannot delay it.
-const QueueWebhooks = "webhooks"
-
-// WebhookFanoutArgs is the outbox fact of recorded events: the events of
-// tenant/project with sequence in [FromSequence, ToSequence] are to be
-// matched against the project's webhook subscriptions.
-type WebhookFanoutArgs struct {
-	TenantID     string `json:"tenant_id"`
-	ProjectID    string `json:"project_id"`
-	FromSequence uint64 `json:"from_sequence,string"`
-	ToSequence   uint64 `json:"to_sequence,string"`
-}
-
-// Kind names the job.
-func (WebhookFanoutArgs) Kind() string { return "webhook_fanout" }
-
 func webhookFanoutJob(tenantID, projectID string, from, to uint64) domain.OutboxJob {
-	return domain.OutboxJob{Args: WebhookFanoutArgs{TenantID: tenantID, ProjectID: projectID, FromSequence: from, ToSequence: to}}
+	return domain.OutboxJob{Args: jobargs.WebhookFanoutArgs{TenantID: tenantID, ProjectID: projectID, FromSequence: from, ToSequence: to}}
 }
 
 // jobScheduleGranularity is how late River may make a scheduled job

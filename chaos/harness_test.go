@@ -23,7 +23,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/aetheriot/aether-audit/store/pgcluster"
+	"github.com/aetheriot/aether-audit/internal/pgcluster"
 )
 
 // Tenant and project of every scenario.

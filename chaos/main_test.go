@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aetheriot/aether-audit/store/pgcluster"
+	"github.com/aetheriot/aether-audit/internal/pgcluster"
 )
 
 var (

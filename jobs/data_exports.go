@@ -9,20 +9,21 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/aetheriot/aether-audit/app"
+	"github.com/aetheriot/aether-audit/jobargs"
 	"github.com/aetheriot/aether-audit/store"
 )
 
 // DataExportWorker runs an export; see app.App.RunDataExport. The export
 // turns READY (or FAILED) in the same transaction as the job's completion.
 type DataExportWorker struct {
-	river.WorkerDefaults[app.DataExportJobArgs]
+	river.WorkerDefaults[jobargs.DataExportJobArgs]
 	App *app.App
 	// JobTimeout bounds one run; default one hour.
 	JobTimeout time.Duration
 }
 
 // Timeout implements river.Worker.
-func (w *DataExportWorker) Timeout(*river.Job[app.DataExportJobArgs]) time.Duration {
+func (w *DataExportWorker) Timeout(*river.Job[jobargs.DataExportJobArgs]) time.Duration {
 	if w.JobTimeout > 0 {
 		return w.JobTimeout
 	}
@@ -30,7 +31,7 @@ func (w *DataExportWorker) Timeout(*river.Job[app.DataExportJobArgs]) time.Durat
 }
 
 // Work implements river.Worker.
-func (w *DataExportWorker) Work(ctx context.Context, job *river.Job[app.DataExportJobArgs]) error {
+func (w *DataExportWorker) Work(ctx context.Context, job *river.Job[jobargs.DataExportJobArgs]) error {
 	return w.App.RunDataExport(ctx, app.DataExportRun{
 		Args: job.Args, Attempt: job.Attempt,
 		Complete: func(ctx context.Context) error {
@@ -46,40 +47,33 @@ func (w *DataExportWorker) Work(ctx context.Context, job *river.Job[app.DataExpo
 
 // DeleteExportObjectWorker deletes an expired export's object.
 type DeleteExportObjectWorker struct {
-	river.WorkerDefaults[app.DeleteExportObjectArgs]
+	river.WorkerDefaults[jobargs.DeleteExportObjectArgs]
 	App *app.App
 }
 
 // Timeout implements river.Worker.
-func (w *DeleteExportObjectWorker) Timeout(*river.Job[app.DeleteExportObjectArgs]) time.Duration {
+func (w *DeleteExportObjectWorker) Timeout(*river.Job[jobargs.DeleteExportObjectArgs]) time.Duration {
 	return defaultJobTimeout
 }
 
 // Work implements river.Worker.
-func (w *DeleteExportObjectWorker) Work(ctx context.Context, job *river.Job[app.DeleteExportObjectArgs]) error {
+func (w *DeleteExportObjectWorker) Work(ctx context.Context, job *river.Job[jobargs.DeleteExportObjectArgs]) error {
 	return w.App.DeleteExportObject(ctx, job.Args.ObjectRef)
 }
 
-// ExpireDataExportsArgs is the periodic job that expires READY exports past
-// their expiresAt.
-type ExpireDataExportsArgs struct{}
-
-// Kind implements river.JobArgs.
-func (ExpireDataExportsArgs) Kind() string { return "expire_data_exports" }
-
 // ExpireDataExportsWorker expires due exports in batches until none remain.
 type ExpireDataExportsWorker struct {
-	river.WorkerDefaults[ExpireDataExportsArgs]
+	river.WorkerDefaults[jobargs.ExpireDataExportsArgs]
 	App *app.App
 }
 
 // Timeout implements river.Worker.
-func (w *ExpireDataExportsWorker) Timeout(*river.Job[ExpireDataExportsArgs]) time.Duration {
+func (w *ExpireDataExportsWorker) Timeout(*river.Job[jobargs.ExpireDataExportsArgs]) time.Duration {
 	return defaultJobTimeout
 }
 
 // Work implements river.Worker.
-func (w *ExpireDataExportsWorker) Work(ctx context.Context, job *river.Job[ExpireDataExportsArgs]) error {
+func (w *ExpireDataExportsWorker) Work(ctx context.Context, job *river.Job[jobargs.ExpireDataExportsArgs]) error {
 	const batch = 100
 	for {
 		n, err := w.App.ExpireDueDataExports(ctx, batch)

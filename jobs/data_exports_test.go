@@ -24,6 +24,7 @@ import (
 	"github.com/aetheriot/aether-audit/app"
 	"github.com/aetheriot/aether-audit/domain"
 	"github.com/aetheriot/aether-audit/export"
+	"github.com/aetheriot/aether-audit/jobargs"
 	"github.com/aetheriot/aether-audit/jobs"
 	"github.com/aetheriot/aether-audit/store"
 	"github.com/aetheriot/aether-audit/store/storetest"
@@ -266,7 +267,7 @@ func TestDataExportCrashMidExportLeavesNoReadyExport(t *testing.T) {
 	b := setupExports(t, app.ExportConfig{}, false)
 	b.seedHistory(t, 20000)
 	e := b.request(t, domain.DataExportAudit, domain.DataExportNDJSON, domain.DataExportGzip)
-	args := app.DataExportJobArgs{TenantID: "t1", ExportID: e.ID}
+	args := jobargs.DataExportJobArgs{TenantID: "t1", ExportID: e.ID}
 
 	ctx, crash := context.WithCancel(context.Background())
 	go func() {

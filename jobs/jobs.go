@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/aetheriot/aether-audit/app"
+	"github.com/aetheriot/aether-audit/jobargs"
 )
 
 // Store is what the workers need of persistence; *store.Store implements it.
@@ -126,9 +127,9 @@ func NewClient(pool *pgxpool.Pool, store Store, cfg ClientConfig) (*river.Client
 		Logger:        cfg.Logger,
 		FetchCooldown: cfg.FetchCooldown,
 		Queues: map[string]river.QueueConfig{
-			river.QueueDefault: {MaxWorkers: cfg.MaxWorkers},
-			app.QueueWebhooks:  {MaxWorkers: cfg.WebhookWorkers},
-			app.QueueExports:   {MaxWorkers: cfg.ExportWorkers},
+			river.QueueDefault:    {MaxWorkers: cfg.MaxWorkers},
+			jobargs.QueueWebhooks: {MaxWorkers: cfg.WebhookWorkers},
+			jobargs.QueueExports:  {MaxWorkers: cfg.ExportWorkers},
 		},
 		// River wants the client's default job timeout no longer than the
 		// rescue delay; every worker without a timeout of its own declares
@@ -140,13 +141,13 @@ func NewClient(pool *pgxpool.Pool, store Store, cfg ClientConfig) (*river.Client
 		Workers:              workers,
 		PeriodicJobs: []*river.PeriodicJob{
 			river.NewPeriodicJob(river.PeriodicInterval(cfg.PruneInterval),
-				func() (river.JobArgs, *river.InsertOpts) { return PruneIdempotencyKeysArgs{}, nil },
+				func() (river.JobArgs, *river.InsertOpts) { return jobargs.PruneIdempotencyKeysArgs{}, nil },
 				&river.PeriodicJobOpts{ID: "prune_idempotency_keys", RunOnStart: true}),
 			river.NewPeriodicJob(river.PeriodicInterval(cfg.ExpiryInterval),
-				func() (river.JobArgs, *river.InsertOpts) { return ExpireDataExportsArgs{}, nil },
+				func() (river.JobArgs, *river.InsertOpts) { return jobargs.ExpireDataExportsArgs{}, nil },
 				&river.PeriodicJobOpts{ID: "expire_data_exports", RunOnStart: true}),
 			river.NewPeriodicJob(river.PeriodicInterval(cfg.RetentionInterval),
-				func() (river.JobArgs, *river.InsertOpts) { return PurgeAuditEventsArgs{}, nil },
+				func() (river.JobArgs, *river.InsertOpts) { return jobargs.PurgeAuditEventsArgs{}, nil },
 				&river.PeriodicJobOpts{ID: "purge_audit_events", RunOnStart: true}),
 		},
 	})

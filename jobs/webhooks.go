@@ -9,22 +9,23 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/aetheriot/aether-audit/app"
+	"github.com/aetheriot/aether-audit/jobargs"
 )
 
 // WebhookFanoutWorker turns the outbox fact of recorded events into
 // webhook deliveries; see app.App.FanOutWebhookDeliveries.
 type WebhookFanoutWorker struct {
-	river.WorkerDefaults[app.WebhookFanoutArgs]
+	river.WorkerDefaults[jobargs.WebhookFanoutArgs]
 	App *app.App
 }
 
 // Timeout implements river.Worker.
-func (w *WebhookFanoutWorker) Timeout(*river.Job[app.WebhookFanoutArgs]) time.Duration {
+func (w *WebhookFanoutWorker) Timeout(*river.Job[jobargs.WebhookFanoutArgs]) time.Duration {
 	return defaultJobTimeout
 }
 
 // Work implements river.Worker.
-func (w *WebhookFanoutWorker) Work(ctx context.Context, job *river.Job[app.WebhookFanoutArgs]) error {
+func (w *WebhookFanoutWorker) Work(ctx context.Context, job *river.Job[jobargs.WebhookFanoutArgs]) error {
 	_, err := w.App.FanOutWebhookDeliveries(ctx, job.Args)
 	return err
 }
@@ -34,19 +35,19 @@ func (w *WebhookFanoutWorker) Work(ctx context.Context, job *river.Job[app.Webho
 // retry is a new job committed with the failed attempt's outcome); River's
 // retries of this job only cover errors of the database around attempts.
 type WebhookDeliveryWorker struct {
-	river.WorkerDefaults[app.WebhookDeliveryArgs]
+	river.WorkerDefaults[jobargs.WebhookDeliveryArgs]
 	App *app.App
 	// SendTimeout is the sender's total timeout per request.
 	SendTimeout time.Duration
 }
 
 // Timeout implements river.Worker; see app.App.DeliveryJobTimeout.
-func (w *WebhookDeliveryWorker) Timeout(job *river.Job[app.WebhookDeliveryArgs]) time.Duration {
+func (w *WebhookDeliveryWorker) Timeout(job *river.Job[jobargs.WebhookDeliveryArgs]) time.Duration {
 	return w.App.DeliveryJobTimeout(job.Args.Len(), w.SendTimeout)
 }
 
 // Work implements river.Worker.
-func (w *WebhookDeliveryWorker) Work(ctx context.Context, job *river.Job[app.WebhookDeliveryArgs]) error {
+func (w *WebhookDeliveryWorker) Work(ctx context.Context, job *river.Job[jobargs.WebhookDeliveryArgs]) error {
 	err := w.App.DeliverWebhooks(ctx, job.Args)
 	if errors.Is(err, app.ErrDestinationBusy) {
 		// Give the worker back and try again soon, without using an attempt.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/aetheriot/aether-audit/app"
 	"github.com/aetheriot/aether-audit/domain"
+	"github.com/aetheriot/aether-audit/jobargs"
 	"github.com/aetheriot/aether-audit/jobs"
 	"github.com/aetheriot/aether-audit/secrets"
 	"github.com/aetheriot/aether-audit/store"
@@ -340,7 +341,7 @@ func crashBetweenDeliveringAndOutcome(t *testing.T, legacyRow bool) {
 	ctx := context.Background()
 
 	// The fan-out job was committed with the event; run it by hand.
-	fanout := lastJobArgs[app.WebhookFanoutArgs](t, b.pool, "webhook_fanout")
+	fanout := lastJobArgs[jobargs.WebhookFanoutArgs](t, b.pool, "webhook_fanout")
 	n, err := b.app.FanOutWebhookDeliveries(ctx, fanout)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
@@ -353,7 +354,7 @@ func crashBetweenDeliveringAndOutcome(t *testing.T, legacyRow bool) {
 	require.Equal(t, 1, deliveries)
 	require.Equal(t, 1, deliveryJobs, "and enqueues nothing")
 
-	args := lastJobArgs[app.WebhookDeliveryArgs](t, b.pool, "webhook_delivery")
+	args := lastJobArgs[jobargs.WebhookDeliveryArgs](t, b.pool, "webhook_delivery")
 	deliveryIDs, _, err := args.IDs()
 	require.NoError(t, err)
 	require.Len(t, deliveryIDs, 1)
@@ -625,7 +626,7 @@ func TestWebhookEventsBeforeTheDisableAreStillDelivered(t *testing.T) {
 	_, sub := b.subscribe(t, r, "device.*")
 	ctx := context.Background()
 	before := b.record(t, "device.rebooted")
-	fanout := lastJobArgs[app.WebhookFanoutArgs](t, b.pool, "webhook_fanout")
+	fanout := lastJobArgs[jobargs.WebhookFanoutArgs](t, b.pool, "webhook_fanout")
 	_, err := b.app.DisableWebhookSubscription(ctx, b.admin, sub.ID.String())
 	require.NoError(t, err)
 	after := b.record(t, "device.rebooted")
@@ -633,7 +634,7 @@ func TestWebhookEventsBeforeTheDisableAreStillDelivered(t *testing.T) {
 	n, err := b.app.FanOutWebhookDeliveries(ctx, fanout)
 	require.NoError(t, err)
 	require.Equal(t, 1, n, "the event recorded before the disable gets its delivery")
-	n, err = b.app.FanOutWebhookDeliveries(ctx, app.WebhookFanoutArgs{TenantID: "t1", ProjectID: "p1",
+	n, err = b.app.FanOutWebhookDeliveries(ctx, jobargs.WebhookFanoutArgs{TenantID: "t1", ProjectID: "p1",
 		FromSequence: 1, ToSequence: after.Sequence})
 	require.NoError(t, err)
 	require.Zero(t, n, "nothing for the events from the disable on")
@@ -665,10 +666,10 @@ func TestWebhookUnsentAttemptsAreWithdrawn(t *testing.T) {
 	}
 	_, err := b.app.RecordAuditEvents(ctx, b.writer, app.RecordAuditEventsInput{Events: []domain.AuditEventDraft{draft, draft, draft}})
 	require.NoError(t, err)
-	n, err := b.app.FanOutWebhookDeliveries(ctx, lastJobArgs[app.WebhookFanoutArgs](t, b.pool, "webhook_fanout"))
+	n, err := b.app.FanOutWebhookDeliveries(ctx, lastJobArgs[jobargs.WebhookFanoutArgs](t, b.pool, "webhook_fanout"))
 	require.NoError(t, err)
 	require.Equal(t, 3, n)
-	args := lastJobArgs[app.WebhookDeliveryArgs](t, b.pool, "webhook_delivery")
+	args := lastJobArgs[jobargs.WebhookDeliveryArgs](t, b.pool, "webhook_delivery")
 	require.Equal(t, 3, args.Len())
 
 	jobCtx, cancel := context.WithCancel(ctx)

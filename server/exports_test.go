@@ -22,6 +22,7 @@ import (
 
 	"github.com/aetheriot/aether-audit/app"
 	"github.com/aetheriot/aether-audit/export"
+	"github.com/aetheriot/aether-audit/jobargs"
 )
 
 // exportDownloadKey signs the download capabilities of setupExports' app.
@@ -175,7 +176,7 @@ func (b *exportBundle) runExport(t *testing.T, tenant, id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	require.NoError(t, b.app.RunDataExport(ctx, app.DataExportRun{
-		Args: app.DataExportJobArgs{TenantID: tenant, ExportID: eid}, Attempt: 1, MaxAttempts: 3,
+		Args: jobargs.DataExportJobArgs{TenantID: tenant, ExportID: eid}, Attempt: 1, MaxAttempts: 3,
 	}))
 }
 

@@ -32,6 +32,7 @@ import (
 
 	"github.com/aetheriot/aether-audit/app"
 	"github.com/aetheriot/aether-audit/export"
+	"github.com/aetheriot/aether-audit/jobargs"
 	"github.com/aetheriot/aether-audit/live"
 	"github.com/aetheriot/aether-audit/secrets"
 	"github.com/aetheriot/aether-audit/server"
@@ -467,7 +468,7 @@ func (e *isoEnv) seed(t *testing.T) {
 	subscription := sub.CreateWebhookSubscription.Subscription
 
 	ev2 := e.record(t, e.owner, eventInput(projectA, "owner.secret.delivered"))[0]
-	created, err := e.app.FanOutWebhookDeliveries(context.Background(), app.WebhookFanoutArgs{
+	created, err := e.app.FanOutWebhookDeliveries(context.Background(), jobargs.WebhookFanoutArgs{
 		TenantID: tenantA, ProjectID: projectA, FromSequence: 1, ToSequence: 1000})
 	require.NoError(t, err)
 	require.Equal(t, 1, created)
@@ -506,7 +507,7 @@ func (e *isoEnv) seed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	require.NoError(t, e.app.RunDataExport(ctx, app.DataExportRun{
-		Args: app.DataExportJobArgs{TenantID: tenantA, ExportID: eid}, Attempt: 1, MaxAttempts: 3}))
+		Args: jobargs.DataExportJobArgs{TenantID: tenantA, ExportID: eid}, Attempt: 1, MaxAttempts: 3}))
 	res = e.graphql(t, e.owner, exportQuery, map[string]any{"id": exportID})
 	var got struct {
 		DataExport *dataExport `json:"dataExport"`

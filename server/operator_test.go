@@ -3,7 +3,6 @@ package server_test
 import (
 	"context"
 	"encoding/json"
-	"go.opentelemetry.io/otel/attribute"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,6 +28,7 @@ import (
 	"github.com/aetheriot/aether-audit/app"
 	"github.com/aetheriot/aether-audit/domain"
 	"github.com/aetheriot/aether-audit/export"
+	"github.com/aetheriot/aether-audit/jobargs"
 	"github.com/aetheriot/aether-audit/jobs"
 	"github.com/aetheriot/aether-audit/live"
 	"github.com/aetheriot/aether-audit/metrics"
@@ -260,10 +262,10 @@ func TestMetricsMoveWithOperations(t *testing.T) {
 	}
 
 	// Queue depth at scrape time: a job scheduled far ahead stays counted.
-	_, err = b.river.Insert(ctx, jobs.PruneIdempotencyKeysArgs{}, &river.InsertOpts{ScheduledAt: time.Now().Add(time.Hour)})
+	_, err = b.river.Insert(ctx, jobargs.PruneIdempotencyKeysArgs{}, &river.InsertOpts{ScheduledAt: time.Now().Add(time.Hour)})
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, metricValue(t, reg, "aether_river_jobs", map[string]string{"queue": river.QueueDefault, "state": "scheduled"}), 1.0)
-	require.GreaterOrEqual(t, metricValue(t, reg, "aether_outbox_jobs", map[string]string{"kind": jobs.PruneIdempotencyKeysArgs{}.Kind()}), 1.0)
+	require.GreaterOrEqual(t, metricValue(t, reg, "aether_outbox_jobs", map[string]string{"kind": jobargs.PruneIdempotencyKeysArgs{}.Kind()}), 1.0)
 
 	// Live subscribers and the hub's fan-out lag.
 	stream, err := b.app.SubscribeAuditEvents(ctx, app.Identity{TenantID: tenantA, ProjectIDs: []string{projectA},
@@ -347,7 +349,7 @@ func TestRiverUIAdminOnly(t *testing.T) {
 	for _, j := range list.Data {
 		kinds[j.Kind] = true
 	}
-	require.True(t, kinds[app.DataExportJobArgs{}.Kind()], "jobs: %+v", list.Data)
+	require.True(t, kinds[jobargs.DataExportJobArgs{}.Kind()], "jobs: %+v", list.Data)
 
 	// The UI's page itself.
 	resp = b.getPath(t, admin, "/riverui/")
@@ -418,7 +420,7 @@ func TestRiverUIBrowserSignIn(t *testing.T) {
 	require.Equal(t, http.StatusOK, withCookie(http.MethodGet, "/riverui/api/jobs?state=completed", "", nil).StatusCode)
 
 	// A state change with the cookie must come from our own origin.
-	job, err := b.river.Insert(context.Background(), jobs.PruneIdempotencyKeysArgs{}, &river.InsertOpts{ScheduledAt: time.Now().Add(time.Hour)})
+	job, err := b.river.Insert(context.Background(), jobargs.PruneIdempotencyKeysArgs{}, &river.InsertOpts{ScheduledAt: time.Now().Add(time.Hour)})
 	require.NoError(t, err)
 	cancelBody := func() io.Reader { return strings.NewReader(`{"ids":["` + itoa(int(job.Job.ID)) + `"]}`) }
 	requireProblem(t, withCookie(http.MethodPost, "/riverui/api/jobs/cancel", "https://evil.example", cancelBody()), http.StatusForbidden, "FORBIDDEN")
@@ -506,7 +508,7 @@ func TestTracingSpansAndTraceID(t *testing.T) {
 	var job, run sdktrace.ReadOnlySpan
 	for _, s := range b.spans.Ended() {
 		switch s.Name() {
-		case "river.work/" + app.DataExportJobArgs{}.Kind():
+		case "river.work/" + jobargs.DataExportJobArgs{}.Kind():
 			job = s
 		case "app.RunDataExport":
 			run = s

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aetheriot/aether-audit/app"
+	"github.com/aetheriot/aether-audit/jobargs"
 	"github.com/aetheriot/aether-audit/secrets"
 )
 
@@ -444,7 +445,7 @@ func (b *webhookBundle) seedWebhooks(t *testing.T) webhookFixture {
 	res.decode(t, &rec)
 	f.event = rec.RecordAuditEvent.Event
 
-	created, err := b.app.FanOutWebhookDeliveries(context.Background(), app.WebhookFanoutArgs{
+	created, err := b.app.FanOutWebhookDeliveries(context.Background(), jobargs.WebhookFanoutArgs{
 		TenantID: tenantA, ProjectID: projectA, FromSequence: 1, ToSequence: 1000,
 	})
 	require.NoError(t, err)

@@ -51,6 +51,7 @@ import (
 	"github.com/aetheriot/aether-audit/app"
 	"github.com/aetheriot/aether-audit/domain"
 	"github.com/aetheriot/aether-audit/export"
+	"github.com/aetheriot/aether-audit/jobargs"
 	"github.com/aetheriot/aether-audit/store"
 )
 
@@ -192,7 +193,7 @@ func newExportBench(ctx context.Context, e *env) (_ *exportBench, err error) {
 		}
 	}()
 	// Jobs of earlier runs' exports, which nothing runs here.
-	if _, err := e.pool.Exec(ctx, `DELETE FROM river_job WHERE kind = $1`, app.DataExportJobArgs{}.Kind()); err != nil {
+	if _, err := e.pool.Exec(ctx, `DELETE FROM river_job WHERE kind = $1`, jobargs.DataExportJobArgs{}.Kind()); err != nil {
 		return nil, fmt.Errorf("deleting leftover export jobs: %w", err)
 	}
 	var first, last time.Time
@@ -261,7 +262,7 @@ func (b *exportBench) ours(ctx context.Context, compression domain.DataExportCom
 		return exportRun{}, fmt.Errorf("requesting the export: %w", err)
 	}
 	defer b.forget(x.ID)
-	run := app.DataExportRun{Args: app.DataExportJobArgs{TenantID: x.TenantID, ExportID: x.ID}, Attempt: 1, MaxAttempts: 1}
+	run := app.DataExportRun{Args: jobargs.DataExportJobArgs{TenantID: x.TenantID, ExportID: x.ID}, Attempt: 1, MaxAttempts: 1}
 	label := "ndjson"
 	if compression == domain.DataExportGzip {
 		label = "ndjson+gzip"
@@ -298,7 +299,7 @@ func (b *exportBench) forget(id uuid.UUID) {
 	_ = export.DeletePrefix(ctx, b.bucket, export.KeyPrefix(benchTenant, queryProject, id), "")
 	_, _ = b.e.pool.Exec(ctx, `DELETE FROM data_exports WHERE tenant_id = $1 AND id = $2`, benchTenant, id)
 	_, _ = b.e.pool.Exec(ctx, `DELETE FROM river_job WHERE kind = $1 AND args->>'export_id' = $2`,
-		app.DataExportJobArgs{}.Kind(), id.String())
+		jobargs.DataExportJobArgs{}.Kind(), id.String())
 }
 
 // baseline copies the range out with COPY TO STDOUT into a SHA-256 hasher
