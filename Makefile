@@ -23,7 +23,7 @@ run: build run-deps
 	echo ""; echo "http://$${AETHER_ADDR:-127.0.0.1:8080}/dashboard#token=$$TOKEN&project=$(DASHBOARD_PROJECT)"; echo ""; \
 	echo "GraphiQL:"; \
 	echo ""; echo "http://$${AETHER_ADDR:-127.0.0.1:8080}/graphiql#token=$$TOKEN&project=$(DASHBOARD_PROJECT)"; echo ""
-	AETHER_OPERATOR_TENANTS=$${AETHER_OPERATOR_TENANTS:-dev} ./$(BIN) serve
+	AETHER_OPERATOR_TENANTS=$${AETHER_OPERATOR_TENANTS:-dev} ./$(BIN) serve --dev
 
 vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

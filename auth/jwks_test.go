@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -91,18 +92,39 @@ func newJWKSServer(t *testing.T, body []byte) *jwksServer {
 	return s
 }
 
+// The issuer and audience of the test identity provider's tokens; a JWKS
+// verifier requires both.
+const (
+	jwksIssuer   = "https://issuer.example"
+	jwksAudience = "aether"
+)
+
+// newJWKSVerifier returns a verifier of the key set at url, for jwksIssuer
+// and jwksAudience unless cfg names others.
 func newJWKSVerifier(t *testing.T, url string, cfg auth.VerifierConfig) *auth.Verifier {
 	t.Helper()
 	cfg.JWKSURL = url
+	if cfg.Issuer == "" {
+		cfg.Issuer = jwksIssuer
+	}
+	if cfg.Audience == "" {
+		cfg.Audience = jwksAudience
+	}
 	v, err := auth.NewVerifier(context.Background(), cfg)
 	require.NoError(t, err)
 	t.Cleanup(v.Close)
 	return v
 }
 
+// signWith signs claims, with jwksIssuer and jwksAudience when they name
+// no issuer or audience of their own.
 func signWith(t *testing.T, method jwt.SigningMethod, kid string, key any, claims jwt.MapClaims) string {
 	t.Helper()
-	tok := jwt.NewWithClaims(method, claims)
+	c := jwt.MapClaims{"iss": jwksIssuer, "aud": jwksAudience}
+	for k, v := range claims {
+		c[k] = v
+	}
+	tok := jwt.NewWithClaims(method, c)
 	if kid != "" {
 		tok.Header["kid"] = kid
 	}
@@ -256,20 +278,20 @@ func TestJWKSUnavailable(t *testing.T) {
 		http.Error(w, "down", http.StatusServiceUnavailable)
 	}))
 	defer srv.Close()
-	_, err := auth.NewVerifier(context.Background(), auth.VerifierConfig{JWKSURL: srv.URL})
+	_, err := auth.NewVerifier(context.Background(), auth.VerifierConfig{JWKSURL: srv.URL, Issuer: jwksIssuer, Audience: jwksAudience})
 	require.Error(t, err)
 
 	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte("not json"))
 	}))
 	defer bad.Close()
-	_, err = auth.NewVerifier(context.Background(), auth.VerifierConfig{JWKSURL: bad.URL})
+	_, err = auth.NewVerifier(context.Background(), auth.VerifierConfig{JWKSURL: bad.URL, Issuer: jwksIssuer, Audience: jwksAudience})
 	require.Error(t, err)
 
 	closed := httptest.NewServer(http.NotFoundHandler())
 	url := closed.URL
 	closed.Close()
-	_, err = auth.NewVerifier(context.Background(), auth.VerifierConfig{JWKSURL: url})
+	_, err = auth.NewVerifier(context.Background(), auth.VerifierConfig{JWKSURL: url, Issuer: jwksIssuer, Audience: jwksAudience})
 	require.Error(t, err)
 }
 
@@ -326,5 +348,62 @@ func TestJWKSFixture(t *testing.T) {
 	require.Len(t, set.Keys, 2)
 	for _, k := range set.Keys {
 		require.NotContains(t, k, "d", "only public keys are served")
+	}
+}
+
+// TestJWKSUnknownKIDRefreshedOncePerMinute: a token naming a key id the set
+// does not hold makes the verifier fetch the set again, but only once per
+// minute; other such tokens are refused at once, with no request to the
+// identity provider, while known keys keep working.
+func TestJWKSUnknownKIDRefreshedOncePerMinute(t *testing.T) {
+	srv := newJWKSServer(t, standardJWKS(t))
+	v := newJWKSVerifier(t, srv.URL, auth.VerifierConfig{})
+	require.EqualValues(t, 1, srv.requests.Load(), "the set is fetched by NewVerifier")
+
+	first := signWith(t, jwt.SigningMethodRS256, "made-up-1", rsaKey, validClaims())
+	_, err := v.Verify(first)
+	requireInvalid(t, err, "token signing key unknown", first)
+	require.EqualValues(t, 2, srv.requests.Load(), "the first unknown kid refetches the set")
+
+	for i := range 20 {
+		tok := signWith(t, jwt.SigningMethodRS256, fmt.Sprintf("made-up-%d", i+2), rsaKey, validClaims())
+		start := time.Now()
+		_, err := v.Verify(tok)
+		requireInvalid(t, err, "token signing key unknown", tok)
+		require.Less(t, time.Since(start), time.Second, "refused at once")
+	}
+	require.EqualValues(t, 2, srv.requests.Load(), "no further fetch within the minute")
+
+	_, err = v.Verify(signWith(t, jwt.SigningMethodES256, "ec-1", ecKey, validClaims()))
+	require.NoError(t, err, "known keys keep working")
+}
+
+// TestJWKSRequiresIssuerAndAudience: a JWKS verifier without an issuer or
+// an audience would accept the identity provider's tokens for any service.
+func TestJWKSRequiresIssuerAndAudience(t *testing.T) {
+	srv := newJWKSServer(t, standardJWKS(t))
+	for name, cfg := range map[string]auth.VerifierConfig{
+		"neither":     {JWKSURL: srv.URL},
+		"no issuer":   {JWKSURL: srv.URL, Audience: jwksAudience},
+		"no audience": {JWKSURL: srv.URL, Issuer: jwksIssuer},
+	} {
+		t.Run(name, func(t *testing.T) {
+			v, err := auth.NewVerifier(context.Background(), cfg)
+			require.ErrorContains(t, err, "needs Issuer and Audience")
+			require.Nil(t, v)
+		})
+	}
+	v := newJWKSVerifier(t, srv.URL, auth.VerifierConfig{})
+	for name, c := range map[string]jwt.MapClaims{
+		"other audience": {"aud": "other-app"},
+		"other issuer":   {"iss": "evil"},
+	} {
+		claims := validClaims()
+		for k, val := range c {
+			claims[k] = val
+		}
+		tok := signWith(t, jwt.SigningMethodRS256, "rsa-1", rsaKey, claims)
+		_, err := v.Verify(tok)
+		require.Error(t, err, name)
 	}
 }

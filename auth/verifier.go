@@ -15,6 +15,7 @@ import (
 	"github.com/MicahParks/keyfunc/v3"
 	"github.com/golang-jwt/jwt/v5"
 	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/time/rate"
 
 	"github.com/aetheriot/aether-audit/app"
 	"github.com/aetheriot/aether-audit/domain"
@@ -32,11 +33,12 @@ const MinSecretLen = 32
 // one made by [NewVerifier].
 const jwksHTTPTimeout = 10 * time.Second
 
-// jwksUnknownKIDWait bounds how long one verification waits for the
-// rate-limited refresh of the key set that a token with an unknown "kid"
-// triggers, so that tokens with made-up key ids cannot hold requests for
-// long.
-const jwksUnknownKIDWait = 5 * time.Second
+// jwksUnknownKIDRefresh is how often at most a token with a "kid" the key
+// set does not hold makes the verifier fetch the set again (an identity
+// provider that rotated its key). Between two fetches such tokens are
+// refused at once, so that tokens with made-up key ids cost nothing and
+// hold no request.
+const jwksUnknownKIDRefresh = time.Minute
 
 // hmacMethods and jwksMethods are the signing algorithms accepted for each
 // key source.
@@ -95,15 +97,23 @@ type VerifierConfig struct {
 	JWKSURL string
 
 	// Issuer, when non-empty, is the required value of the "iss" claim.
+	// Required with JWKSURL: an identity provider signs tokens for every
+	// service it serves.
 	Issuer string
 
 	// Audience, when non-empty, must be one of the values of the "aud"
-	// claim.
+	// claim. Required with JWKSURL, for the same reason as Issuer.
 	Audience string
 
 	// Leeway is the clock skew tolerated when checking "exp", "nbf" and
 	// "iat". Zero means DefaultLeeway; negative is an error.
 	Leeway time.Duration
+
+	// MaxTTL, when positive, bounds a token's lifetime: it must carry
+	// "iat", and "exp" may lie at most MaxTTL after it. A leaked token is
+	// then useful for MaxTTL at most, however its issuer was configured.
+	// Zero: no bound; negative is an error.
+	MaxTTL time.Duration
 }
 
 // Verifier verifies bearer tokens and turns them into identities. It is
@@ -114,6 +124,7 @@ type Verifier struct {
 	methods []string
 	issuer  string
 	aud     string
+	maxTTL  time.Duration
 	cancel  context.CancelFunc
 	// verified remembers recently verified tokens (by SHA-256) so that a
 	// client sending the same token on every request is verified once.
@@ -152,8 +163,12 @@ func NewVerifier(ctx context.Context, cfg VerifierConfig) (*Verifier, error) {
 		return nil, errors.New("auth: verifier config sets neither HMACSecret nor JWKSURL; set exactly one")
 	case hasSecret && len(cfg.HMACSecret) < MinSecretLen:
 		return nil, fmt.Errorf("auth: HMAC secret is %d bytes, want at least %d", len(cfg.HMACSecret), MinSecretLen)
+	case hasJWKS && (cfg.Issuer == "" || cfg.Audience == ""):
+		return nil, errors.New("auth: a JWKS verifier needs Issuer and Audience, or it would accept the identity provider's tokens for any other service")
 	case cfg.Leeway < 0:
 		return nil, fmt.Errorf("auth: negative leeway %s", cfg.Leeway)
+	case cfg.MaxTTL < 0:
+		return nil, fmt.Errorf("auth: negative token lifetime bound %s", cfg.MaxTTL)
 	}
 	leeway := cfg.Leeway
 	if leeway == 0 {
@@ -164,7 +179,7 @@ func NewVerifier(ctx context.Context, cfg VerifierConfig) (*Verifier, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating token cache: %w", err)
 	}
-	v := &Verifier{issuer: cfg.Issuer, aud: cfg.Audience, cancel: func() {}, verified: verified}
+	v := &Verifier{issuer: cfg.Issuer, aud: cfg.Audience, maxTTL: cfg.MaxTTL, cancel: func() {}, verified: verified}
 	if hasSecret {
 		secret := slices.Clone(cfg.HMACSecret)
 		v.methods = hmacMethods
@@ -178,14 +193,18 @@ func NewVerifier(ctx context.Context, cfg VerifierConfig) (*Verifier, error) {
 		kf, err := keyfunc.NewDefaultOverrideCtx(refreshCtx, []string{cfg.JWKSURL}, keyfunc.Override{
 			HTTPTimeout:               jwksHTTPTimeout,
 			NoErrorReturnFirstHTTPReq: &noErrorOnFirstFetch,
-			RateLimitWaitMax:          jwksUnknownKIDWait,
+			// The verifier decides when an unknown kid may refetch the set
+			// (jwksKey); the key set then fetches at once, within the
+			// HTTP timeout.
+			RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1),
+			RateLimitWaitMax:  jwksHTTPTimeout,
 		})
 		if err != nil {
 			cancel() // The refresh goroutine may already be running.
 			return nil, fmt.Errorf("auth: load JWKS from %s: %w", cfg.JWKSURL, err)
 		}
 		v.methods = jwksMethods
-		v.keyFunc = kf.Keyfunc
+		v.keyFunc = jwksKey(refreshCtx, kf, rate.NewLimiter(rate.Every(jwksUnknownKIDRefresh), 1))
 		v.cancel = cancel
 	}
 
@@ -272,6 +291,9 @@ func (v *Verifier) Verify(token string) (app.Identity, error) {
 	if err != nil {
 		return app.Identity{}, v.classify(parsed, &c, err)
 	}
+	if err := v.checkLifetime(&c); err != nil {
+		return app.Identity{}, err
+	}
 	id, err := identityFrom(&c)
 	if err != nil {
 		return app.Identity{}, err
@@ -282,6 +304,53 @@ func (v *Verifier) Verify(token string) (app.Identity, error) {
 	}
 	v.verified.Add(key, verifiedToken{id: id, until: until})
 	return id, nil
+}
+
+// checkLifetime refuses a token that lives longer than MaxTTL, or that has
+// no "iat" to measure its lifetime from, when MaxTTL is set.
+func (v *Verifier) checkLifetime(c *claims) error {
+	if v.maxTTL <= 0 {
+		return nil
+	}
+	if c.IssuedAt == nil {
+		return invalid("token missing iat")
+	}
+	if c.ExpiresAt.Sub(c.IssuedAt.Time) > v.maxTTL {
+		return invalid("token lifetime exceeds the limit of " + v.maxTTL.String())
+	}
+	return nil
+}
+
+// jwksKey is kf's key function, except that a token naming a "kid" the key
+// set does not hold lets kf fetch the set again only when refresh allows
+// it (once per jwksUnknownKIDRefresh); otherwise it is refused at once,
+// without a request to the identity provider.
+func jwksKey(ctx context.Context, kf keyfunc.Keyfunc, refresh *rate.Limiter) jwt.Keyfunc {
+	return func(t *jwt.Token) (any, error) {
+		if kid, _ := t.Header["kid"].(string); kid != "" && !holdsKID(ctx, kf, kid) && !refresh.Allow() {
+			return nil, errUnknownKID
+		}
+		return kf.Keyfunc(t)
+	}
+}
+
+// errUnknownKID refuses a token whose key id the key set does not hold,
+// between two refreshes.
+var errUnknownKID = errors.New("unknown key id")
+
+// holdsKID reports whether kf's key set holds a key with id kid, without
+// fetching it.
+func holdsKID(ctx context.Context, kf keyfunc.Keyfunc, kid string) bool {
+	keys, err := kf.Storage().KeyReadAll(ctx)
+	if err != nil {
+		return false
+	}
+	for _, k := range keys {
+		if k.Marshal().KID == kid {
+			return true
+		}
+	}
+	return false
 }
 
 // classify maps an error of the JWT parser to a verification failure with a

@@ -330,13 +330,14 @@ func TestVerifyIssuerAndAudience(t *testing.T) {
 func TestNewVerifierConfigErrors(t *testing.T) {
 	ctx := context.Background()
 	for name, cfg := range map[string]auth.VerifierConfig{
-		"neither":         {},
-		"both":            {HMACSecret: testSecret, JWKSURL: "https://issuer.example/jwks.json"},
-		"short secret":    {HMACSecret: []byte("too-short")},
-		"negative leeway": {HMACSecret: testSecret, Leeway: -time.Second},
-		"plain http":      {JWKSURL: "http://issuer.example/jwks.json"},
-		"no scheme":       {JWKSURL: "issuer.example/jwks.json"},
-		"other scheme":    {JWKSURL: "file:///etc/jwks.json"},
+		"neither":          {},
+		"both":             {HMACSecret: testSecret, JWKSURL: "https://issuer.example/jwks.json"},
+		"short secret":     {HMACSecret: []byte("too-short")},
+		"negative leeway":  {HMACSecret: testSecret, Leeway: -time.Second},
+		"negative max ttl": {HMACSecret: testSecret, MaxTTL: -time.Second},
+		"plain http":       {JWKSURL: "http://issuer.example/jwks.json"},
+		"no scheme":        {JWKSURL: "issuer.example/jwks.json"},
+		"other scheme":     {JWKSURL: "file:///etc/jwks.json"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			v, err := auth.NewVerifier(ctx, cfg)
@@ -420,4 +421,43 @@ func TestVerifyCacheHonoursExpiry(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	require.ErrorIs(t, err, auth.ErrTokenExpired)
+}
+
+// TestVerifyMaxTTL: with MaxTTL, a token must carry "iat" and live at most
+// MaxTTL; without it, lifetimes are not bounded.
+func TestVerifyMaxTTL(t *testing.T) {
+	v := newHMACVerifier(t, auth.VerifierConfig{MaxTTL: 24 * time.Hour})
+	now := time.Now()
+	cases := []struct {
+		name   string
+		change func(jwt.MapClaims)
+		msg    string // empty: accepted
+	}{
+		{"an hour", func(c jwt.MapClaims) {}, ""},
+		{"exactly the limit", func(c jwt.MapClaims) { c["exp"] = now.Add(24 * time.Hour).Unix() }, ""},
+		{"a day and a minute", func(c jwt.MapClaims) { c["exp"] = now.Add(24*time.Hour + time.Minute).Unix() }, "token lifetime exceeds the limit of 24h0m0s"},
+		{"the year 33658", func(c jwt.MapClaims) { c["exp"] = int64(1000000000000) }, "token lifetime exceeds the limit of 24h0m0s"},
+		{"no iat", func(c jwt.MapClaims) { delete(c, "iat") }, "token missing iat"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := validClaims()
+			c["iat"] = now.Unix()
+			c["exp"] = now.Add(time.Hour).Unix()
+			tc.change(c)
+			tok := signHS256(t, testSecret, c)
+			_, err := v.Verify(tok)
+			if tc.msg == "" {
+				require.NoError(t, err)
+				return
+			}
+			requireInvalid(t, err, tc.msg, tok)
+		})
+	}
+
+	long := validClaims()
+	delete(long, "iat")
+	long["exp"] = int64(1000000000000)
+	_, err := newHMACVerifier(t, auth.VerifierConfig{}).Verify(signHS256(t, testSecret, long))
+	require.NoError(t, err, "no bound without MaxTTL")
 }

@@ -47,7 +47,7 @@ export function freePort() {
  * The environment of every aether process: the caller's, minus AETHER_*
  * settings (a stray AETHER_JWKS_URL or AETHER_ADDR would change what is
  * tested), plus DATABASE_URL only when the caller set it (otherwise the
- * binary runs its embedded PostgreSQL under the data dir).
+ * binary runs its embedded PostgreSQL under the data dir), and AETHER_DEV.
  */
 function aetherEnv(extra) {
   const env = {};
@@ -55,6 +55,8 @@ function aetherEnv(extra) {
     if (!k.startsWith('AETHER_') && k !== 'DATABASE_URL') env[k] = v;
   }
   if (process.env.DATABASE_URL) env.DATABASE_URL = process.env.DATABASE_URL;
+  // Development mode: serve accepts the tokens `aether token` mints.
+  env.AETHER_DEV = 'true';
   return { ...env, ...extra };
 }
 

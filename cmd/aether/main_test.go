@@ -95,9 +95,11 @@ type process struct {
 }
 
 // baseEnv is the test's environment without any setting of aether, so that
-// the commands see only what a test gives them.
+// the commands see only what a test gives them, but for development mode
+// (AETHER_DEV=true, as make run sets it): serve then accepts the tokens
+// aether token mints. A test's own AETHER_DEV comes later and wins.
 func baseEnv() []string {
-	var env []string
+	env := []string{"AETHER_DEV=true"}
 	for _, kv := range os.Environ() {
 		if strings.HasPrefix(kv, "AETHER_") || strings.HasPrefix(kv, "DATABASE_URL=") {
 			continue
@@ -858,5 +860,31 @@ func TestSeedHistory(t *testing.T) {
 		_, stderr, code = run(t, env, append([]string{"seed", "--tenant", "acme", "--project", "plant-1"}, args...)...)
 		require.NotEqual(t, 0, code, "args %q", args)
 		require.Contains(t, stderr, args[len(args)-2], "args %q", args)
+	}
+}
+
+// TestServeNeedsTokenVerification: serve refuses to start (before it opens
+// the database) without a way to verify tokens an operator chose: the
+// generated development secret only with --dev, and a JWKS URL only with
+// an issuer and an audience.
+func TestServeNeedsTokenVerification(t *testing.T) {
+	t.Parallel()
+	dir := dataDir(t)
+	for _, tc := range []struct {
+		name string
+		env  []string
+		want string
+	}{
+		{"nothing configured", []string{"AETHER_DEV=false"}, "--dev (AETHER_DEV=true)"},
+		{"JWKS without issuer or audience", []string{"AETHER_DEV=false", "AETHER_JWKS_URL=https://issuer.example/jwks.json"}, "--jwks-url needs --jwt-issuer and --jwt-audience"},
+		{"JWKS without audience", []string{"AETHER_JWKS_URL=https://issuer.example/jwks.json", "AETHER_JWT_ISSUER=https://issuer.example"}, "--jwks-url needs --jwt-issuer and --jwt-audience"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := append([]string{"AETHER_DATA_DIR=" + dir, "DATABASE_URL=postgres://nobody@127.0.0.1:1/none"}, tc.env...)
+			stdout, stderr, code := run(t, env, "serve")
+			require.NotEqual(t, 0, code)
+			require.Empty(t, stdout)
+			require.Contains(t, stderr, tc.want)
+		})
 	}
 }

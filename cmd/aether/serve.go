@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os/signal"
@@ -26,9 +27,11 @@ type serveCmd struct {
 	secretFlags
 	Addr                   string        `name:"addr" env:"AETHER_ADDR" default:"127.0.0.1:8080" help:"Address to listen on."`
 	PublicURL              string        `name:"public-url" env:"AETHER_PUBLIC_URL" help:"Base URL clients reach the service at (e.g. https://audit.example.com behind a TLS proxy), used in links it hands out such as export downloads. Default: the request's scheme and host."`
-	JWKSURL                string        `name:"jwks-url" env:"AETHER_JWKS_URL" help:"Production token verification: JWKS URL of the identity provider (RS256/384/512, ES256/384). Replaces the HS256 secret."`
-	JWTIssuer              string        `name:"jwt-issuer" env:"AETHER_JWT_ISSUER" help:"Required iss claim, when set."`
-	JWTAudience            string        `name:"jwt-audience" env:"AETHER_JWT_AUDIENCE" help:"Required aud claim, when set."`
+	JWKSURL                string        `name:"jwks-url" env:"AETHER_JWKS_URL" help:"Production token verification: JWKS URL of the identity provider (RS256/384/512, ES256/384). Replaces the HS256 secret; needs --jwt-issuer and --jwt-audience."`
+	JWTIssuer              string        `name:"jwt-issuer" env:"AETHER_JWT_ISSUER" help:"Required iss claim (required with --jwks-url)."`
+	JWTAudience            string        `name:"jwt-audience" env:"AETHER_JWT_AUDIENCE" help:"Required aud claim (required with --jwks-url)."`
+	JWTMaxTTL              time.Duration `name:"jwt-max-ttl" env:"AETHER_JWT_MAX_TTL" default:"24h" help:"Longest accepted token lifetime (exp minus iat; tokens must carry iat). 0 turns the bound off."`
+	Dev                    bool          `name:"dev" env:"AETHER_DEV" help:"Development mode: accept HS256 tokens signed with the secret generated into <data-dir>/jwt-secret (what aether token mints). Without it, serve needs --jwks-url (production) or an explicit --jwt-secret."`
 	MaxBodyBytes           int64         `name:"max-body-bytes" env:"AETHER_MAX_BODY_BYTES" default:"8388608" help:"Largest accepted request body, in bytes."`
 	GraphQLComplexityLimit int           `name:"graphql-complexity-limit" env:"AETHER_GRAPHQL_COMPLEXITY_LIMIT" default:"25000" help:"Largest accepted GraphQL operation complexity: each selected field counts 1, connections count their selection times the page size."`
 	GraphQLMaxDepth        int           `name:"graphql-max-depth" env:"AETHER_GRAPHQL_MAX_DEPTH" default:"12" help:"Deepest accepted GraphQL selection nesting."`
@@ -56,13 +59,9 @@ func (c *serveCmd) Run() error {
 	defer stop()
 	logger := c.logger()
 
-	verifierCfg := auth.VerifierConfig{JWKSURL: c.JWKSURL, Issuer: c.JWTIssuer, Audience: c.JWTAudience}
-	if c.JWKSURL == "" {
-		secret, err := hmacSecret(c.secretFlags, c.dataDirFlags)
-		if err != nil {
-			return err
-		}
-		verifierCfg.HMACSecret = secret
+	verifierCfg, err := c.verifierConfig(logger)
+	if err != nil {
+		return err
 	}
 	verifier, err := auth.NewVerifier(ctx, verifierCfg)
 	if err != nil {
@@ -227,4 +226,37 @@ func readiness(db *database) func(ctx context.Context) error {
 		migrated.Store(true)
 		return nil
 	}
+}
+
+// errNoTokenVerification refuses to serve without a way to verify tokens
+// that an operator chose.
+var errNoTokenVerification = errors.New("no token verification is configured: set --jwks-url with --jwt-issuer and " +
+	"--jwt-audience (AETHER_JWKS_URL, AETHER_JWT_ISSUER, AETHER_JWT_AUDIENCE) for production, or --dev (AETHER_DEV=true) " +
+	"to accept development tokens signed with the secret in the data dir (aether token)")
+
+// verifierConfig is how serve verifies tokens: with the identity
+// provider's key set (which needs an issuer and an audience), with an
+// explicitly configured HS256 secret, or, only in development mode, with
+// the secret generated into the data dir.
+func (c *serveCmd) verifierConfig(logger *slog.Logger) (auth.VerifierConfig, error) {
+	cfg := auth.VerifierConfig{JWKSURL: c.JWKSURL, Issuer: c.JWTIssuer, Audience: c.JWTAudience, MaxTTL: c.JWTMaxTTL}
+	switch {
+	case c.JWKSURL != "":
+		if c.JWTIssuer == "" || c.JWTAudience == "" {
+			return cfg, errors.New("--jwks-url needs --jwt-issuer and --jwt-audience (AETHER_JWT_ISSUER, AETHER_JWT_AUDIENCE): " +
+				"without them, tokens the identity provider issued for other services would be accepted")
+		}
+		return cfg, nil
+	case c.JWTSecret == "" && !c.Dev:
+		return cfg, errNoTokenVerification
+	}
+	secret, err := hmacSecret(c.secretFlags, c.dataDirFlags)
+	if err != nil {
+		return cfg, err
+	}
+	if c.JWTSecret == "" {
+		logger.Warn("development mode: accepting tokens signed with the generated secret in the data dir; never use --dev in production")
+	}
+	cfg.HMACSecret = secret
+	return cfg, nil
 }
