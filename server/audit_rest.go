@@ -97,6 +97,7 @@ func (s *Server) listAuditEvents(w http.ResponseWriter, r *http.Request) {
 // "id: <sequence>", "event: audit", "data: <event JSON>". The stream ends
 // once everything committed has been sent.
 func (s *Server) streamAuditEvents(w http.ResponseWriter, r *http.Request) {
+	w = streamDeadlines(w, s.cfg.WriteTimeout)
 	q := r.URL.Query()
 	in, perr := parseSearch(q, streamParams)
 	if perr != nil {

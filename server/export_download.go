@@ -36,6 +36,9 @@ func (s *Server) downloadExport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer opened.Object.Close()
+	// A large file takes as long as the client needs: each write is bounded
+	// instead of the whole response.
+	w = streamDeadlines(w, s.cfg.WriteTimeout)
 	e := opened.Export
 	h := w.Header()
 	h.Set("Content-Type", exportContentType(e))

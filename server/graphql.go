@@ -53,7 +53,7 @@ func (s *Server) graphQLHandler() *handler.Server {
 	// graphql-sse (distinct connections mode): a POST the request gate
 	// chose to stream (eventStreamWanted); it must come before the plain
 	// POST transport.
-	srv.AddTransport(graphQLSSE{sse: transport.SSE{KeepAlivePingInterval: s.cfg.HeartbeatInterval}, shutdown: s.shutdown, admit: s.countStream})
+	srv.AddTransport(graphQLSSE{sse: transport.SSE{KeepAlivePingInterval: s.cfg.HeartbeatInterval}, shutdown: s.shutdown, admit: s.countStream, writeTimeout: s.cfg.WriteTimeout})
 	srv.AddTransport(jsonPOST{fast: recordFast})
 
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"sync/atomic"
+	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
@@ -27,6 +28,8 @@ type graphQLSSE struct {
 	shutdown <-chan struct{}
 	// admit counts the stream against its identity's live connections.
 	admit func(ctx context.Context) (release func(), err error)
+	// writeTimeout bounds each write of the stream.
+	writeTimeout time.Duration
 }
 
 var _ graphql.Transport = graphQLSSE{}
@@ -53,7 +56,7 @@ func (t graphQLSSE) Do(w http.ResponseWriter, r *http.Request, exec graphql.Grap
 	defer release()
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	cw := &cutOffWriter{ResponseWriter: w}
+	cw := &cutOffWriter{ResponseWriter: streamDeadlines(w, t.writeTimeout)}
 	go func() {
 		select {
 		case <-t.shutdown:

@@ -33,6 +33,7 @@ func (s *Server) authenticated(next http.Handler, deny unauthenticatedWriter) ht
 		}
 		token, ok := auth.BearerToken(r.Header.Get("Authorization"))
 		if !ok {
+			refuseUnread(w, r)
 			deny(w, r, "a bearer token is required")
 			return
 		}
@@ -42,6 +43,7 @@ func (s *Server) authenticated(next http.Handler, deny unauthenticatedWriter) ht
 			if errors.Is(err, auth.ErrTokenExpired) {
 				msg = "token expired"
 			}
+			refuseUnread(w, r)
 			deny(w, r, msg)
 			return
 		}
@@ -52,6 +54,17 @@ func (s *Server) authenticated(next http.Handler, deny unauthenticatedWriter) ht
 		}
 		next.ServeHTTP(w, r.WithContext(app.ContextWithIdentity(r.Context(), id)))
 	})
+}
+
+// refuseUnread closes the connection after the answer to a request whose
+// body is left unread (a request refused before its body is read, such as
+// one without a valid token), so that net/http does not read the body to
+// keep the connection: an unauthenticated client costs a few KiB of
+// headers, not its body.
+func refuseUnread(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
+		w.Header().Set("Connection", "close")
+	}
 }
 
 // traceparentPattern is a W3C traceparent: version-traceid-parentid-flags.
@@ -73,7 +86,10 @@ func (s *Server) traced(next http.Handler) http.Handler {
 }
 
 // limitBody reads the whole body up front, refusing one over the limit with
-// 413, so that no handler ever sees a truncated request.
+// 413, so that no handler ever sees a truncated request. It runs after
+// authentication: a request without a valid token is refused before its
+// body is read. Reading the body is bounded by the http.Server's
+// ReadTimeout, lifted once it is read.
 func (s *Server) limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Method == http.MethodGet || r.Method == http.MethodOptions {
@@ -95,6 +111,7 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		bodyRead(w)
 		next.ServeHTTP(w, r)
 	})
 }

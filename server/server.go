@@ -63,6 +63,11 @@ type Config struct {
 	// surfaces (/metrics and River UI, which show and act on every tenant's
 	// figures and jobs); "*" lets any tenant's admin in. Empty: nobody.
 	OperatorTenants []string
+	// WriteTimeout bounds writing a response: the whole response of an
+	// ordinary route, each write of a stream; default DefaultWriteTimeout.
+	// (Reading requests is bounded by the http.Server's ReadHeaderTimeout
+	// and ReadTimeout.)
+	WriteTimeout time.Duration
 	// MaxWebSocketsPerIdentity bounds the open GraphQL WebSockets of one
 	// identity (tenant and subject); default DefaultMaxWebSocketsPerIdentity.
 	// One more closes with 4429 "too many connections".
@@ -142,16 +147,19 @@ func New(cfg Config) *Server {
 	if cfg.HeartbeatInterval <= 0 {
 		cfg.HeartbeatInterval = DefaultHeartbeatInterval
 	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = DefaultWriteTimeout
+	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), shutdown: make(chan struct{}), sockets: map[[2]string]int{}}
 	if cfg.TracerProvider != nil {
 		s.tracer = cfg.TracerProvider.Tracer(tracerName)
 	}
-	s.handler = s.instrument(s.mux)
+	s.handler = s.instrument(s.withDeadlines(s.mux))
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 
 	gql := s.graphQLHandler()
-	s.mux.Handle("/graphql", s.traced(s.withBaseURL(s.limitBody(s.authenticated(graphQLRequestGate(gql), graphQLUnauthenticated)))))
+	s.mux.Handle("/graphql", s.traced(s.withBaseURL(s.authenticated(s.limitBody(graphQLRequestGate(gql)), graphQLUnauthenticated))))
 	s.mux.Handle("GET /api/v1/audit/events", s.traced(s.authenticated(http.HandlerFunc(s.listAuditEvents), problemUnauthenticated)))
 	s.mux.Handle("GET /api/v1/audit/events/stream", s.traced(s.authenticated(http.HandlerFunc(s.streamAuditEvents), problemUnauthenticated)))
 	// The capability in the path is the download's only credential.

@@ -51,6 +51,7 @@ type serveCmd struct {
 	exportFlags
 	limitFlags
 	retentionFlags
+	httpTimeoutFlags
 }
 
 // Run implements the serve command.
@@ -148,6 +149,7 @@ func (c *serveCmd) Run() error {
 		HeartbeatInterval:        c.SSEHeartbeat,
 		AllowedOrigins:           c.AllowedOrigins,
 		MaxWebSocketsPerIdentity: c.WSMaxPerIdentity,
+		WriteTimeout:             c.HTTPWriteTimeout,
 		OperatorTenants:          c.OperatorTenants,
 		Metrics:                  obs.metrics,
 		TracerProvider:           obs.tracerProvider(),
@@ -167,12 +169,7 @@ func (c *serveCmd) Run() error {
 		_ = ln.Close()
 		return err
 	}
-	httpServer := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
-	}
+	httpServer := c.httpTimeoutFlags.server(ctx, handler)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpServer.Serve(ln) }()
 	logger.Info("aether serving", "url", "http://"+ln.Addr().String(), "graphql", "http://"+ln.Addr().String()+"/graphql")
