@@ -427,7 +427,7 @@ func TestOpenAPIResponsesMatchDocument(t *testing.T) {
 
 		// Live: a short-lived token's stream gets the committed events, a
 		// new one, heartbeats, and an error frame when the token expires.
-		short := b.token(t, tokenOpts{ttl: 3 * time.Second})
+		short := b.token(t, tokenOpts{ttl: 4 * time.Second})
 		follow := openAPICall{name: "follow", url: stream + "?projectId=proj-1&follow=true", token: short, status: http.StatusOK}
 		resp := doc.send(t, follow)
 		b.record(t, tok, eventInput(projectA, "device.live.event"))
