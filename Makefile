@@ -104,13 +104,16 @@ check-graphiql: graphiql
 	git diff --exit-code -- web/graphiql/
 	@test -z "$$(git status --porcelain -- web/graphiql/)" || { git status --short -- web/graphiql/; echo "web/graphiql/ is stale: run make graphiql and commit it"; exit 1; }
 
-# Regenerates the API reference (docs/api-reference.md) from schema/*.graphqls.
+# Regenerates the API reference (docs/api-reference.md) from schema/*.graphqls
+# and copies the OpenAPI document the server embeds to docs/openapi.json.
 docs:
 	$(GO) run ./cmd/schemadoc
+	cp server/openapi/openapi.json docs/openapi.json
 
-# Fails when docs/api-reference.md is stale ("run make docs").
+# Fails when docs/api-reference.md or docs/openapi.json is stale ("run make docs").
 check-docs:
 	$(GO) run ./cmd/schemadoc -check
+	@cmp -s server/openapi/openapi.json docs/openapi.json || { echo "docs/openapi.json differs from server/openapi/openapi.json: run make docs"; exit 1; }
 
 # Runs every Go fuzz target (func FuzzXxx in a _test.go file), one after
 # the other, each for FUZZTIME; new failing inputs land in the package's

@@ -361,6 +361,7 @@ var isoPublicRoutes = map[string]string{
 	"/":                                    "404 for every unknown path",
 	"/graphql":                             "every Query, Mutation and Subscription field has a row",
 	"GET /api/v1/exports/download/{token}": "the download capability subtest",
+	"GET /api/v1/openapi.json":             "the public OpenAPI document, no data",
 	"GET /dashboard":                       "static files of the dashboard, no data (the page calls /graphql with the user's token)",
 	"GET /dashboard/{$}":                   "static files of the dashboard, no data",
 	"GET /dashboard/{file...}":             "static files of the dashboard, no data",

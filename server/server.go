@@ -164,6 +164,7 @@ func New(cfg Config) *Server {
 	s.mux.Handle("GET /api/v1/audit/events/stream", s.traced(s.authenticated(http.HandlerFunc(s.streamAuditEvents), problemUnauthenticated)))
 	// The capability in the path is the download's only credential.
 	s.mux.Handle("GET /api/v1/exports/download/{token}", s.traced(http.HandlerFunc(s.downloadExport)))
+	s.mux.HandleFunc("GET /api/v1/openapi.json", serveOpenAPI) // public: the REST and SSE contract
 	if err := s.mountOperatorSurfaces(); err != nil {
 		panic("server: mounting River UI: " + err.Error()) // its embedded assets are broken
 	}
