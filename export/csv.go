@@ -43,7 +43,7 @@ func csvHeader(kind domain.DataExportKind) []string {
 }
 
 // csvEncoder flattens rows into CSV records: RFC 4180 quoting, "\n" line
-// ends, values verbatim.
+// ends, values verbatim but for cells a spreadsheet would run as formulas.
 type csvEncoder struct {
 	w       *csv.Writer
 	scratch bytes.Buffer
@@ -112,8 +112,33 @@ func (e *csvEncoder) flush() error {
 	return e.w.Error()
 }
 
-// write emits one record.
-func (e *csvEncoder) write(fields ...string) error { return e.w.Write(fields) }
+// write emits one record, every cell defused (neutralizeFormula).
+func (e *csvEncoder) write(fields ...string) error {
+	for i, f := range fields {
+		fields[i] = neutralizeFormula(f)
+	}
+	return e.w.Write(fields)
+}
+
+// neutralizeFormula defuses a cell that a spreadsheet would take for a
+// formula, as OWASP recommends against CSV injection: a cell that begins
+// with '=', '+', '-', '@', a tab or a carriage return gets a leading single
+// quote, which spreadsheets show as text and drop. A cell that is a number
+// as it stands (a negative value such as "-2.5") is left alone: it cannot
+// run anything and stays a number.
+func neutralizeFormula(s string) string {
+	if s == "" {
+		return s
+	}
+	switch s[0] {
+	case '=', '+', '-', '@', '\t', '\r':
+		if _, err := strconv.ParseFloat(s, 64); err == nil {
+			return s
+		}
+		return "'" + s
+	}
+	return s
+}
 
 // compactJSON returns raw as compact JSON text, or "" when raw is absent
 // (empty or the JSON null). Invalid JSON is an error.

@@ -76,12 +76,17 @@ func telemetryColumns(p *domain.TelemetryPoint) []string {
 	return inOrder(documentedTelemetryHeader, cols)
 }
 
-// inOrder lists the values of cols in the order of header; a missing column
-// is "".
+// inOrder lists the values of cols in the order of header, as the file
+// holds them (a cell a spreadsheet would run as a formula gets a leading
+// quote); a missing column is "".
 func inOrder(header []string, cols map[string]string) []string {
 	out := make([]string, len(header))
 	for i, h := range header {
-		out[i] = cols[h]
+		v := cols[h]
+		if _, err := strconv.ParseFloat(v, 64); v != "" && strings.ContainsRune("=+-@\t\r", rune(v[0])) && err != nil {
+			v = "'" + v
+		}
+		out[i] = v
 	}
 	return out
 }
@@ -134,13 +139,20 @@ func TestCSVLiteralFormatting(t *testing.T) {
 
 // TestCSVValuesVerbatim checks that formula-like and awkward values are
 // quoted per RFC 4180 but never altered.
-func TestCSVValuesVerbatim(t *testing.T) {
+// TestCSVFormulasNeutralized opens the file the way a spreadsheet import
+// parses it (RFC 4180 records, then each cell's first character decides
+// whether it is a formula): no cell that could run as a formula is left,
+// numbers stay numbers, and every stored value comes back by dropping the
+// one quote that was added.
+func TestCSVFormulasNeutralized(t *testing.T) {
 	t.Parallel()
-	awkward := []string{"=1+1", "+SUM(A1)", "-2", "@cmd", `say "hi", then`, " lead", "multi\nline", "\ttab"}
+	awkward := []string{"=1+1", "+SUM(A1)", "-2+3+cmd|' /C calc'!A0", "@cmd", "\tTAB", "\r=1", "=HYPERLINK(\"http://x\")",
+		`say "hi", then`, " lead", "multi\nline", "'quoted", "plain", "-2.5", "+3", "-", "="}
 	text := encodeCSV(t, domain.DataExportAlarm, func(w *ObjectWriter) error {
 		for _, m := range awkward {
 			a := sampleAlarm(0)
 			a.Message = m
+			a.DeviceID = m
 			if err := w.WriteAlarm(a); err != nil {
 				return err
 			}
@@ -150,11 +162,34 @@ func TestCSVValuesVerbatim(t *testing.T) {
 	records, err := csv.NewReader(strings.NewReader(text)).ReadAll()
 	require.NoError(t, err)
 	require.Len(t, records, len(awkward)+1)
-	for i, m := range awkward {
-		require.Equal(t, m, records[i+1][8])
+	isNumber := func(s string) bool { _, err := strconv.ParseFloat(s, 64); return err == nil }
+	for _, rec := range records[1:] {
+		for _, cell := range rec {
+			if cell != "" && strings.ContainsRune("=+-@\t\r", rune(cell[0])) {
+				require.True(t, isNumber(cell), "cell %q would run as a formula", cell)
+			}
+		}
 	}
-	require.Contains(t, text, ",=1+1,")
-	require.Contains(t, text, `,"say ""hi"", then",`)
+	for i, m := range awkward {
+		got := records[i+1][8]
+		want := m
+		if strings.ContainsRune("=+-@\t\r", rune(m[0])) && !isNumber(m) {
+			want = "'" + m
+		}
+		require.Equal(t, want, readBack(got), "message %q", m)
+		require.Equal(t, want, records[i+1][5], "device id %q", m)
+	}
+
+	text = encodeCSV(t, domain.DataExportTelemetry, func(w *ObjectWriter) error {
+		p := samplePoint(0)
+		p.Value = -12.5
+		p.Unit = "=cmd"
+		return w.WriteTelemetry(p)
+	})
+	records, err = csv.NewReader(strings.NewReader(text)).ReadAll()
+	require.NoError(t, err)
+	require.Equal(t, "-12.5", records[1][5], "a negative number stays a number")
+	require.Equal(t, "'=cmd", records[1][6])
 }
 
 func TestCSVAbsentOptionalsAreEmpty(t *testing.T) {

@@ -54,10 +54,12 @@
 // follows RFC 4180 (a field holding a comma, a double quote, a line break
 // or leading white space is double-quoted, with quotes doubled) but records
 // end with "\n" rather than "\r\n", so that field values reach the file
-// byte for byte. Values are written verbatim: the export is data, not a
-// spreadsheet, so fields starting with '=', '+', '-' or '@' are NOT
-// prefixed or altered to defuse spreadsheet formulas; whoever opens an
-// export in a spreadsheet must treat it as untrusted input.
+// byte for byte. Values are written verbatim, with one exception against
+// CSV injection (as OWASP recommends): a cell that begins with '=', '+',
+// '-', '@', a tab or a carriage return, and is not a number as it stands,
+// is prefixed with a single quote ('), which spreadsheets show as text
+// and do not run. A reader that wants the stored value drops that quote
+// from such cells; a negative number ("-2.5") is written as it is.
 //
 // Common rules: times are UTC in RFC 3339 with nanoseconds
 // (time.RFC3339Nano, trailing zeros of the fraction dropped), integers are
