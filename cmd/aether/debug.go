@@ -16,7 +16,8 @@ import (
 // profiling and for the soak test's reading of the server's goroutines and
 // heap (/debug/pprof/goroutine?debug=1, /debug/pprof/heap?gc=1&debug=1).
 // It has no authentication: bind it to a loopback or otherwise private
-// address only.
+// address only. It does not serve the command line (pprof's cmdline), which
+// holds any secret passed as a flag.
 type debugServer struct {
 	http *http.Server
 	done chan error
@@ -30,7 +31,6 @@ func startDebugServer(addr string, logger *slog.Logger) (*debugServer, error) {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)

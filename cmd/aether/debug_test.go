@@ -13,18 +13,19 @@ import (
 )
 
 // TestServeDebugAddr serves the runtime's profiles on --debug-addr, apart
-// from the service's address (which does not serve them), and stops them
-// with the service.
+// from the service's address (which does not serve them), never the
+// command line, and stops them with the service.
 func TestServeDebugAddr(t *testing.T) {
 	t.Parallel()
 	addr, debugAddr := freeAddr(t), freeAddr(t)
+	const secret = "0123456789abcdef0123456789abcdef-flag-secret"
 	p := start(t, []string{
 		"DATABASE_URL=" + storetest.NewDatabase(t),
 		"AETHER_ADDR=" + addr,
 		"AETHER_DEBUG_ADDR=" + debugAddr,
 		"AETHER_DATA_DIR=" + dataDir(t),
 		"AETHER_LOG_LEVEL=warn",
-	}, "serve")
+	}, "serve", "--jwt-secret", secret)
 	awaitReady(t, p, "http://"+addr, 60*time.Second)
 
 	client := &http.Client{Timeout: 30 * time.Second}
@@ -42,6 +43,11 @@ func TestServeDebugAddr(t *testing.T) {
 	code, body = get("http://" + debugAddr + "/debug/pprof/heap?gc=1&debug=1")
 	require.Equal(t, http.StatusOK, code)
 	require.Regexp(t, `(?m)^# HeapAlloc = [1-9][0-9]*$`, body)
+
+	// The command line, which holds secrets passed as flags, is not served.
+	code, body = get("http://" + debugAddr + "/debug/pprof/cmdline")
+	require.NotEqual(t, http.StatusOK, code)
+	require.NotContains(t, body, secret)
 
 	code, _ = get("http://" + addr + "/debug/pprof/goroutine?debug=1")
 	require.NotEqual(t, http.StatusOK, code, "the service's own address serves profiles")
