@@ -21,7 +21,9 @@ import (
 //     created if missing) and no_tmp_dir (an object being written lives in a
 //     temporary file next to its final path, so the rename that publishes it
 //     never crosses file systems, and the leftovers of a crashed process sit
-//     under the export's key prefix where DeletePrefix removes them).
+//     under the export's key prefix where DeletePrefix removes them), and
+//     its dir_file_mode to 0700: the folders it creates are the service's
+//     alone (objects themselves are written 0600, see NewObjectWriter).
 //   - mem:// is a fresh, empty in-memory bucket, for tests.
 //   - s3://bucket?region=... is an Amazon S3 (or compatible) bucket, with
 //     credentials from the usual AWS environment.
@@ -38,6 +40,9 @@ func OpenBucket(ctx context.Context, rawURL string) (*blob.Bucket, error) {
 			if !q.Has(param) {
 				q.Set(param, "1")
 			}
+		}
+		if !q.Has("dir_file_mode") {
+			q.Set("dir_file_mode", "0700")
 		}
 		u.RawQuery = q.Encode()
 	}

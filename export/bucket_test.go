@@ -28,9 +28,24 @@ func TestOpenBucketFileCreatesDirectory(t *testing.T) {
 	res, err := w.Commit()
 	require.NoError(t, err)
 
-	onDisk, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(key)))
+	path := filepath.Join(dir, filepath.FromSlash(key))
+	onDisk, err := os.ReadFile(path)
 	require.NoError(t, err)
 	require.Equal(t, digestOf(onDisk), res.Digest)
+
+	// The evidence is the service's own: the object is 0600 and every
+	// folder the bucket made is 0700.
+	info, err := os.Stat(path)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "object file")
+	for d := filepath.Dir(path); ; d = filepath.Dir(d) {
+		info, err := os.Stat(d)
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o700), info.Mode().Perm(), "folder %s", d)
+		if d == filepath.Dir(dir) {
+			break
+		}
+	}
 }
 
 func TestOpenBucketMem(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -117,6 +118,7 @@ func CreateObject(ctx context.Context, bucket *blob.Bucket, key string, kind dom
 	storage, err := bucket.NewWriter(wctx, key, &blob.WriterOptions{
 		ContentType: contentType(format, compression),
 		IfNotExist:  true,
+		BeforeWrite: ownerOnly,
 	})
 	if err != nil {
 		cancel()
@@ -297,4 +299,17 @@ func (w *ObjectWriter) fail(err error) error {
 // result describes the committed object. It runs with mu held.
 func (w *ObjectWriter) result() ObjectResult {
 	return ObjectResult{Digest: w.meter.digest(), Bytes: w.meter.bytes(), Rows: w.rows.Load()}
+}
+
+// ownerOnly makes an object written to a folder (file://) readable by the
+// service's own user only: exports hold a tenant's evidence. Other drivers
+// have no file to restrict.
+func ownerOnly(as func(any) bool) error {
+	var f *os.File
+	if as(&f) && f != nil {
+		if err := f.Chmod(0o600); err != nil {
+			return fmt.Errorf("export: restricting the object file: %w", err)
+		}
+	}
+	return nil
 }
