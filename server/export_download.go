@@ -51,8 +51,18 @@ func (s *Server) downloadExport(w http.ResponseWriter, r *http.Request) {
 		h.Set("Digest", "SHA-256="+b64)
 	}
 	h.Set("ETag", strconv.Quote(e.ContentDigest))
+	if rh := r.Header.Get("Range"); rh != "" {
+		coalesced, ok := coalesceRanges(rh, int64(e.ByteLength))
+		if !ok {
+			h.Set("Content-Range", "bytes */"+strconv.FormatUint(e.ByteLength, 10))
+			http.Error(w, "requested range not satisfiable: more than "+strconv.Itoa(maxDownloadRanges)+" ranges", http.StatusRequestedRangeNotSatisfiable)
+			return
+		}
+		r.Header.Set("Range", coalesced)
+	}
 	// ServeContent answers Range and conditional requests and sets
-	// Content-Length; the object reader seeks by opening range reads.
+	// Content-Length; the object reader seeks by opening range reads, one
+	// per range of the (coalesced) request.
 	http.ServeContent(w, r, "", *e.ReadyAt, opened.Object)
 }
 

@@ -497,6 +497,30 @@ func TestExportGraphQLLifecycle(t *testing.T) {
 	require.Equal(t, http.StatusRequestedRangeNotSatisfiable, resp.StatusCode, "%s", part)
 	require.Equal(t, "bytes */"+*ready.ByteLength, resp.Header.Get("Content-Range"))
 
+	// 100 overlapping ranges are one read: a single part.
+	var overlapping []string
+	for i := range 100 {
+		overlapping = append(overlapping, strconv.Itoa(i%10)+"-"+strconv.Itoa(10+i%7))
+	}
+	resp, part = fetch(t, dlURL, "Range", "bytes="+strings.Join(overlapping, ","))
+	require.Equal(t, http.StatusPartialContent, resp.StatusCode, "%s", part)
+	require.Equal(t, "bytes 0-16/"+*ready.ByteLength, resp.Header.Get("Content-Range"))
+	require.Equal(t, body[:17], part)
+
+	// 100 distinct ranges are refused: each would be a read of its own.
+	var distinct []string
+	for i := range 100 {
+		distinct = append(distinct, strconv.Itoa(3*i)+"-"+strconv.Itoa(3*i))
+	}
+	resp, part = fetch(t, dlURL, "Range", "bytes="+strings.Join(distinct, ","))
+	require.Equal(t, http.StatusRequestedRangeNotSatisfiable, resp.StatusCode, "%s", part)
+	require.Equal(t, "bytes */"+*ready.ByteLength, resp.Header.Get("Content-Range"))
+
+	// Eight ranges are served, as a multipart response.
+	resp, part = fetch(t, dlURL, "Range", "bytes="+strings.Join(distinct[:8], ","))
+	require.Equal(t, http.StatusPartialContent, resp.StatusCode, "%s", part)
+	require.Contains(t, resp.Header.Get("Content-Type"), "multipart/byteranges")
+
 	// Audited as export.download_created, without the capability.
 	_, token := tokenOfURL(t, dlURL)
 	dl := b.auditWithAction(t, tok, "export.download_created")
