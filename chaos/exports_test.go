@@ -67,7 +67,8 @@ func checkReadyExport(t *testing.T, s *server, token string, e exportState) {
 	}
 	mustGraphQL(t, s, token, `mutation($in: CreateDataExportDownloadInput!) { createDataExportDownload(input: $in) { url } }`,
 		map[string]any{"in": map[string]any{"exportId": e.ID}}, &out)
-	resp, err := http.Get(out.CreateDataExportDownload.URL)
+	// Without --public-url the link is relative to the server.
+	resp, err := http.Get(s.base + out.CreateDataExportDownload.URL)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode, "download of READY export %s", e.ID)

@@ -234,7 +234,9 @@ func (b *exportBundle) createDownload(t *testing.T, token, id string, ttl any) (
 	res.decode(t, &data)
 	expires, err := time.Parse(time.RFC3339Nano, data.CreateDataExportDownload.ExpiresAt)
 	require.NoError(t, err)
-	return data.CreateDataExportDownload.URL, expires
+	// Without a public URL the link is relative to the service.
+	require.True(t, strings.HasPrefix(data.CreateDataExportDownload.URL, "/api/v1/exports/download/"), data.CreateDataExportDownload.URL)
+	return b.url + data.CreateDataExportDownload.URL, expires
 }
 
 // getURL GETs an absolute URL without credentials; header holds name,
@@ -450,7 +452,8 @@ func TestExportGraphQLLifecycle(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, app.DefaultExportTTL, expiresAt.Sub(readyAt))
 
-	// A download link: absolute, to this server, with a 10-minute default life.
+	// A download link (relative to this server: no public URL is set), with
+	// a 10-minute default life.
 	dlURL, dlExpires := b.createDownload(t, tok, ready.ID, nil)
 	u, err := url.Parse(dlURL)
 	require.NoError(t, err)

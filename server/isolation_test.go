@@ -523,7 +523,7 @@ func (e *isoEnv) seed(t *testing.T) {
 		CreateDataExportDownload struct{ URL string } `json:"createDataExportDownload"`
 	}
 	res.decode(t, &dl)
-	e.download = dl.CreateDataExportDownload.URL
+	e.download = e.url + dl.CreateDataExportDownload.URL // relative: no public URL is set
 	_, capability := tokenOfURL(t, e.download)
 
 	e.res = isoResources{

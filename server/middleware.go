@@ -127,18 +127,12 @@ func isWebSocketUpgrade(r *http.Request) bool {
 }
 
 // withBaseURL puts the service's base URL into the context, for links the
-// use cases hand out: the configured public URL, else the scheme and host
-// the request came in with.
+// use cases hand out: the configured public URL, else none, and the links
+// are relative to the service ("/api/v1/exports/download/…"). A link is
+// never built from the request's Host header, which the client chooses.
 func (s *Server) withBaseURL(next http.Handler) http.Handler {
+	base := strings.TrimSuffix(s.cfg.PublicURL, "/")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		base := strings.TrimSuffix(s.cfg.PublicURL, "/")
-		if base == "" {
-			scheme := "http"
-			if r.TLS != nil {
-				scheme = "https"
-			}
-			base = scheme + "://" + r.Host
-		}
 		next.ServeHTTP(w, r.WithContext(app.ContextWithBaseURL(r.Context(), base)))
 	})
 }

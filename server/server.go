@@ -33,7 +33,8 @@ type Config struct {
 	Logger   *slog.Logger
 	// PublicURL is the base URL clients reach the service at (behind a
 	// proxy that terminates TLS, e.g. https://audit.example.com), for links
-	// the service hands out; default the request's own scheme and host.
+	// the service hands out; unset, links are relative to the service
+	// (never built from the request's Host header).
 	PublicURL string
 	// Ready reports whether the service can serve (database reachable,
 	// migrations current); /readyz answers 503 while it returns an error.
