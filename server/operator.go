@@ -24,8 +24,8 @@ const (
 	riverUISignIn = RiverUIPrefix + "/sign-in"
 	// riverUISignOut drops the cookie.
 	riverUISignOut = RiverUIPrefix + "/sign-out"
-	// RiverUICookie holds an admin's token for the River UI's browser
-	// requests, scoped to RiverUIPrefix.
+	// RiverUICookie holds the opaque id of an admin's River UI browser
+	// session (never the token), scoped to RiverUIPrefix.
 	RiverUICookie = "aether_riverui"
 )
 
@@ -92,30 +92,34 @@ func (s *Server) mountOperatorSurfaces() error {
 func (s *Server) riverUIAuth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, fromHeader := auth.BearerToken(r.Header.Get("Authorization"))
-		if !fromHeader {
-			if c, err := r.Cookie(RiverUICookie); err == nil && c.Value != "" {
-				token = c.Value
-			}
-		}
-		if token == "" {
-			if r.Method == http.MethodGet && strings.Contains(r.Header.Get("Accept"), "text/html") {
-				http.Redirect(w, r, riverUISignIn, http.StatusSeeOther)
+		var id app.Identity
+		switch {
+		case fromHeader:
+			var err error
+			if id, err = s.cfg.Verifier.Verify(token); err != nil {
+				msg := "invalid token"
+				if errors.Is(err, auth.ErrTokenExpired) {
+					msg = "token expired"
+				}
+				problemUnauthenticated(w, r, msg)
 				return
 			}
-			problemUnauthenticated(w, r, "a bearer token is required")
-			return
-		}
-		id, err := s.cfg.Verifier.Verify(token)
-		if err != nil {
-			if !fromHeader {
+		default:
+			c, err := r.Cookie(RiverUICookie)
+			if err != nil || c.Value == "" {
+				if r.Method == http.MethodGet && strings.Contains(r.Header.Get("Accept"), "text/html") {
+					http.Redirect(w, r, riverUISignIn, http.StatusSeeOther)
+					return
+				}
+				problemUnauthenticated(w, r, "a bearer token is required")
+				return
+			}
+			var ok bool
+			if id, ok = s.riverUISessions.identity(c.Value, time.Now()); !ok {
 				s.clearRiverUICookie(w, r)
+				problemUnauthenticated(w, r, "session ended: sign in again")
+				return
 			}
-			msg := "invalid token"
-			if errors.Is(err, auth.ErrTokenExpired) {
-				msg = "token expired"
-			}
-			problemUnauthenticated(w, r, msg)
-			return
 		}
 		if !s.isOperator(id) {
 			writeProblem(w, r, &app.Error{Code: app.CodeForbidden, Message: "River UI requires the admin permission of an operator tenant"})
@@ -185,8 +189,10 @@ func writeSignInPage(w http.ResponseWriter, status int, msg string) {
 }
 
 // riverUISignIn verifies the posted token, refuses one without the admin
-// permission, and sets the River UI cookie: HttpOnly, SameSite=Strict,
-// Secure over https, scoped to RiverUIPrefix, expiring with the token.
+// permission, opens a session and sets the River UI cookie to its opaque
+// id (never the token): HttpOnly, SameSite=Strict, Secure over https,
+// scoped to RiverUIPrefix, ending with the session (riverUISessionTTL at
+// most, and no later than the token).
 func (s *Server) riverUISignIn(w http.ResponseWriter, r *http.Request) {
 	if !s.sameOrigin(r) {
 		writeProblem(w, r, &app.Error{Code: app.CodeForbidden, Message: "cross-origin request refused"})
@@ -206,19 +212,23 @@ func (s *Server) riverUISignIn(w http.ResponseWriter, r *http.Request) {
 		writeSignInPage(w, http.StatusForbidden, "That token does not have the admin permission of an operator tenant.")
 		return
 	}
+	sid, expires := s.riverUISessions.open(id, time.Now())
 	http.SetCookie(w, &http.Cookie{
-		Name: RiverUICookie, Value: token, Path: RiverUIPrefix + "/",
-		Expires: id.ExpiresAt, MaxAge: max(int(time.Until(id.ExpiresAt).Seconds()), 1),
+		Name: RiverUICookie, Value: sid, Path: RiverUIPrefix + "/",
+		Expires: expires, MaxAge: max(int(time.Until(expires).Seconds()), 1),
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secureCookies(r),
 	})
 	http.Redirect(w, r, RiverUIPrefix+"/", http.StatusSeeOther)
 }
 
-// riverUISignOut drops the River UI cookie.
+// riverUISignOut ends the session and drops the River UI cookie.
 func (s *Server) riverUISignOut(w http.ResponseWriter, r *http.Request) {
 	if !s.sameOrigin(r) {
 		writeProblem(w, r, &app.Error{Code: app.CodeForbidden, Message: "cross-origin request refused"})
 		return
+	}
+	if c, err := r.Cookie(RiverUICookie); err == nil {
+		s.riverUISessions.close(c.Value)
 	}
 	s.clearRiverUICookie(w, r)
 	http.Redirect(w, r, riverUISignIn, http.StatusSeeOther)

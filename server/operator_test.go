@@ -404,6 +404,8 @@ func TestRiverUIBrowserSignIn(t *testing.T) {
 	require.Equal(t, "/riverui/", c.Path)
 	require.False(t, c.Secure, "plain http test server")
 	require.WithinDuration(t, time.Now().Add(time.Hour), c.Expires, 2*time.Minute)
+	require.NotContains(t, c.Value, admin, "the cookie is an opaque session id, not the token")
+	require.NotContains(t, admin, c.Value)
 
 	withCookie := func(method, path, origin string, body io.Reader) *http.Response {
 		req, _ := http.NewRequest(method, b.url+path, body)
@@ -433,10 +435,10 @@ func TestRiverUIBrowserSignIn(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "cancelled", string(got.State))
 
-	// A cookie of a token that is no longer valid is refused and dropped.
-	expired := b.token(t, tokenOpts{perms: []app.Permission{app.PermissionAdmin}, ttl: time.Minute, now: time.Now().Add(-2 * time.Hour)})
+	// A cookie that names no session (here, a token, as cookies once held)
+	// is refused and dropped.
 	req, _ := http.NewRequest(http.MethodGet, b.url+"/riverui/api/jobs?state=completed", nil)
-	req.AddCookie(&http.Cookie{Name: server.RiverUICookie, Value: expired})
+	req.AddCookie(&http.Cookie{Name: server.RiverUICookie, Value: admin})
 	res, err = http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	res.Body.Close()
@@ -444,14 +446,17 @@ func TestRiverUIBrowserSignIn(t *testing.T) {
 	require.Len(t, res.Cookies(), 1)
 	require.Equal(t, -1, res.Cookies()[0].MaxAge)
 
-	// Signing out drops the cookie.
+	// Signing out drops the cookie and ends the session on the server: the
+	// old cookie no longer works.
 	req, _ = http.NewRequest(http.MethodPost, b.url+"/riverui/sign-out", nil)
 	req.Header.Set("Origin", b.url)
+	req.AddCookie(&http.Cookie{Name: c.Name, Value: c.Value})
 	res, err = noRedirect.Do(req)
 	require.NoError(t, err)
 	res.Body.Close()
 	require.Equal(t, http.StatusSeeOther, res.StatusCode)
 	require.Equal(t, -1, res.Cookies()[0].MaxAge)
+	requireProblem(t, withCookie(http.MethodGet, "/riverui/api/jobs?state=completed", "", nil), http.StatusUnauthorized, "UNAUTHENTICATED")
 }
 
 func TestTracingSpansAndTraceID(t *testing.T) {

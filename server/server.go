@@ -106,6 +106,8 @@ type Server struct {
 	// sockets counts open WebSockets per identity (tenant, subject).
 	socketsMu sync.Mutex
 	sockets   map[[2]string]int
+	// riverUISessions are the River UI browser sessions of this process.
+	riverUISessions riverUISessions
 	// shutdown is closed by Shutdown: long-lived streams end on it.
 	shutdown     chan struct{}
 	shutdownOnce sync.Once
