@@ -45,7 +45,12 @@ func (s *Server) graphQLHandler() *handler.Server {
 		instrumentFastPaths(s.cfg.Metrics, recordFast, subscribeFast)
 	}
 	wsCfg := s.webSocketConfig()
-	wsCfg.FastPath = subscribeFast.Open
+	wsCfg.FastPath = func(ctx context.Context, params *graphql.RawParams) (func(context.Context, bool) ([]byte, bool), bool) {
+		if checkShape(params.Query, s.cfg.MaxRootFields) != "" {
+			return nil, false // the executor refuses it (operationShape)
+		}
+		return subscribeFast.Open(ctx, params)
+	}
 	s.ws = wsgraphql.New(wsCfg)
 	srv.AddTransport(s.ws)
 	srv.AddTransport(transport.Options{})
@@ -54,10 +59,11 @@ func (s *Server) graphQLHandler() *handler.Server {
 	// chose to stream (eventStreamWanted); it must come before the plain
 	// POST transport.
 	srv.AddTransport(graphQLSSE{sse: transport.SSE{KeepAlivePingInterval: s.cfg.HeartbeatInterval}, shutdown: s.shutdown, admit: s.countStream, writeTimeout: s.cfg.WriteTimeout})
-	srv.AddTransport(jsonPOST{fast: recordFast})
+	srv.AddTransport(jsonPOST{fast: recordFast, maxSelections: s.cfg.MaxRootFields})
 
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
+	srv.Use(operationShape{max: s.cfg.MaxRootFields})
 	srv.Use(extension.FixedComplexityLimit(s.cfg.ComplexityLimit))
 	srv.Use(depthLimit{max: s.cfg.MaxDepth})
 	if !s.cfg.DisableIntrospection {

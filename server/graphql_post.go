@@ -22,6 +22,10 @@ import (
 // path (graph.RecordFastPath) before the generic executor.
 type jsonPOST struct {
 	fast *graph.RecordFastPath
+	// maxSelections is operationShape's limit: the fast path is offered
+	// only documents of an acceptable shape (it plans and validates them
+	// itself, before the executor's extensions run).
+	maxSelections int
 }
 
 // postBody is a GraphQL-over-HTTP request body; variables stay raw until
@@ -54,7 +58,8 @@ func (t jsonPOST) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphE
 	dec.UseNumber()
 	err := dec.Decode(&body)
 	params := graphql.RawParams{Query: body.Query, OperationName: body.OperationName, Extensions: body.Extensions}
-	if err == nil && len(body.Extensions) == 0 && t.fast != nil && t.fast.TryServe(ctx, w, body.Query, body.OperationName, json.RawMessage(body.Variables)) {
+	if err == nil && len(body.Extensions) == 0 && t.fast != nil && checkShape(body.Query, t.maxSelections) == "" &&
+		t.fast.TryServe(ctx, w, body.Query, body.OperationName, json.RawMessage(body.Variables)) {
 		return
 	}
 	if err == nil && len(body.Variables) > 0 && string(body.Variables) != "null" {

@@ -47,6 +47,9 @@ type Config struct {
 	// MaxDepth bounds a GraphQL operation's selection depth; default
 	// DefaultMaxDepth.
 	MaxDepth int
+	// MaxRootFields bounds a GraphQL operation's root fields, aliases
+	// included; default DefaultMaxRootFields.
+	MaxRootFields int
 	// DisableIntrospection turns GraphQL introspection off.
 	DisableIntrospection bool
 	// HeartbeatInterval is how often a live SSE stream sends a heartbeat
@@ -143,6 +146,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.MaxDepth <= 0 {
 		cfg.MaxDepth = DefaultMaxDepth
+	}
+	if cfg.MaxRootFields <= 0 {
+		cfg.MaxRootFields = DefaultMaxRootFields
 	}
 	if cfg.MaxWebSocketsPerIdentity <= 0 {
 		cfg.MaxWebSocketsPerIdentity = DefaultMaxWebSocketsPerIdentity

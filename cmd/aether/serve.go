@@ -35,6 +35,7 @@ type serveCmd struct {
 	MaxBodyBytes           int64         `name:"max-body-bytes" env:"AETHER_MAX_BODY_BYTES" default:"8388608" help:"Largest accepted request body, in bytes."`
 	GraphQLComplexityLimit int           `name:"graphql-complexity-limit" env:"AETHER_GRAPHQL_COMPLEXITY_LIMIT" default:"25000" help:"Largest accepted GraphQL operation complexity: each selected field counts 1, connections count their selection times the page size."`
 	GraphQLMaxDepth        int           `name:"graphql-max-depth" env:"AETHER_GRAPHQL_MAX_DEPTH" default:"12" help:"Deepest accepted GraphQL selection nesting."`
+	GraphQLMaxAliases      int           `name:"graphql-max-aliases" env:"AETHER_GRAPHQL_MAX_ALIASES" default:"32" help:"Most root fields of one GraphQL operation, aliases included (a document repeats a field under aliases); refused with BAD_USER_INPUT before validation. verifyAuditChain may appear once per operation."`
 	GraphQLIntrospection   bool          `name:"graphql-introspection" env:"AETHER_GRAPHQL_INTROSPECTION" default:"true" negatable:"" help:"Allow GraphQL introspection."`
 	AllowedOrigins         []string      `name:"allowed-origins" env:"AETHER_ALLOWED_ORIGINS" help:"Browser origins (scheme://host[:port], comma-separated, or *) allowed to open GraphQL WebSockets besides the server's own."`
 	WSInitTimeout          time.Duration `name:"ws-init-timeout" env:"AETHER_WS_INIT_TIMEOUT" default:"3s" help:"Time a GraphQL WebSocket client has to send connection_init (then closed with 4408)."`
@@ -145,6 +146,7 @@ func (c *serveCmd) Run() error {
 		MaxBodyBytes:             c.MaxBodyBytes,
 		ComplexityLimit:          c.GraphQLComplexityLimit,
 		MaxDepth:                 c.GraphQLMaxDepth,
+		MaxRootFields:            c.GraphQLMaxAliases,
 		DisableIntrospection:     !c.GraphQLIntrospection,
 		HeartbeatInterval:        c.SSEHeartbeat,
 		AllowedOrigins:           c.AllowedOrigins,
