@@ -40,17 +40,13 @@ const copyThreshold = 16
 // read under the same lock: creating or disabling a subscription appends its
 // own audit event and so takes this lock too, which orders it exactly
 // against every other append of the project.
-func (s *Store) LockAuditHead(ctx context.Context, tenantID, projectID string) (head domain.ChainHead, webhooks bool, err error) {
-	tx, err := s.tx(ctx)
-	if err != nil {
-		return domain.ChainHead{}, false, err
-	}
+func (t *Tx) LockAuditHead(ctx context.Context, tenantID, projectID string) (head domain.ChainHead, webhooks bool, err error) {
 	for attempt := 0; ; attempt++ {
 		var (
 			seq  int64
 			hash []byte
 		)
-		err = tx.QueryRow(ctx, `SELECT h.last_sequence, h.last_hash, EXISTS (SELECT 1 FROM webhook_subscriptions w
+		err = t.tx.QueryRow(ctx, `SELECT h.last_sequence, h.last_hash, EXISTS (SELECT 1 FROM webhook_subscriptions w
 				WHERE w.tenant_id = h.tenant_id AND w.project_id = h.project_id AND w.state = 'ACTIVE')
 			FROM audit_project_heads h
 			WHERE h.tenant_id = $1 AND h.project_id = $2 FOR UPDATE OF h`, tenantID, projectID).Scan(&seq, &hash, &webhooks)
@@ -64,7 +60,7 @@ func (s *Store) LockAuditHead(ctx context.Context, tenantID, projectID string) (
 		}
 		// A new project: create its head (a concurrent creator wins the
 		// race harmlessly) and lock it.
-		if _, err := tx.Exec(ctx, `INSERT INTO audit_project_heads (tenant_id, project_id) VALUES ($1, $2)
+		if _, err := t.tx.Exec(ctx, `INSERT INTO audit_project_heads (tenant_id, project_id) VALUES ($1, $2)
 			ON CONFLICT (tenant_id, project_id) DO NOTHING`, tenantID, projectID); err != nil {
 			return domain.ChainHead{}, false, fmt.Errorf("creating audit head: %w", err)
 		}
@@ -78,11 +74,7 @@ func (s *Store) LockAuditHead(ctx context.Context, tenantID, projectID string) (
 // project and new head sequence, never the events. Small appends go in one
 // round trip (a multi-row INSERT, the head UPDATE and the notification in
 // one batch); large ones use COPY.
-func (s *Store) AppendAuditEvents(ctx context.Context, tenantID, projectID string, events []domain.AuditEvent, head domain.ChainHead) error {
-	tx, err := s.tx(ctx)
-	if err != nil {
-		return err
-	}
+func (t *Tx) AppendAuditEvents(ctx context.Context, tenantID, projectID string, events []domain.AuditEvent, head domain.ChainHead) error {
 	const setHead = `UPDATE audit_project_heads SET last_sequence = $3, last_hash = $4
 		WHERE tenant_id = $1 AND project_id = $2`
 	headArgs := []any{tenantID, projectID, int64(head.Sequence), head.Hash[:]}
@@ -96,13 +88,13 @@ func (s *Store) AppendAuditEvents(ctx context.Context, tenantID, projectID strin
 		rows[i] = auditEventValues(&events[i])
 	}
 	if len(events) >= copyThreshold {
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"audit_events"}, auditEventColumnNames, pgx.CopyFromRows(rows)); err != nil {
+		if _, err := t.tx.CopyFrom(ctx, pgx.Identifier{"audit_events"}, auditEventColumnNames, pgx.CopyFromRows(rows)); err != nil {
 			return fmt.Errorf("copying audit events: %w", err)
 		}
 		batch := &pgx.Batch{}
 		batch.Queue(setHead, headArgs...)
 		batch.Queue(notify, string(note))
-		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+		if err := t.tx.SendBatch(ctx, batch).Close(); err != nil {
 			return fmt.Errorf("updating audit head: %w", err)
 		}
 		return nil
@@ -129,7 +121,7 @@ func (s *Store) AppendAuditEvents(ctx context.Context, tenantID, projectID strin
 	batch.Queue(sb.String(), args...)
 	batch.Queue(setHead, headArgs...)
 	batch.Queue(notify, string(note))
-	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+	if err := t.tx.SendBatch(ctx, batch).Close(); err != nil {
 		return fmt.Errorf("inserting audit events: %w", err)
 	}
 	return nil
@@ -137,12 +129,12 @@ func (s *Store) AppendAuditEvents(ctx context.Context, tenantID, projectID strin
 
 // AuditHead returns the committed head of tenant/project without locking it;
 // the zero head for a project with no events.
-func (s *Store) AuditHead(ctx context.Context, tenantID, projectID string) (domain.ChainHead, error) {
+func (q *queries) AuditHead(ctx context.Context, tenantID, projectID string) (domain.ChainHead, error) {
 	var (
 		seq  int64
 		hash []byte
 	)
-	err := s.q(ctx).QueryRow(ctx, `SELECT last_sequence, last_hash FROM audit_project_heads
+	err := q.db.QueryRow(ctx, `SELECT last_sequence, last_hash FROM audit_project_heads
 		WHERE tenant_id = $1 AND project_id = $2`, tenantID, projectID).Scan(&seq, &hash)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return domain.ChainHead{}, nil
@@ -191,8 +183,8 @@ func auditEventValues(e *domain.AuditEvent) []any {
 
 // FindAuditEventsByID returns the tenant's stored events among ids, keyed by
 // id, in any project. Missing ids are simply absent.
-func (s *Store) FindAuditEventsByID(ctx context.Context, tenantID string, ids []uuid.UUID) (map[uuid.UUID]domain.AuditEvent, error) {
-	rows, err := s.q(ctx).Query(ctx, `SELECT `+auditEventColumns+` FROM audit_events
+func (q *queries) FindAuditEventsByID(ctx context.Context, tenantID string, ids []uuid.UUID) (map[uuid.UUID]domain.AuditEvent, error) {
+	rows, err := q.db.Query(ctx, `SELECT `+auditEventColumns+` FROM audit_events
 		WHERE tenant_id = $1 AND id = ANY($2)`, tenantID, ids)
 	if err != nil {
 		return nil, fmt.Errorf("finding audit events: %w", err)
@@ -209,19 +201,19 @@ func (s *Store) FindAuditEventsByID(ctx context.Context, tenantID string, ids []
 }
 
 // GetAuditEvent returns one event of tenant/project by id, or ErrNotFound.
-func (s *Store) GetAuditEvent(ctx context.Context, tenantID, projectID string, id uuid.UUID) (domain.AuditEvent, error) {
-	return s.getAuditEvent(ctx, "id = $3", tenantID, projectID, id)
+func (q *queries) GetAuditEvent(ctx context.Context, tenantID, projectID string, id uuid.UUID) (domain.AuditEvent, error) {
+	return q.getAuditEvent(ctx, "id = $3", tenantID, projectID, id)
 }
 
 // GetAuditEventBySequence returns the event of tenant/project at seq, or
 // ErrNotFound.
-func (s *Store) GetAuditEventBySequence(ctx context.Context, tenantID, projectID string, seq uint64) (domain.AuditEvent, error) {
-	return s.getAuditEvent(ctx, "sequence = $3", tenantID, projectID, clampInt64(seq))
+func (q *queries) GetAuditEventBySequence(ctx context.Context, tenantID, projectID string, seq uint64) (domain.AuditEvent, error) {
+	return q.getAuditEvent(ctx, "sequence = $3", tenantID, projectID, clampInt64(seq))
 }
 
 // getAuditEvent returns the one event of tenant/project matching cond (on $3).
-func (s *Store) getAuditEvent(ctx context.Context, cond, tenantID, projectID string, key any) (domain.AuditEvent, error) {
-	rows, err := s.q(ctx).Query(ctx, `SELECT `+auditEventColumns+` FROM audit_events
+func (q *queries) getAuditEvent(ctx context.Context, cond, tenantID, projectID string, key any) (domain.AuditEvent, error) {
+	rows, err := q.db.Query(ctx, `SELECT `+auditEventColumns+` FROM audit_events
 		WHERE tenant_id = $1 AND project_id = $2 AND `+cond, tenantID, projectID, key)
 	if err != nil {
 		return domain.AuditEvent{}, fmt.Errorf("getting audit event: %w", err)
@@ -239,9 +231,9 @@ func (s *Store) getAuditEvent(ctx context.Context, cond, tenantID, projectID str
 // SearchAuditEvents returns one keyset page of tenant/project's events that
 // pass the filter, in page.Order. Every condition is keyed by tenant and
 // project first so the indexes serve it.
-func (s *Store) SearchAuditEvents(ctx context.Context, tenantID, projectID string, f domain.AuditEventFilter, page domain.AuditEventPage) ([]domain.AuditEvent, error) {
+func (q *queries) SearchAuditEvents(ctx context.Context, tenantID, projectID string, f domain.AuditEventFilter, page domain.AuditEventPage) ([]domain.AuditEvent, error) {
 	sql, args := searchSQL(tenantID, projectID, f, page)
-	rows, err := s.q(ctx).Query(ctx, sql, args...)
+	rows, err := q.db.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("searching audit events: %w", err)
 	}
@@ -322,8 +314,8 @@ func clampInt64(v uint64) int64 {
 
 // ScanAuditEvents calls fn for each event of tenant/project with sequence in
 // [from, to], in sequence order, streaming rows rather than loading them all.
-func (s *Store) ScanAuditEvents(ctx context.Context, tenantID, projectID string, from, to uint64, fn func(*domain.AuditEvent) error) error {
-	rows, err := s.q(ctx).Query(ctx, `SELECT `+auditEventColumns+` FROM audit_events
+func (q *queries) ScanAuditEvents(ctx context.Context, tenantID, projectID string, from, to uint64, fn func(*domain.AuditEvent) error) error {
+	rows, err := q.db.Query(ctx, `SELECT `+auditEventColumns+` FROM audit_events
 		WHERE tenant_id = $1 AND project_id = $2 AND sequence BETWEEN $3 AND $4
 		ORDER BY sequence`, tenantID, projectID, clampInt64(from), clampInt64(to))
 	if err != nil {

@@ -17,12 +17,8 @@ import (
 // was already used it returns found=true with the fingerprint of the request
 // it was first used with and that request's stored result; a concurrent claim of the same key waits for
 // the first transaction and then sees its committed record.
-func (s *Store) ClaimIdempotencyKey(ctx context.Context, tenantID, operation, key string, fingerprint domain.Hash, ttl time.Duration) (prior domain.Hash, result []byte, found bool, err error) {
-	tx, err := s.tx(ctx)
-	if err != nil {
-		return prior, nil, false, err
-	}
-	tag, err := tx.Exec(ctx, `INSERT INTO idempotency_keys (tenant_id, operation, key, fingerprint, result, expires_at)
+func (t *Tx) ClaimIdempotencyKey(ctx context.Context, tenantID, operation, key string, fingerprint domain.Hash, ttl time.Duration) (prior domain.Hash, result []byte, found bool, err error) {
+	tag, err := t.tx.Exec(ctx, `INSERT INTO idempotency_keys (tenant_id, operation, key, fingerprint, result, expires_at)
 		VALUES ($1, $2, $3, $4, 'null', now() + $5::interval)
 		ON CONFLICT (tenant_id, operation, key) DO NOTHING`,
 		tenantID, operation, key, fingerprint[:], ttl)
@@ -33,7 +29,7 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, tenantID, operation, ke
 		return prior, nil, false, nil
 	}
 	var fp []byte
-	err = tx.QueryRow(ctx, `SELECT fingerprint, result FROM idempotency_keys
+	err = t.tx.QueryRow(ctx, `SELECT fingerprint, result FROM idempotency_keys
 		WHERE tenant_id = $1 AND operation = $2 AND key = $3`, tenantID, operation, key).Scan(&fp, &result)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// The other claim rolled back or was pruned between our statements:
@@ -49,12 +45,8 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, tenantID, operation, ke
 
 // CompleteIdempotencyKey stores the result of the mutation that claimed the
 // key in this transaction.
-func (s *Store) CompleteIdempotencyKey(ctx context.Context, tenantID, operation, key string, result []byte) error {
-	tx, err := s.tx(ctx)
-	if err != nil {
-		return err
-	}
-	if _, err := tx.Exec(ctx, `UPDATE idempotency_keys SET result = $4
+func (t *Tx) CompleteIdempotencyKey(ctx context.Context, tenantID, operation, key string, result []byte) error {
+	if _, err := t.tx.Exec(ctx, `UPDATE idempotency_keys SET result = $4
 		WHERE tenant_id = $1 AND operation = $2 AND key = $3`, tenantID, operation, key, result); err != nil {
 		return fmt.Errorf("completing idempotency key: %w", err)
 	}
@@ -64,7 +56,7 @@ func (s *Store) CompleteIdempotencyKey(ctx context.Context, tenantID, operation,
 // PruneIdempotencyKeys deletes up to limit records past their expiry and
 // returns how many it deleted.
 func (s *Store) PruneIdempotencyKeys(ctx context.Context, limit int) (int64, error) {
-	tag, err := s.q(ctx).Exec(ctx, `DELETE FROM idempotency_keys WHERE ctid = ANY(ARRAY(
+	tag, err := s.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE ctid = ANY(ARRAY(
 		SELECT ctid FROM idempotency_keys WHERE expires_at < now() LIMIT $1))`, limit)
 	if err != nil {
 		return 0, fmt.Errorf("pruning idempotency keys: %w", err)

@@ -13,8 +13,8 @@ import (
 
 // AuditRetentionOverride returns the tenant's own retention in days, if an
 // admin set one.
-func (s *Store) AuditRetentionOverride(ctx context.Context, tenantID string) (days int, found bool, err error) {
-	err = s.q(ctx).QueryRow(ctx, `SELECT retention_days FROM audit_retention_overrides WHERE tenant_id = $1`, tenantID).Scan(&days)
+func (q *queries) AuditRetentionOverride(ctx context.Context, tenantID string) (days int, found bool, err error) {
+	err = q.db.QueryRow(ctx, `SELECT retention_days FROM audit_retention_overrides WHERE tenant_id = $1`, tenantID).Scan(&days)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, false, nil
 	}
@@ -26,12 +26,12 @@ func (s *Store) AuditRetentionOverride(ctx context.Context, tenantID string) (da
 
 // SetAuditRetentionOverride sets the tenant's retention in days, or removes
 // its override when days is nil.
-func (s *Store) SetAuditRetentionOverride(ctx context.Context, tenantID string, days *int, by string, now time.Time) error {
+func (t *Tx) SetAuditRetentionOverride(ctx context.Context, tenantID string, days *int, by string, now time.Time) error {
 	var err error
 	if days == nil {
-		_, err = s.q(ctx).Exec(ctx, `DELETE FROM audit_retention_overrides WHERE tenant_id = $1`, tenantID)
+		_, err = t.tx.Exec(ctx, `DELETE FROM audit_retention_overrides WHERE tenant_id = $1`, tenantID)
 	} else {
-		_, err = s.q(ctx).Exec(ctx, `INSERT INTO audit_retention_overrides (tenant_id, retention_days, updated_at, updated_by)
+		_, err = t.tx.Exec(ctx, `INSERT INTO audit_retention_overrides (tenant_id, retention_days, updated_at, updated_by)
 			VALUES ($1, $2, $3, $4) ON CONFLICT (tenant_id) DO UPDATE
 			SET retention_days = EXCLUDED.retention_days, updated_at = EXCLUDED.updated_at, updated_by = EXCLUDED.updated_by`,
 			tenantID, *days, now, by)
@@ -44,8 +44,8 @@ func (s *Store) SetAuditRetentionOverride(ctx context.Context, tenantID string, 
 
 // TenantProjects returns the tenant's projects that have an audit chain,
 // in order.
-func (s *Store) TenantProjects(ctx context.Context, tenantID string) ([]string, error) {
-	rows, _ := s.q(ctx).Query(ctx, `SELECT project_id FROM audit_project_heads WHERE tenant_id = $1 ORDER BY project_id`, tenantID)
+func (q *queries) TenantProjects(ctx context.Context, tenantID string) ([]string, error) {
+	rows, _ := q.db.Query(ctx, `SELECT project_id FROM audit_project_heads WHERE tenant_id = $1 ORDER BY project_id`, tenantID)
 	projects, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return nil, fmt.Errorf("listing projects: %w", err)
@@ -54,12 +54,12 @@ func (s *Store) TenantProjects(ctx context.Context, tenantID string) ([]string, 
 }
 
 // AuditPurgedPrefix returns where the project's purged prefix ends.
-func (s *Store) AuditPurgedPrefix(ctx context.Context, tenantID, projectID string) (domain.PurgedPrefix, error) {
+func (q *queries) AuditPurgedPrefix(ctx context.Context, tenantID, projectID string) (domain.PurgedPrefix, error) {
 	var (
 		through int64
 		hash    []byte
 	)
-	err := s.q(ctx).QueryRow(ctx, `SELECT purged_through, purged_hash FROM audit_project_heads
+	err := q.db.QueryRow(ctx, `SELECT purged_through, purged_hash FROM audit_project_heads
 		WHERE tenant_id = $1 AND project_id = $2`, tenantID, projectID).Scan(&through, &hash)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return domain.PurgedPrefix{}, nil
@@ -75,8 +75,8 @@ func (s *Store) AuditPurgedPrefix(ctx context.Context, tenantID, projectID strin
 // AuditPurgeCandidates returns up to limit projects whose oldest remaining
 // event was recorded before now minus their tenant's retention (the
 // tenant's override, else defaultRetention). One index probe per project.
-func (s *Store) AuditPurgeCandidates(ctx context.Context, defaultRetention time.Duration, now time.Time, limit int) ([]domain.PurgeCandidate, error) {
-	rows, _ := s.q(ctx).Query(ctx, `SELECT h.tenant_id, h.project_id, COALESCE(o.retention_days * 86400.0, $1)
+func (q *queries) AuditPurgeCandidates(ctx context.Context, defaultRetention time.Duration, now time.Time, limit int) ([]domain.PurgeCandidate, error) {
+	rows, _ := q.db.Query(ctx, `SELECT h.tenant_id, h.project_id, COALESCE(o.retention_days * 86400.0, $1)
 		FROM audit_project_heads h LEFT JOIN audit_retention_overrides o ON o.tenant_id = h.tenant_id
 		WHERE h.last_sequence > h.purged_through AND EXISTS (
 			SELECT 1 FROM audit_events e
@@ -98,18 +98,14 @@ func (s *Store) AuditPurgeCandidates(ctx context.Context, defaultRetention time.
 	return out, nil
 }
 
-// PurgeAuditPrefix deletes, in the caller's transaction, the project's
+// PurgeAuditPrefix deletes, in the transaction, the project's
 // oldest events recorded before cutoff, at most maxEvents of them, and
 // dead-letters the webhook deliveries of purged events that were still to
 // be sent. The project's head must be locked (LockAuditHead). It moves the
 // head's purged prefix first, which is what lets the append-only trigger
 // allow these deletes and only these. The zero AuditPurge (Count 0) means
 // nothing was old enough.
-func (s *Store) PurgeAuditPrefix(ctx context.Context, tenantID, projectID string, cutoff time.Time, maxEvents int, now time.Time) (domain.AuditPurge, error) {
-	tx, err := s.tx(ctx)
-	if err != nil {
-		return domain.AuditPurge{}, err
-	}
+func (t *Tx) PurgeAuditPrefix(ctx context.Context, tenantID, projectID string, cutoff time.Time, maxEvents int, now time.Time) (domain.AuditPurge, error) {
 	p := domain.AuditPurge{TenantID: tenantID, ProjectID: projectID, Cutoff: cutoff}
 	var (
 		from, through int64
@@ -118,7 +114,7 @@ func (s *Store) PurgeAuditPrefix(ctx context.Context, tenantID, projectID string
 	// The prefix ends before the first event at or after the cutoff (or at
 	// the head): every purged event is older than the window even if clocks
 	// stepped back.
-	err = tx.QueryRow(ctx, `WITH h AS (
+	err := t.tx.QueryRow(ctx, `WITH h AS (
 			SELECT purged_through, last_sequence FROM audit_project_heads WHERE tenant_id = $1 AND project_id = $2),
 		bound AS (
 			SELECT LEAST(
@@ -143,7 +139,7 @@ func (s *Store) PurgeAuditPrefix(ctx context.Context, tenantID, projectID string
 	batch.Queue(`DELETE FROM audit_events WHERE tenant_id = $1 AND project_id = $2 AND sequence BETWEEN $3 AND $4`,
 		tenantID, projectID, from, through)
 	batch.Queue(`SELECT set_config('aether.audit_purge', 'off', true)`)
-	br := tx.SendBatch(ctx, batch)
+	br := t.tx.SendBatch(ctx, batch)
 	if _, err := br.Exec(); err != nil {
 		_ = br.Close()
 		return p, fmt.Errorf("moving the purged prefix: %w", err)
@@ -162,7 +158,7 @@ func (s *Store) PurgeAuditPrefix(ctx context.Context, tenantID, projectID string
 	}
 	p.From, p.Through, p.Count = uint64(from), uint64(through), tag.RowsAffected()
 	copy(p.ThroughHash[:], hash)
-	if p.DeadLettered, err = s.DeadLetterPurgedWebhookDeliveries(ctx, tenantID, projectID, now); err != nil {
+	if p.DeadLettered, err = t.DeadLetterPurgedWebhookDeliveries(ctx, tenantID, projectID, now); err != nil {
 		return p, err
 	}
 	return p, nil
@@ -175,8 +171,8 @@ const PurgedDeliveryError = "event_purged: the audit event was purged by retenti
 // DeadLetterPurgedWebhookDeliveries dead-letters the project's deliveries
 // waiting to be sent (PENDING or RETRYING) whose event lies in the purged
 // prefix: there is nothing left to send.
-func (s *Store) DeadLetterPurgedWebhookDeliveries(ctx context.Context, tenantID, projectID string, now time.Time) (int64, error) {
-	tag, err := s.q(ctx).Exec(ctx, `UPDATE webhook_deliveries d SET state = 'DEAD_LETTERED', dead_lettered_at = $3,
+func (q *queries) DeadLetterPurgedWebhookDeliveries(ctx context.Context, tenantID, projectID string, now time.Time) (int64, error) {
+	tag, err := q.db.Exec(ctx, `UPDATE webhook_deliveries d SET state = 'DEAD_LETTERED', dead_lettered_at = $3,
 			updated_at = $3, next_attempt_at = NULL, last_error = $4
 		FROM audit_project_heads h
 		WHERE h.tenant_id = $1 AND h.project_id = $2 AND d.tenant_id = $1 AND d.project_id = $2
