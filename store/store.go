@@ -22,6 +22,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/aetheriot/aether-audit/domain"
+	"github.com/aetheriot/aether-audit/store/dbsqlc"
 )
 
 // ErrNotFound is returned when a looked-up row does not exist (in the
@@ -46,7 +47,7 @@ func New(pool *pgxpool.Pool) *Store {
 		// An insert-only client with an empty config cannot fail to build.
 		panic(fmt.Sprintf("store: creating River insert client: %v", err))
 	}
-	return &Store{queries: queries{db: pool}, pool: pool, jobs: jobs}
+	return &Store{queries: newQueries(pool), pool: pool, jobs: jobs}
 }
 
 // Pool returns the underlying pool, for River and health checks.
@@ -67,7 +68,11 @@ type querier interface {
 // transaction.
 type queries struct {
 	db querier
+	// sqlc runs the static statements of queries/*.sql on db.
+	sqlc *dbsqlc.Queries
 }
+
+func newQueries(db querier) queries { return queries{db: db, sqlc: dbsqlc.New(db)} }
 
 // Tx is one transaction opened by Store.InTx. Besides the methods it shares
 // with Store, which run in the transaction, it has those that only make
@@ -88,7 +93,7 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx *Tx) e
 		return fmt.Errorf("beginning transaction: %w", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
-	if err := fn(ctx, &Tx{queries: queries{db: tx}, tx: tx, jobs: s.jobs}); err != nil {
+	if err := fn(ctx, &Tx{queries: newQueries(tx), tx: tx, jobs: s.jobs}); err != nil {
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
