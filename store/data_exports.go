@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/aetheriot/aether-audit/domain"
+	"github.com/aetheriot/aether-audit/store/dbsqlc"
 )
 
 // DataExportsChannel is the PostgreSQL notification channel on which every
@@ -134,25 +134,18 @@ func (q *queries) CountActiveDataExports(ctx context.Context, tenantID string) (
 // ListDataExports returns up to limit exports of tenant/project matching f,
 // newest first, with ids before before (uuid.Nil: from the newest).
 func (q *queries) ListDataExports(ctx context.Context, tenantID, projectID string, f domain.DataExportFilter, before uuid.UUID, limit int) ([]domain.DataExport, error) {
-	var sb strings.Builder
-	sb.WriteString(`SELECT ` + dataExportColumns + ` FROM data_exports WHERE tenant_id = $1 AND project_id = $2`)
-	args := []any{tenantID, projectID}
-	add := func(cond string, v any) {
-		args = append(args, v)
-		fmt.Fprintf(&sb, " AND %s $%d", cond, len(args))
-	}
+	fq := newFiltered(`SELECT `+dataExportColumns+` FROM data_exports WHERE tenant_id = $1 AND project_id = $2`, tenantID, projectID)
 	if before != uuid.Nil {
-		add("id <", before)
+		fq.and("id < $?", before)
 	}
 	if f.State != "" {
-		add("state =", string(f.State))
+		fq.and("state = $?", string(f.State))
 	}
 	if f.Kind != "" {
-		add("kind =", string(f.Kind))
+		fq.and("kind = $?", string(f.Kind))
 	}
-	args = append(args, limit)
-	fmt.Fprintf(&sb, " ORDER BY id DESC LIMIT $%d", len(args))
-	rows, _ := q.db.Query(ctx, sb.String(), args...)
+	query, args := fq.page("id DESC", limit)
+	rows, _ := q.db.Query(ctx, query, args...)
 	out, err := pgx.CollectRows(rows, scanDataExport)
 	if err != nil {
 		return nil, fmt.Errorf("listing data exports: %w", err)
@@ -182,9 +175,7 @@ func (q *queries) DueDataExportExpiries(ctx context.Context, now, failedBefore t
 // borrows the row's buffer: it is valid only during the call, and fn must
 // not keep it or anything in it.
 func (q *queries) StreamAuditEventsByTime(ctx context.Context, tenantID, projectID string, from, to time.Time, fn func(*domain.AuditEvent) error) error {
-	rows, err := q.db.Query(ctx, `SELECT `+auditEventColumns+` FROM audit_events
-		WHERE tenant_id = $1 AND project_id = $2 AND occurred_at >= $3 AND occurred_at < $4
-		ORDER BY occurred_at, sequence`, tenantID, projectID, from, to)
+	rows, err := q.db.Query(ctx, dbsqlc.StreamAuditEventsByTime, tenantID, projectID, from, to)
 	if err != nil {
 		return fmt.Errorf("streaming audit events: %w", err)
 	}

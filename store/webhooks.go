@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/aetheriot/aether-audit/domain"
+	"github.com/aetheriot/aether-audit/store/dbsqlc"
 )
 
 const destinationColumns = `d.tenant_id, d.project_id, d.id, d.url, d.description, d.created_at, d.created_by,
@@ -159,20 +159,14 @@ func (q *queries) ListWebhookSubscriptions(ctx context.Context, tenantID, projec
 // AuditEventRefs returns id, sequence and action of the events of
 // tenant/project with sequence in [from, to], in sequence order.
 func (q *queries) AuditEventRefs(ctx context.Context, tenantID, projectID string, from, to uint64) ([]domain.AuditEventRef, error) {
-	rows, _ := q.db.Query(ctx, `SELECT id, sequence, action FROM audit_events
-		WHERE tenant_id = $1 AND project_id = $2 AND sequence BETWEEN $3 AND $4 ORDER BY sequence`,
-		tenantID, projectID, clampInt64(from), clampInt64(to))
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.AuditEventRef, error) {
-		var (
-			r   domain.AuditEventRef
-			seq int64
-		)
-		err := row.Scan(&r.ID, &seq, &r.Action)
-		r.Sequence = uint64(seq)
-		return r, err
-	})
+	rows, err := q.sqlc.AuditEventRefs(ctx, dbsqlc.AuditEventRefsParams{
+		TenantID: tenantID, ProjectID: projectID, FromSequence: clampInt64(from), ToSequence: clampInt64(to)})
 	if err != nil {
 		return nil, fmt.Errorf("reading audit event refs: %w", err)
+	}
+	out := make([]domain.AuditEventRef, len(rows))
+	for i, r := range rows {
+		out[i] = domain.AuditEventRef{ID: r.ID, Sequence: uint64(r.Sequence), Action: r.Action}
 	}
 	return out, nil
 }
@@ -280,28 +274,21 @@ func (t *Tx) UpdateWebhookDelivery(ctx context.Context, d domain.WebhookDelivery
 // matching f, newest first, with ids before before (uuid.Nil: from the
 // newest), each with its attempts.
 func (q *queries) SearchWebhookDeliveries(ctx context.Context, tenantID, projectID string, f domain.WebhookDeliveryFilter, before uuid.UUID, limit int) ([]domain.WebhookDelivery, error) {
-	var sb strings.Builder
-	sb.WriteString(`SELECT ` + deliveryColumns + ` FROM webhook_deliveries WHERE tenant_id = $1 AND project_id = $2`)
-	args := []any{tenantID, projectID}
-	add := func(cond string, v any) {
-		args = append(args, v)
-		fmt.Fprintf(&sb, " AND %s $%d", cond, len(args))
-	}
+	fq := newFiltered(`SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE tenant_id = $1 AND project_id = $2`, tenantID, projectID)
 	if before != uuid.Nil {
-		add("id <", before)
+		fq.and("id < $?", before)
 	}
 	if f.SubscriptionID != uuid.Nil {
-		add("subscription_id =", f.SubscriptionID)
+		fq.and("subscription_id = $?", f.SubscriptionID)
 	}
 	if f.EventID != uuid.Nil {
-		add("event_id =", f.EventID)
+		fq.and("event_id = $?", f.EventID)
 	}
 	if f.State != "" {
-		add("state =", string(f.State))
+		fq.and("state = $?", string(f.State))
 	}
-	args = append(args, limit)
-	fmt.Fprintf(&sb, " ORDER BY id DESC LIMIT $%d", len(args))
-	rows, _ := q.db.Query(ctx, sb.String(), args...)
+	query, args := fq.page("id DESC", limit)
+	rows, _ := q.db.Query(ctx, query, args...)
 	out, err := pgx.CollectRows(rows, scanDelivery)
 	if err != nil {
 		return nil, fmt.Errorf("searching webhook deliveries: %w", err)
@@ -529,7 +516,7 @@ func (q *queries) WebhookBatchSendContext(ctx context.Context, tenantID string, 
 		WHERE destination_id = $1 AND (expires_at IS NULL OR expires_at > $2) ORDER BY created_at DESC, id DESC`, destinationID, now)
 	b.Queue(`SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE tenant_id = $1 AND id = ANY($2) AND destination_id = $3`,
 		tenantID, uuidArray(deliveryIDs), destinationID)
-	b.Queue(`SELECT `+auditEventColumns+` FROM audit_events WHERE tenant_id = $1 AND id = ANY($2)`, tenantID, uuidArray(eventIDs))
+	b.Queue(dbsqlc.FindAuditEventsByID, tenantID, uuidArray(eventIDs))
 	br := q.db.SendBatch(ctx, b)
 	defer br.Close()
 	rows, _ := br.Query()
