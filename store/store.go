@@ -7,6 +7,10 @@
 // outbox jobs) are methods of Tx only. Reads, and writes that stand alone
 // in their own statement, are methods of both Store (on the pool) and Tx
 // (in the transaction).
+//
+// Static statements are written in queries/*.sql and compiled by sqlc into
+// package dbsqlc (see docs/architecture.md, "How to add a query"); the
+// filtered pages build theirs with filtered.
 package store
 
 import (
