@@ -6,7 +6,7 @@ BIN     := bin/aether
 DASHBOARD_PROJECT ?= demo
 DEV_PERMISSIONS := audit:read,audit:write,webhooks:read,webhooks:write,deliveries:redrive,exports:read,exports:write,exports:download,history:write,admin
 
-.PHONY: all build run run-deps test test-deps chaos e2e vet generate check-generate graphiql check-graphiql docs check-docs bench soak tidy fuzz
+.PHONY: all build run run-deps test test-deps chaos e2e vet generate check-generate sqlc check-sqlc graphiql check-graphiql docs check-docs bench soak tidy fuzz
 
 all: build
 
@@ -61,7 +61,7 @@ test-deps:
 	@major=$$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0); \
 	if [ "$$major" -lt 20 ]; then echo "make test needs Node.js 20 or later (found $$(node --version 2>/dev/null))"; exit 1; fi
 
-test: test-deps vet check-docs
+test: test-deps vet check-docs check-sqlc
 	$(GO) test -race -count=1 -timeout 20m ./...
 	@echo "--- again on a private cluster started from the installed PostgreSQL binaries (the fallback where no server runs)"
 	AETHER_TEST_DATABASE=private $(GO) test -count=1 -timeout 10m ./app/ ./store/...
@@ -82,13 +82,32 @@ chaos:
 e2e: build test-deps
 	cd e2e && npm ci --no-audit --no-fund && AETHER_BIN=$(CURDIR)/$(BIN) node --test
 
-# Regenerates gqlgen code from schema/*.graphqls, and the GraphiQL bundle.
-generate: graphiql
+# Regenerates gqlgen code from schema/*.graphqls, the GraphiQL bundle and
+# the sqlc code of store/queries/*.sql.
+generate: graphiql sqlc
 	$(GO) run github.com/99designs/gqlgen generate
 
 # Fails when generated code is stale.
 check-generate: generate
-	git diff --exit-code -- graph/ web/graphiql/
+	git diff --exit-code -- graph/ web/graphiql/ store/dbsqlc/
+
+# sqlc, pinned here rather than in go.mod: `go run pkg@version` builds it in
+# its own module graph, so its large dependency tree (MySQL, SQLite and
+# WebAssembly parsers, CEL, ...) never enters the service's go.mod. The first
+# run builds it (a few minutes); later runs take it from the build cache.
+SQLC := $(GO) run github.com/sqlc-dev/sqlc/cmd/sqlc@v1.31.1
+
+# Compiles store/queries/*.sql against migrations/ into store/dbsqlc/
+# (sqlc.yaml).
+sqlc:
+	$(SQLC) generate
+
+# Fails when store/dbsqlc/ is not what make sqlc generates (needs only Go,
+# unlike check-generate, which also rebuilds GraphiQL with npm).
+check-sqlc:
+	@$(SQLC) diff || { echo "store/dbsqlc/ is stale: run make sqlc and commit it"; exit 1; }
+	@for f in store/dbsqlc/*.sql.go; do q=store/queries/$$(basename $$f .go); \
+		test -f $$q || { echo "$$f has no $$q: run make sqlc and delete it"; exit 1; }; done
 
 # Rebuilds web/graphiql/ (the GraphiQL IDE at /graphiql, committed and
 # embedded) from web/graphiql-src/: npm ci installs exactly the versions of

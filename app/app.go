@@ -16,40 +16,40 @@ import (
 	"github.com/aetheriot/aether-audit/domain"
 )
 
-// Store is what the use cases need of persistence; *store.Store implements
-// it. Methods that change state run inside InTx, whose transaction travels in
-// the context it passes to fn.
-type Store interface {
-	InTx(ctx context.Context, fn func(ctx context.Context) error) error
+// Store is what the use cases need of persistence. Its own methods are
+// reads, and writes that stand alone in one statement; everything else runs
+// in a transaction of InTx, through the Tx it passes to fn. T is the store's
+// transaction type: *store.Store implements Store[*store.Tx] (package store
+// does not import app, so its InTx cannot name Tx), and New takes it as it
+// is.
+type Store[T Tx] interface {
+	// InTx runs fn in one transaction, tx: committed when fn returns nil,
+	// rolled back otherwise.
+	InTx(ctx context.Context, fn func(ctx context.Context, tx T) error) error
 	// IsRetryable reports whether a transaction's error is a lost race that
 	// a fresh attempt resolves.
 	IsRetryable(err error) bool
 
-	// LockAuditHead locks the project's chain head for the transaction and
-	// reports whether the project has an active webhook subscription.
-	LockAuditHead(ctx context.Context, tenantID, projectID string) (head domain.ChainHead, webhooks bool, err error)
-	AuditHead(ctx context.Context, tenantID, projectID string) (domain.ChainHead, error)
-	AppendAuditEvents(ctx context.Context, tenantID, projectID string, events []domain.AuditEvent, head domain.ChainHead) error
-	FindAuditEventsByID(ctx context.Context, tenantID string, ids []uuid.UUID) (map[uuid.UUID]domain.AuditEvent, error)
-	GetAuditEvent(ctx context.Context, tenantID, projectID string, id uuid.UUID) (domain.AuditEvent, error)
-	GetAuditEventBySequence(ctx context.Context, tenantID, projectID string, seq uint64) (domain.AuditEvent, error)
-	SearchAuditEvents(ctx context.Context, tenantID, projectID string, f domain.AuditEventFilter, page domain.AuditEventPage) ([]domain.AuditEvent, error)
-	ScanAuditEvents(ctx context.Context, tenantID, projectID string, from, to uint64, fn func(*domain.AuditEvent) error) error
-
-	ClaimIdempotencyKey(ctx context.Context, tenantID, operation, key string, fingerprint domain.Hash, ttl time.Duration) (prior domain.Hash, result []byte, found bool, err error)
-	CompleteIdempotencyKey(ctx context.Context, tenantID, operation, key string, result []byte) error
-
-	// EnqueueJobs inserts outbox work in the transaction.
-	EnqueueJobs(ctx context.Context, jobs ...domain.OutboxJob) error
-
+	AuditReads
 	WebhookStore
 	DataExportStore
 	RetentionStore
 }
 
+// AuditReads reads audit events and chain heads: on the Store each read
+// runs alone, on a Tx in its transaction.
+type AuditReads interface {
+	AuditHead(ctx context.Context, tenantID, projectID string) (domain.ChainHead, error)
+	FindAuditEventsByID(ctx context.Context, tenantID string, ids []uuid.UUID) (map[uuid.UUID]domain.AuditEvent, error)
+	GetAuditEvent(ctx context.Context, tenantID, projectID string, id uuid.UUID) (domain.AuditEvent, error)
+	GetAuditEventBySequence(ctx context.Context, tenantID, projectID string, seq uint64) (domain.AuditEvent, error)
+	SearchAuditEvents(ctx context.Context, tenantID, projectID string, f domain.AuditEventFilter, page domain.AuditEventPage) ([]domain.AuditEvent, error)
+	ScanAuditEvents(ctx context.Context, tenantID, projectID string, from, to uint64, fn func(*domain.AuditEvent) error) error
+}
+
 // App runs the use cases.
 type App struct {
-	store  Store
+	store  Store[Tx]
 	logger *slog.Logger
 	now    func() time.Time
 	// idempotencyTTL is how long idempotency keys are remembered.
@@ -112,8 +112,8 @@ type Config struct {
 }
 
 // New returns an App over store.
-func New(store Store, cfg Config) *App {
-	a := &App{store: store, logger: cfg.Logger, now: cfg.Now, idempotencyTTL: cfg.IdempotencyTTL, live: cfg.Live}
+func New[T Tx](store Store[T], cfg Config) *App {
+	a := &App{store: txAsTx[T]{store}, logger: cfg.Logger, now: cfg.Now, idempotencyTTL: cfg.IdempotencyTTL, live: cfg.Live}
 	if a.logger == nil {
 		a.logger = slog.Default()
 	}

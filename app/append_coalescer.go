@@ -95,19 +95,19 @@ func (a *App) drainAppends(key projectKey, q *projectQueue) {
 			reqs[i] = call.appendRequest
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), coalesceTimeout)
-		err := a.retryTx(ctx, func(ctx context.Context) error {
-			head, webhooks, err := a.store.LockAuditHead(ctx, key.tenantID, key.projectID)
+		err := a.retryTx(ctx, func(ctx context.Context, tx Tx) error {
+			head, webhooks, err := tx.LockAuditHead(ctx, key.tenantID, key.projectID)
 			if err != nil {
 				return err
 			}
-			existing, err := a.findExisting(ctx, key.tenantID, reqs)
+			existing, err := a.findExisting(ctx, tx, key.tenantID, reqs)
 			if err != nil {
 				return err
 			}
 			for _, r := range reqs {
 				r.reset()
 			}
-			return a.sealAndInsert(ctx, key.tenantID, key.projectID, lockedHead{head, webhooks}, newSealBatch(existing), reqs, a.now())
+			return a.sealAndInsert(ctx, tx, key.tenantID, key.projectID, lockedHead{head, webhooks}, newSealBatch(existing), reqs, a.now())
 		})
 		cancel()
 		for _, call := range calls {

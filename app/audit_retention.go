@@ -20,15 +20,30 @@ const DefaultPurgeBatch = 10_000
 // retentionSubject is the system identity that audits purges.
 const retentionSubject = "system:retention"
 
-// RetentionStore is what retention needs of persistence.
-type RetentionStore interface {
+// RetentionReads reads retention settings and purged prefixes: on the
+// Store each read runs alone, on a Tx in its transaction.
+type RetentionReads interface {
 	AuditRetentionOverride(ctx context.Context, tenantID string) (days int, found bool, err error)
-	SetAuditRetentionOverride(ctx context.Context, tenantID string, days *int, by string, now time.Time) error
 	TenantProjects(ctx context.Context, tenantID string) ([]string, error)
 	AuditPurgedPrefix(ctx context.Context, tenantID, projectID string) (domain.PurgedPrefix, error)
 	AuditPurgeCandidates(ctx context.Context, defaultRetention time.Duration, now time.Time, limit int) ([]domain.PurgeCandidate, error)
-	PurgeAuditPrefix(ctx context.Context, tenantID, projectID string, cutoff time.Time, maxEvents int, now time.Time) (domain.AuditPurge, error)
+}
+
+// RetentionStore is what retention needs of the Store.
+type RetentionStore interface {
+	RetentionReads
+	// DeadLetterPurgedWebhookDeliveries dead-letters the project's waiting
+	// deliveries of purged events, in one statement.
 	DeadLetterPurgedWebhookDeliveries(ctx context.Context, tenantID, projectID string, now time.Time) (int64, error)
+}
+
+// RetentionTx is what retention does in a transaction.
+type RetentionTx interface {
+	RetentionReads
+	SetAuditRetentionOverride(ctx context.Context, tenantID string, days *int, by string, now time.Time) error
+	// PurgeAuditPrefix purges the project's oldest events; its head must be
+	// locked (LockAuditHead) in the same transaction.
+	PurgeAuditPrefix(ctx context.Context, tenantID, projectID string, cutoff time.Time, maxEvents int, now time.Time) (domain.AuditPurge, error)
 }
 
 // AuditRetention is a tenant's retention window.
@@ -49,7 +64,7 @@ func (a *App) AuditRetention(ctx context.Context, id Identity) (AuditRetention, 
 	if err := authorizeTenantWide(id); err != nil {
 		return AuditRetention{}, err
 	}
-	return a.auditRetention(ctx, id.TenantID)
+	return a.auditRetention(ctx, a.store, id.TenantID)
 }
 
 // authorizeTenantWide checks that id may administer its whole tenant: the
@@ -64,17 +79,18 @@ func authorizeTenantWide(id Identity) error {
 	return nil
 }
 
-func (a *App) auditRetention(ctx context.Context, tenantID string) (AuditRetention, error) {
-	days, found, err := a.store.AuditRetentionOverride(ctx, tenantID)
+// auditRetention reads the tenant's retention through r: the Store, or a Tx.
+func (a *App) auditRetention(ctx context.Context, r RetentionReads, tenantID string) (AuditRetention, error) {
+	days, found, err := r.AuditRetentionOverride(ctx, tenantID)
 	if err != nil {
 		return AuditRetention{}, err
 	}
-	r := AuditRetention{Retention: a.retention, Default: a.retention}
+	out := AuditRetention{Retention: a.retention, Default: a.retention}
 	if found {
-		r.Override = &days
-		r.Retention = time.Duration(days) * 24 * time.Hour
+		out.Override = &days
+		out.Retention = time.Duration(days) * 24 * time.Hour
 	}
-	return r, nil
+	return out, nil
 }
 
 // SetAuditRetention sets the tenant's retention window to days, or back to
@@ -99,23 +115,23 @@ func (a *App) SetAuditRetention(ctx context.Context, id Identity, days *int, con
 			Message: "events older than the retention window are deleted for good: repeat with confirm: true"}
 	}
 	var out AuditRetention
-	err = a.retryTx(ctx, func(ctx context.Context) error {
-		before, err := a.auditRetention(ctx, id.TenantID)
+	err = a.retryTx(ctx, func(ctx context.Context, tx Tx) error {
+		before, err := a.auditRetention(ctx, tx, id.TenantID)
 		if err != nil {
 			return err
 		}
 		now := a.storedNow()
-		if err := a.store.SetAuditRetentionOverride(ctx, id.TenantID, days, id.Subject, now); err != nil {
+		if err := tx.SetAuditRetentionOverride(ctx, id.TenantID, days, id.Subject, now); err != nil {
 			return err
 		}
-		if out, err = a.auditRetention(ctx, id.TenantID); err != nil {
+		if out, err = a.auditRetention(ctx, tx, id.TenantID); err != nil {
 			return err
 		}
 		details, _ := json.Marshal(map[string]any{
 			"retentionDays": days, "previousRetentionDays": before.Override,
 			"retentionSeconds": int64(out.Retention / time.Second), "previousRetentionSeconds": int64(before.Retention / time.Second),
 		})
-		projects, err := a.store.TenantProjects(ctx, id.TenantID)
+		projects, err := tx.TenantProjects(ctx, id.TenantID)
 		if err != nil {
 			return err
 		}
@@ -123,7 +139,7 @@ func (a *App) SetAuditRetention(ctx context.Context, id Identity, days *int, con
 			return newError(CodeInvalidState, "the tenant has no audit history to record the change in (or to purge): record events first")
 		}
 		for _, p := range projects {
-			if _, err := a.recordCommandEvent(ctx, id, p, "audit.retention.updated",
+			if _, err := a.recordCommandEvent(ctx, tx, id, p, "audit.retention.updated",
 				domain.Resource{Type: "audit_retention", ID: id.TenantID}, domain.RiskHigh, string(details), now); err != nil {
 				return err
 			}
@@ -172,11 +188,11 @@ func (a *App) PurgeExpiredAuditEvents(ctx context.Context, maxBatches int) ([]do
 func (a *App) purgeAuditBatch(ctx context.Context, c domain.PurgeCandidate, now time.Time) (out domain.AuditPurge, err error) {
 	ctx, span := a.startCommand(ctx, "PurgeAuditEvents")
 	defer func() { a.endCommand(span, err) }()
-	err = a.retryTx(ctx, func(ctx context.Context) error {
-		if _, _, err := a.store.LockAuditHead(ctx, c.TenantID, c.ProjectID); err != nil {
+	err = a.retryTx(ctx, func(ctx context.Context, tx Tx) error {
+		if _, _, err := tx.LockAuditHead(ctx, c.TenantID, c.ProjectID); err != nil {
 			return err
 		}
-		p, err := a.store.PurgeAuditPrefix(ctx, c.TenantID, c.ProjectID, now.Add(-c.Retention), a.purgeBatch, now)
+		p, err := tx.PurgeAuditPrefix(ctx, c.TenantID, c.ProjectID, now.Add(-c.Retention), a.purgeBatch, now)
 		if err != nil || p.Count == 0 {
 			out = p
 			return err
@@ -187,7 +203,7 @@ func (a *App) purgeAuditBatch(ctx context.Context, c domain.PurgeCandidate, now 
 			"retentionSeconds": int64(c.Retention / time.Second), "deadLetteredDeliveries": p.DeadLettered,
 		})
 		system := Identity{TenantID: c.TenantID, Subject: retentionSubject}
-		if _, err := a.recordCommandEvent(ctx, system, c.ProjectID, "audit.events.purged",
+		if _, err := a.recordCommandEvent(ctx, tx, system, c.ProjectID, "audit.events.purged",
 			domain.Resource{Type: "audit_project", ID: c.ProjectID}, domain.RiskHigh, string(details), now); err != nil {
 			return err
 		}

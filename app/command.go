@@ -12,11 +12,11 @@ import (
 )
 
 // recordCommandEvent appends the audit event of a command of id, in the
-// caller's transaction: the command's own evidence, sealed into the
+// transaction tx: the command's own evidence, sealed into the
 // project's chain like any recorded event (and fanned out to webhooks like
 // them).
-func (a *App) recordCommandEvent(ctx context.Context, id Identity, projectID, action string, resource domain.Resource, risk domain.Risk, details string, now time.Time) (domain.AuditEvent, error) {
-	return a.recordCommandEventWith(ctx, id, projectID, action, resource, domain.Governance{Risk: risk}, details, now)
+func (a *App) recordCommandEvent(ctx context.Context, tx Tx, id Identity, projectID, action string, resource domain.Resource, risk domain.Risk, details string, now time.Time) (domain.AuditEvent, error) {
+	return a.recordCommandEventWith(ctx, tx, id, projectID, action, resource, domain.Governance{Risk: risk}, details, now)
 }
 
 // commandSubject is the audit subject of a command's identity: the system
@@ -32,7 +32,7 @@ func commandSubject(id Identity) domain.Subject {
 }
 
 // recordCommandEventWith is recordCommandEvent with full governance.
-func (a *App) recordCommandEventWith(ctx context.Context, id Identity, projectID, action string, resource domain.Resource, gov domain.Governance, details string, now time.Time) (domain.AuditEvent, error) {
+func (a *App) recordCommandEventWith(ctx context.Context, tx Tx, id Identity, projectID, action string, resource domain.Resource, gov domain.Governance, details string, now time.Time) (domain.AuditEvent, error) {
 	draft := domain.AuditEventDraft{
 		ID:         uuid.Must(uuid.NewV7()),
 		ProjectID:  projectID,
@@ -50,13 +50,13 @@ func (a *App) recordCommandEventWith(ctx context.Context, id Identity, projectID
 	if err := draft.Normalize("", now); err != nil {
 		return domain.AuditEvent{}, fmt.Errorf("building %s audit event: %w", action, err)
 	}
-	head, webhooks, err := a.store.LockAuditHead(ctx, id.TenantID, projectID)
+	head, webhooks, err := tx.LockAuditHead(ctx, id.TenantID, projectID)
 	if err != nil {
 		return domain.AuditEvent{}, err
 	}
 	req := &appendRequest{drafts: []domain.AuditEventDraft{draft}, fingerprints: []domain.Hash{draft.Fingerprint()}}
 	req.reset()
-	if err := a.sealAndInsert(ctx, id.TenantID, projectID, lockedHead{head, webhooks}, newSealBatch(nil), []*appendRequest{req}, now); err != nil {
+	if err := a.sealAndInsert(ctx, tx, id.TenantID, projectID, lockedHead{head, webhooks}, newSealBatch(nil), []*appendRequest{req}, now); err != nil {
 		return domain.AuditEvent{}, err
 	}
 	return req.events[0], nil

@@ -16,21 +16,36 @@ import (
 	"github.com/aetheriot/aether-audit/jobargs"
 )
 
-// DataExportStore is what the export use cases need of persistence.
-type DataExportStore interface {
-	InsertDataExport(ctx context.Context, e domain.DataExport) error
-	UpdateDataExport(ctx context.Context, e domain.DataExport) error
-	UpdateDataExportProgress(ctx context.Context, tenantID string, id uuid.UUID, rows, bytes uint64, now time.Time) error
+// DataExportReads reads data exports and the rows they export: on the
+// Store each read runs alone, on a Tx in its transaction (with lock, a read
+// export stays locked until the commit).
+type DataExportReads interface {
 	GetDataExport(ctx context.Context, tenantID string, id uuid.UUID, lock bool) (domain.DataExport, error)
-	LockTenantDataExports(ctx context.Context, tenantID string) error
 	CountActiveDataExports(ctx context.Context, tenantID string) (int, error)
 	ListDataExports(ctx context.Context, tenantID, projectID string, f domain.DataExportFilter, before uuid.UUID, limit int) ([]domain.DataExport, error)
 	DueDataExportExpiries(ctx context.Context, now, failedBefore time.Time, limit int) ([]domain.DataExport, error)
 	StreamAuditEventsByTime(ctx context.Context, tenantID, projectID string, from, to time.Time, fn func(*domain.AuditEvent) error) error
 	StreamAlarmHistory(ctx context.Context, tenantID, projectID string, from, to time.Time, fn func(*domain.AlarmRecord) error) error
 	StreamTelemetryHistory(ctx context.Context, tenantID, projectID string, from, to time.Time, fn func(*domain.TelemetryPoint) error) error
+}
+
+// DataExportStore is what the export use cases need of the Store: reads,
+// and the writes that stand alone in one statement.
+type DataExportStore interface {
+	DataExportReads
+	UpdateDataExportProgress(ctx context.Context, tenantID string, id uuid.UUID, rows, bytes uint64, now time.Time) error
 	AppendAlarmHistory(ctx context.Context, records []domain.AlarmRecord) (int64, error)
 	AppendTelemetryHistory(ctx context.Context, points []domain.TelemetryPoint) (int64, error)
+}
+
+// DataExportTx is what the export use cases do in a transaction.
+type DataExportTx interface {
+	DataExportReads
+	InsertDataExport(ctx context.Context, e domain.DataExport) error
+	UpdateDataExport(ctx context.Context, e domain.DataExport) error
+	// LockTenantDataExports serializes the tenant's export requests until
+	// the commit.
+	LockTenantDataExports(ctx context.Context, tenantID string) error
 }
 
 // ExportConfig configures data exports.
@@ -153,23 +168,23 @@ func (a *App) RequestDataExport(ctx context.Context, id Identity, in RequestData
 		RequestedBy: id.Subject, RequestedAt: now, UpdatedAt: now,
 	}
 	var out domain.DataExport
-	err = a.retryTx(ctx, func(ctx context.Context) error {
+	err = a.retryTx(ctx, func(ctx context.Context, tx Tx) error {
 		if in.IdempotencyKey != "" {
 			b, _ := json.Marshal([]any{in.ProjectID, in.Kind, e.From, e.To, in.Format, in.Compression})
 			fp := domain.Hash(sha256.Sum256(b))
-			prev, found, err := a.claimIdempotentID(ctx, id.TenantID, operationRequestDataExport, in.IdempotencyKey, fp, e.ID)
+			prev, found, err := a.claimIdempotentID(ctx, tx, id.TenantID, operationRequestDataExport, in.IdempotencyKey, fp, e.ID)
 			if err != nil {
 				return err
 			}
 			if found {
-				out, err = a.store.GetDataExport(ctx, id.TenantID, prev, false)
+				out, err = tx.GetDataExport(ctx, id.TenantID, prev, false)
 				return err
 			}
 		}
-		if err := a.store.LockTenantDataExports(ctx, id.TenantID); err != nil {
+		if err := tx.LockTenantDataExports(ctx, id.TenantID); err != nil {
 			return err
 		}
-		active, err := a.store.CountActiveDataExports(ctx, id.TenantID)
+		active, err := tx.CountActiveDataExports(ctx, id.TenantID)
 		if err != nil {
 			return err
 		}
@@ -177,19 +192,19 @@ func (a *App) RequestDataExport(ctx context.Context, id Identity, in RequestData
 			return newError(CodeQuotaExceeded, fmt.Sprintf(
 				"a tenant has at most %d queued or running exports; wait for one to finish", cfg.MaxActive))
 		}
-		if err := a.store.InsertDataExport(ctx, e); err != nil {
+		if err := tx.InsertDataExport(ctx, e); err != nil {
 			return err
 		}
 		details, _ := json.Marshal(map[string]any{"exportId": e.ID.String(), "kind": e.Kind, "format": e.Format,
 			"compression": e.Compression, "from": e.From, "to": e.To, "confirmed": true})
-		if _, err := a.recordCommandEventWith(ctx, id, e.ProjectID, "export.requested",
+		if _, err := a.recordCommandEventWith(ctx, tx, id, e.ProjectID, "export.requested",
 			domain.Resource{Type: "data_export", ID: e.ID.String()},
 			domain.Governance{Risk: domain.RiskHigh, Reason: "data export requested with explicit confirmation", ConfirmedBy: commandSubject(id).ID},
 			string(details), now); err != nil {
 			return err
 		}
 		out = e
-		return a.store.EnqueueJobs(ctx, domain.OutboxJob{Args: jobargs.DataExportJobArgs{TenantID: e.TenantID, ExportID: e.ID},
+		return tx.EnqueueJobs(ctx, domain.OutboxJob{Args: jobargs.DataExportJobArgs{TenantID: e.TenantID, ExportID: e.ID},
 			Queue: jobargs.QueueExports, MaxAttempts: dataExportJobAttempts})
 	})
 	if err != nil {
@@ -198,14 +213,14 @@ func (a *App) RequestDataExport(ctx context.Context, id Identity, in RequestData
 	return out, nil
 }
 
-// visibleExport reads an export of id's tenant in one of its projects;
-// anything else is ErrDataExportNotFound.
-func (a *App) visibleExport(ctx context.Context, id Identity, exportID string, lock bool) (domain.DataExport, error) {
+// visibleExport reads, through r (the Store, or a Tx), an export of id's
+// tenant in one of its projects; anything else is ErrDataExportNotFound.
+func (a *App) visibleExport(ctx context.Context, r DataExportReads, id Identity, exportID string, lock bool) (domain.DataExport, error) {
 	eid, err := parseID(exportID, ErrDataExportNotFound)
 	if err != nil {
 		return domain.DataExport{}, err
 	}
-	e, err := a.store.GetDataExport(ctx, id.TenantID, eid, lock)
+	e, err := r.GetDataExport(ctx, id.TenantID, eid, lock)
 	if errors.Is(err, domain.ErrNotFound) || err == nil && !id.CanAccessProject(e.ProjectID) {
 		return domain.DataExport{}, ErrDataExportNotFound
 	}
@@ -217,7 +232,7 @@ func (a *App) DataExport(ctx context.Context, id Identity, exportID string) (dom
 	if err := authorize(id, PermissionExportsRead, ""); err != nil {
 		return domain.DataExport{}, err
 	}
-	return a.visibleExport(ctx, id, exportID, false)
+	return a.visibleExport(ctx, a.store, id, exportID, false)
 }
 
 // DataExportsInput selects a page of a project's exports.
@@ -265,36 +280,36 @@ func (a *App) ExpireDataExport(ctx context.Context, id Identity, exportID string
 			Message: "expiring an export deletes it: repeat with confirm: true"}
 	}
 	var out domain.DataExport
-	err = a.retryTx(ctx, func(ctx context.Context) error {
-		e, err := a.visibleExport(ctx, id, exportID, true)
+	err = a.retryTx(ctx, func(ctx context.Context, tx Tx) error {
+		e, err := a.visibleExport(ctx, tx, id, exportID, true)
 		if err != nil {
 			return err
 		}
-		out, err = a.expireLocked(ctx, id, e, "expired early on request")
+		out, err = a.expireLocked(ctx, tx, id, e, "expired early on request")
 		return err
 	})
 	return out, err
 }
 
-// expireLocked expires e (locked in the transaction), audits it and
+// expireLocked expires e (locked in transaction tx), audits it and
 // enqueues the deletion of its object.
-func (a *App) expireLocked(ctx context.Context, id Identity, e domain.DataExport, why string) (domain.DataExport, error) {
+func (a *App) expireLocked(ctx context.Context, tx Tx, id Identity, e domain.DataExport, why string) (domain.DataExport, error) {
 	now := a.storedNow()
 	if err := e.Expire(now); err != nil {
 		return e, &Error{Code: CodeInvalidState, Message: err.Error() + "; this one is " + string(e.State), Err: err}
 	}
-	if err := a.store.UpdateDataExport(ctx, e); err != nil {
+	if err := tx.UpdateDataExport(ctx, e); err != nil {
 		return e, err
 	}
 	details, _ := json.Marshal(map[string]any{"exportId": e.ID.String(), "reason": why, "objectRef": e.ObjectRef})
-	if _, err := a.recordCommandEvent(ctx, id, e.ProjectID, "export.expired",
+	if _, err := a.recordCommandEvent(ctx, tx, id, e.ProjectID, "export.expired",
 		domain.Resource{Type: "data_export", ID: e.ID.String()}, domain.RiskMedium, string(details), now); err != nil {
 		return e, err
 	}
 	if e.ObjectRef == "" {
 		return e, nil
 	}
-	return e, a.store.EnqueueJobs(ctx, domain.OutboxJob{Args: jobargs.DeleteExportObjectArgs{ObjectRef: e.ObjectRef}})
+	return e, tx.EnqueueJobs(ctx, domain.OutboxJob{Args: jobargs.DeleteExportObjectArgs{ObjectRef: e.ObjectRef}})
 }
 
 // expirySubject is the identity the periodic expiry acts as.
@@ -315,12 +330,12 @@ func (a *App) ExpireDueDataExports(ctx context.Context, limit int) (_ int, err e
 	n := 0
 	for _, d := range due {
 		sys := Identity{Subject: expirySubject, TenantID: d.TenantID}
-		err := a.retryTx(ctx, func(ctx context.Context) error {
-			e, err := a.store.GetDataExport(ctx, d.TenantID, d.ID, true)
+		err := a.retryTx(ctx, func(ctx context.Context, tx Tx) error {
+			e, err := tx.GetDataExport(ctx, d.TenantID, d.ID, true)
 			if err != nil || e.State != d.State {
 				return err
 			}
-			_, err = a.expireLocked(ctx, sys, e, "past its expiry")
+			_, err = a.expireLocked(ctx, tx, sys, e, "past its expiry")
 			return err
 		})
 		if err != nil {
@@ -374,8 +389,8 @@ func (a *App) CreateDataExportDownload(ctx context.Context, id Identity, exportI
 		return DataExportDownload{}, errors.New("exports: no download key configured")
 	}
 	var out DataExportDownload
-	err = a.retryTx(ctx, func(ctx context.Context) error {
-		e, err := a.visibleExport(ctx, id, exportID, false)
+	err = a.retryTx(ctx, func(ctx context.Context, tx Tx) error {
+		e, err := a.visibleExport(ctx, tx, id, exportID, false)
 		if err != nil {
 			return err
 		}
@@ -393,7 +408,7 @@ func (a *App) CreateDataExportDownload(ctx context.Context, id Identity, exportI
 			expires = e.ExpiresAt.Truncate(time.Second)
 		}
 		details, _ := json.Marshal(map[string]any{"exportId": e.ID.String(), "expiresAt": expires})
-		if _, err := a.recordCommandEvent(ctx, id, e.ProjectID, "export.download_created",
+		if _, err := a.recordCommandEvent(ctx, tx, id, e.ProjectID, "export.download_created",
 			domain.Resource{Type: "data_export", ID: e.ID.String()}, domain.RiskMedium, string(details), now); err != nil {
 			return err
 		}

@@ -11,12 +11,12 @@ import (
 )
 
 // claimIdempotency claims an idempotency key for operation op in the
-// caller's transaction. For a new key it returns found=false: the caller
+// transaction tx. For a new key it returns found=false: the caller
 // performs the command and records its result. For a key used before with
 // the same request fingerprint it returns found=true and that result; with
 // another fingerprint it fails with IDEMPOTENCY_CONFLICT.
-func (a *App) claimIdempotency(ctx context.Context, tenantID, op, key string, fp domain.Hash) (result []byte, found bool, err error) {
-	prior, result, found, err := a.store.ClaimIdempotencyKey(ctx, tenantID, op, key, fp, a.idempotencyTTL)
+func (a *App) claimIdempotency(ctx context.Context, tx Tx, tenantID, op, key string, fp domain.Hash) (result []byte, found bool, err error) {
+	prior, result, found, err := tx.ClaimIdempotencyKey(ctx, tenantID, op, key, fp, a.idempotencyTTL)
 	if err != nil || !found {
 		return nil, false, err
 	}
@@ -30,8 +30,8 @@ func (a *App) claimIdempotency(ctx context.Context, tenantID, op, key string, fp
 // claimIdempotentID is claimIdempotency for commands whose result is the id
 // of what they created: it returns that id on a replay, and records id as
 // the result of a new claim.
-func (a *App) claimIdempotentID(ctx context.Context, tenantID, op, key string, fp domain.Hash, id uuid.UUID) (prior uuid.UUID, found bool, err error) {
-	result, found, err := a.claimIdempotency(ctx, tenantID, op, key, fp)
+func (a *App) claimIdempotentID(ctx context.Context, tx Tx, tenantID, op, key string, fp domain.Hash, id uuid.UUID) (prior uuid.UUID, found bool, err error) {
+	result, found, err := a.claimIdempotency(ctx, tx, tenantID, op, key, fp)
 	if err != nil {
 		return uuid.Nil, false, err
 	}
@@ -42,7 +42,7 @@ func (a *App) claimIdempotentID(ctx context.Context, tenantID, op, key string, f
 		return prior, true, nil
 	}
 	b, _ := json.Marshal(id)
-	return uuid.Nil, false, a.store.CompleteIdempotencyKey(ctx, tenantID, op, key, b)
+	return uuid.Nil, false, tx.CompleteIdempotencyKey(ctx, tenantID, op, key, b)
 }
 
 // checkIdempotencyKey checks an optional idempotencyKey.

@@ -136,9 +136,9 @@ func (a *App) recordAuditEvents(ctx context.Context, id Identity, in RecordAudit
 		return a.appendCoalesced(ctx, id.TenantID, drafts[0].ProjectID, req)
 	}
 	var out []domain.AuditEvent
-	err := a.retryTx(ctx, func(ctx context.Context) error {
+	err := a.retryTx(ctx, func(ctx context.Context, tx Tx) error {
 		var err error
-		out, err = a.appendInTx(ctx, id.TenantID, req, in.IdempotencyKey, requestFP)
+		out, err = a.appendInTx(ctx, tx, id.TenantID, req, in.IdempotencyKey, requestFP)
 		return err
 	})
 	if err != nil {
@@ -157,16 +157,16 @@ func singleProject(drafts []domain.AuditEventDraft) bool {
 }
 
 // appendInTx appends one request, possibly spanning projects, in the
-// caller's transaction: the idempotency claim, each project's head locked in
+// transaction tx: the idempotency claim, each project's head locked in
 // a fixed order (so concurrent batches cannot deadlock), then the events.
-func (a *App) appendInTx(ctx context.Context, tenantID string, req *appendRequest, idempotencyKey string, requestFP domain.Hash) ([]domain.AuditEvent, error) {
+func (a *App) appendInTx(ctx context.Context, tx Tx, tenantID string, req *appendRequest, idempotencyKey string, requestFP domain.Hash) ([]domain.AuditEvent, error) {
 	if idempotencyKey != "" {
-		result, found, err := a.claimIdempotency(ctx, tenantID, operationRecordAuditEvents, idempotencyKey, requestFP)
+		result, found, err := a.claimIdempotency(ctx, tx, tenantID, operationRecordAuditEvents, idempotencyKey, requestFP)
 		if err != nil {
 			return nil, err
 		}
 		if found {
-			return a.replayBatch(ctx, tenantID, result)
+			return a.replayBatch(ctx, tx, tenantID, result)
 		}
 	}
 
@@ -181,13 +181,13 @@ func (a *App) appendInTx(ctx context.Context, tenantID string, req *appendReques
 	slices.Sort(projects)
 	heads := make(map[string]lockedHead, len(projects))
 	for _, p := range projects {
-		head, webhooks, err := a.store.LockAuditHead(ctx, tenantID, p)
+		head, webhooks, err := tx.LockAuditHead(ctx, tenantID, p)
 		if err != nil {
 			return nil, err
 		}
 		heads[p] = lockedHead{head, webhooks}
 	}
-	existing, err := a.findExisting(ctx, tenantID, []*appendRequest{req})
+	existing, err := a.findExisting(ctx, tx, tenantID, []*appendRequest{req})
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +202,7 @@ func (a *App) appendInTx(ctx context.Context, tenantID string, req *appendReques
 			part.fingerprints = append(part.fingerprints, req.fingerprints[i])
 		}
 		part.reset()
-		if err := a.sealAndInsert(ctx, tenantID, p, heads[p], batch, []*appendRequest{part}, recordedAt); err != nil {
+		if err := a.sealAndInsert(ctx, tx, tenantID, p, heads[p], batch, []*appendRequest{part}, recordedAt); err != nil {
 			return nil, err
 		}
 		if part.err != nil {
@@ -222,7 +222,7 @@ func (a *App) appendInTx(ctx context.Context, tenantID string, req *appendReques
 		if err != nil {
 			return nil, fmt.Errorf("encoding idempotency result: %w", err)
 		}
-		if err := a.store.CompleteIdempotencyKey(ctx, tenantID, operationRecordAuditEvents, idempotencyKey, result); err != nil {
+		if err := tx.CompleteIdempotencyKey(ctx, tenantID, operationRecordAuditEvents, idempotencyKey, result); err != nil {
 			return nil, err
 		}
 	}
@@ -230,8 +230,8 @@ func (a *App) appendInTx(ctx context.Context, tenantID string, req *appendReques
 }
 
 // findExisting looks up, among the client-supplied ids of reqs, the events
-// already stored. Server-generated ids are fresh UUIDv7s and need no lookup.
-func (a *App) findExisting(ctx context.Context, tenantID string, reqs []*appendRequest) (map[uuid.UUID]domain.AuditEvent, error) {
+// already stored, in transaction tx. Server-generated ids are fresh UUIDv7s and need no lookup.
+func (a *App) findExisting(ctx context.Context, tx Tx, tenantID string, reqs []*appendRequest) (map[uuid.UUID]domain.AuditEvent, error) {
 	var ids []uuid.UUID
 	for _, r := range reqs {
 		if r.clientIDs {
@@ -243,7 +243,7 @@ func (a *App) findExisting(ctx context.Context, tenantID string, reqs []*appendR
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	return a.store.FindAuditEventsByID(ctx, tenantID, ids)
+	return tx.FindAuditEventsByID(ctx, tenantID, ids)
 }
 
 // lockedHead is a project's chain head, locked in the transaction, and
@@ -258,27 +258,27 @@ type lockedHead struct {
 // When the project has active webhook subscriptions, the same transaction
 // enqueues the fan-out of the new events: the outbox fact of their
 // deliveries.
-func (a *App) sealAndInsert(ctx context.Context, tenantID, projectID string, head lockedHead, batch *sealBatch, reqs []*appendRequest, recordedAt time.Time) error {
+func (a *App) sealAndInsert(ctx context.Context, tx Tx, tenantID, projectID string, head lockedHead, batch *sealBatch, reqs []*appendRequest, recordedAt time.Time) error {
 	events, newHead := batch.seal(tenantID, head.head, reqs, recordedAt)
 	if len(events) == 0 {
 		return nil
 	}
-	if err := a.store.AppendAuditEvents(ctx, tenantID, projectID, events, newHead); err != nil {
+	if err := tx.AppendAuditEvents(ctx, tenantID, projectID, events, newHead); err != nil {
 		return err
 	}
 	if !head.webhooks {
 		return nil
 	}
-	return a.store.EnqueueJobs(ctx, webhookFanoutJob(tenantID, projectID, events[0].Sequence, newHead.Sequence))
+	return tx.EnqueueJobs(ctx, webhookFanoutJob(tenantID, projectID, events[0].Sequence, newHead.Sequence))
 }
 
 // replayBatch returns the events a completed idempotent call recorded.
-func (a *App) replayBatch(ctx context.Context, tenantID string, result []byte) ([]domain.AuditEvent, error) {
+func (a *App) replayBatch(ctx context.Context, tx Tx, tenantID string, result []byte) ([]domain.AuditEvent, error) {
 	var ids []uuid.UUID
 	if err := json.Unmarshal(result, &ids); err != nil {
 		return nil, fmt.Errorf("decoding idempotency result: %w", err)
 	}
-	found, err := a.store.FindAuditEventsByID(ctx, tenantID, ids)
+	found, err := tx.FindAuditEventsByID(ctx, tenantID, ids)
 	if err != nil {
 		return nil, err
 	}

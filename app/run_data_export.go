@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/riverqueue/river/rivertype"
 	"gocloud.dev/gcerrors"
 
 	"github.com/aetheriot/aether-audit/domain"
@@ -22,9 +23,10 @@ type DataExportRun struct {
 	// MaxAttempts on (default 3), a run that fails fails the export rather
 	// than leave it to another run.
 	Attempt, MaxAttempts int
-	// Complete marks the job completed in the transaction in ctx, so that
-	// an export turns READY together with its job's completion.
-	Complete func(ctx context.Context) error
+	// Job is River's row of the running job. The transaction that settles
+	// the export completes it (Tx.CompleteJob), so that an export turns
+	// READY together with its job's completion; nil leaves the job alone.
+	Job *rivertype.JobRow
 }
 
 // RunDataExport runs an export: QUEUED -> RUNNING, then it streams the rows
@@ -47,9 +49,9 @@ func (a *App) RunDataExport(ctx context.Context, run DataExportRun) (err error) 
 	}
 	var e domain.DataExport
 	proceed := false
-	err = a.retryTx(ctx, func(ctx context.Context) error {
+	err = a.retryTx(ctx, func(ctx context.Context, tx Tx) error {
 		var err error
-		e, err = a.store.GetDataExport(ctx, run.Args.TenantID, run.Args.ExportID, true)
+		e, err = tx.GetDataExport(ctx, run.Args.TenantID, run.Args.ExportID, true)
 		if err != nil {
 			return err
 		}
@@ -59,7 +61,7 @@ func (a *App) RunDataExport(ctx context.Context, run DataExportRun) (err error) 
 				return err
 			}
 			proceed = true
-			return a.store.UpdateDataExport(ctx, e)
+			return tx.UpdateDataExport(ctx, e)
 		case domain.DataExportRunning:
 			proceed = true // a rerun after a crash or an error: start over
 		}
@@ -189,19 +191,19 @@ func (a *App) exportError(ctx context.Context, run DataExportRun, e domain.DataE
 // settleExport ends a run: in one transaction it moves the export (locked)
 // by the domain's transition move, and completes the run's job.
 func (a *App) settleExport(ctx context.Context, run DataExportRun, e domain.DataExport, move func(*domain.DataExport, time.Time) error) error {
-	return a.retryTx(ctx, func(ctx context.Context) error {
-		cur, err := a.store.GetDataExport(ctx, e.TenantID, e.ID, true)
+	return a.retryTx(ctx, func(ctx context.Context, tx Tx) error {
+		cur, err := tx.GetDataExport(ctx, e.TenantID, e.ID, true)
 		if err != nil {
 			return err
 		}
 		if err := move(&cur, a.storedNow()); err != nil {
 			return err
 		}
-		if err := a.store.UpdateDataExport(ctx, cur); err != nil {
+		if err := tx.UpdateDataExport(ctx, cur); err != nil {
 			return err
 		}
-		if run.Complete != nil {
-			return run.Complete(ctx)
+		if run.Job != nil {
+			return tx.CompleteJob(ctx, run.Job)
 		}
 		return nil
 	})

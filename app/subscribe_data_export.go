@@ -45,7 +45,7 @@ func (a *App) SubscribeDataExport(ctx context.Context, id Identity, exportID str
 	if a.exportWatch == nil {
 		return nil, errors.New("export subscriptions are not enabled")
 	}
-	e, err := a.visibleExport(ctx, id, exportID, false)
+	e, err := a.visibleExport(ctx, a.store, id, exportID, false)
 	if err != nil {
 		return nil, err
 	}

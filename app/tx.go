@@ -1,6 +1,48 @@
 package app
 
-import "context"
+import (
+	"context"
+	"time"
+
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/aetheriot/aether-audit/domain"
+)
+
+// Tx is one transaction of Store.InTx, passed as a value to the code that
+// works in it. It has the methods that only make sense inside a
+// transaction: locks held until the commit, the writes of a command, the
+// idempotency claim, and the River jobs inserted or completed with them. It
+// also reads, in the transaction, what Store reads.
+type Tx interface {
+	AuditReads
+
+	// LockAuditHead locks the project's chain head for the transaction and
+	// reports whether the project has an active webhook subscription.
+	LockAuditHead(ctx context.Context, tenantID, projectID string) (head domain.ChainHead, webhooks bool, err error)
+	// AppendAuditEvents inserts sealed events and moves the project's head,
+	// locked by LockAuditHead, to head.
+	AppendAuditEvents(ctx context.Context, tenantID, projectID string, events []domain.AuditEvent, head domain.ChainHead) error
+
+	// ClaimIdempotencyKey claims a key for the transaction, or returns the
+	// fingerprint and result of the request that used it first.
+	ClaimIdempotencyKey(ctx context.Context, tenantID, operation, key string, fingerprint domain.Hash, ttl time.Duration) (prior domain.Hash, result []byte, found bool, err error)
+	// CompleteIdempotencyKey stores the result of the command that claimed
+	// the key in this transaction.
+	CompleteIdempotencyKey(ctx context.Context, tenantID, operation, key string, result []byte) error
+
+	// EnqueueJobs inserts outbox work in the transaction: the jobs exist
+	// exactly when the transaction commits.
+	EnqueueJobs(ctx context.Context, jobs ...domain.OutboxJob) error
+	// CompleteJob completes the River job a worker is running (ctx is the
+	// worker's) in the transaction, so that it is completed exactly when
+	// what the transaction records commits.
+	CompleteJob(ctx context.Context, job *rivertype.JobRow) error
+
+	WebhookTx
+	DataExportTx
+	RetentionTx
+}
 
 // maxTxAttempts bounds the retries of a transaction that lost a race (a
 // concurrent insert of the same event id or idempotency key).
@@ -8,7 +50,7 @@ const maxTxAttempts = 4
 
 // retryTx runs fn in a transaction, again when it lost a race that a fresh
 // attempt resolves.
-func (a *App) retryTx(ctx context.Context, fn func(ctx context.Context) error) error {
+func (a *App) retryTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error {
 	var err error
 	for attempt := 1; attempt <= maxTxAttempts; attempt++ {
 		err = a.store.InTx(ctx, fn)
@@ -17,4 +59,14 @@ func (a *App) retryTx(ctx context.Context, fn func(ctx context.Context) error) e
 		}
 	}
 	return err
+}
+
+// txAsTx is a Store[T] seen as a Store[Tx]: its InTx passes the store's own
+// transaction type on as a Tx. It is how New accepts a store whose package
+// cannot name Tx.
+type txAsTx[T Tx] struct{ Store[T] }
+
+// InTx implements Store[Tx].
+func (s txAsTx[T]) InTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error {
+	return s.Store.InTx(ctx, func(ctx context.Context, tx T) error { return fn(ctx, tx) })
 }

@@ -96,10 +96,10 @@ func (a *App) openSigningKeys(dest domain.WebhookDestination, sealed []domain.Se
 
 // recordLostAttempt closes a DELIVERING attempt whose worker is gone as
 // UNKNOWN and schedules the resend at once (or dead-letters the delivery if
-// it was the last attempt), in the caller's transaction. recorded tells
+// it was the last attempt), in transaction tx. recorded tells
 // whether it did (the attempt may have been resolved meanwhile).
-func (a *App) recordLostAttempt(ctx context.Context, tenantID string, deliveryID uuid.UUID, attempt int) (recorded bool, err error) {
-	d, err := a.store.GetWebhookDelivery(ctx, tenantID, deliveryID, true)
+func (a *App) recordLostAttempt(ctx context.Context, tx Tx, tenantID string, deliveryID uuid.UUID, attempt int) (recorded bool, err error) {
+	d, err := tx.GetWebhookDelivery(ctx, tenantID, deliveryID, true)
 	if err != nil {
 		return false, err
 	}
@@ -115,20 +115,20 @@ func (a *App) recordLostAttempt(ctx context.Context, tenantID string, deliveryID
 	lost.Error = unknownOutcome
 	// An upsert: a row may exist, written at the attempt's start by an
 	// earlier version.
-	if err := a.store.SaveWebhookAttempt(ctx, d.ID, lost); err != nil {
+	if err := tx.SaveWebhookAttempt(ctx, d.ID, lost); err != nil {
 		return false, err
 	}
 	retry, err := d.Fail(now, now, unknownOutcome)
 	if err != nil {
 		return false, err
 	}
-	if err := a.store.UpdateWebhookDelivery(ctx, d); err != nil {
+	if err := tx.UpdateWebhookDelivery(ctx, d); err != nil {
 		return false, err
 	}
 	if !retry {
 		return true, nil
 	}
-	return true, a.store.EnqueueJobs(ctx, webhookDeliveryJob(&d, time.Time{}))
+	return true, tx.EnqueueJobs(ctx, webhookDeliveryJob(&d, time.Time{}))
 }
 
 // finishWebhookAttempts records the outcomes of sent attempts of one
@@ -172,11 +172,11 @@ func (a *App) finishWebhookAttempts(ctx context.Context, preps []*preparedAttemp
 		}
 	}
 	var recorded []uuid.UUID
-	err := a.retryTx(ctx, func(ctx context.Context) error {
-		if err := a.store.CommitWithoutFlush(ctx); err != nil {
+	err := a.retryTx(ctx, func(ctx context.Context, tx Tx) error {
+		if err := tx.CommitWithoutFlush(ctx); err != nil {
 			return err
 		}
-		saved, err := a.store.SaveWebhookDeliveriesIf(ctx, changes)
+		saved, err := tx.SaveWebhookDeliveriesIf(ctx, changes)
 		if err != nil {
 			return err
 		}
@@ -187,12 +187,12 @@ func (a *App) finishWebhookAttempts(ctx context.Context, preps []*preparedAttemp
 				jobs = append(jobs, job)
 			}
 		}
-		withdrawn, err := a.store.SaveWebhookDeliveriesIf(ctx, withdrawals)
+		withdrawn, err := tx.SaveWebhookDeliveriesIf(ctx, withdrawals)
 		if err != nil {
 			return err
 		}
 		jobs = append(jobs, webhookFirstAttemptJobs(savedDeliveries(backs, withdrawn))...)
-		return a.store.EnqueueJobs(ctx, jobs...)
+		return tx.EnqueueJobs(ctx, jobs...)
 	})
 	if err != nil {
 		return err

@@ -95,15 +95,15 @@ func (a *App) RedriveWebhookDelivery(ctx context.Context, id Identity, deliveryI
 		return domain.WebhookDelivery{}, err
 	}
 	var out domain.WebhookDelivery
-	err = a.retryTx(ctx, func(ctx context.Context) error {
-		d, err := a.store.GetWebhookDelivery(ctx, id.TenantID, dID, true)
+	err = a.retryTx(ctx, func(ctx context.Context, tx Tx) error {
+		d, err := tx.GetWebhookDelivery(ctx, id.TenantID, dID, true)
 		if errors.Is(err, domain.ErrNotFound) || err == nil && !id.CanAccessProject(d.ProjectID) {
 			return ErrWebhookDeliveryNotFound
 		}
 		if err != nil {
 			return err
 		}
-		purged, err := a.store.AuditPurgedPrefix(ctx, d.TenantID, d.ProjectID)
+		purged, err := tx.AuditPurgedPrefix(ctx, d.TenantID, d.ProjectID)
 		if err != nil {
 			return err
 		}
@@ -116,14 +116,14 @@ func (a *App) RedriveWebhookDelivery(ctx context.Context, id Identity, deliveryI
 		}
 		details, _ := json.Marshal(map[string]any{"deliveryId": d.ID.String(), "subscriptionId": d.SubscriptionID.String(),
 			"eventId": d.EventID.String(), "idempotencyKey": d.IdempotencyKey})
-		if _, err := a.recordCommandEvent(ctx, id, d.ProjectID, "webhook.delivery.redriven",
+		if _, err := a.recordCommandEvent(ctx, tx, id, d.ProjectID, "webhook.delivery.redriven",
 			domain.Resource{Type: "webhook_delivery", ID: d.ID.String()}, domain.RiskMedium, string(details), now); err != nil {
 			return err
 		}
-		if err := a.store.UpdateWebhookDelivery(ctx, d); err != nil {
+		if err := tx.UpdateWebhookDelivery(ctx, d); err != nil {
 			return err
 		}
-		if err := a.store.EnqueueJobs(ctx, webhookDeliveryJob(&d, time.Time{})); err != nil {
+		if err := tx.EnqueueJobs(ctx, webhookDeliveryJob(&d, time.Time{})); err != nil {
 			return err
 		}
 		out = d

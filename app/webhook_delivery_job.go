@@ -129,8 +129,8 @@ func (a *App) DeliverWebhooks(ctx context.Context, args jobargs.WebhookDeliveryA
 		switch {
 		case d.State == domain.WebhookDeliveryDelivering && d.AttemptCount == n:
 			var recorded bool
-			if err := a.retryTx(ctx, func(ctx context.Context) (err error) {
-				recorded, err = a.recordLostAttempt(ctx, d.TenantID, d.ID, n)
+			if err := a.retryTx(ctx, func(ctx context.Context, tx Tx) (err error) {
+				recorded, err = a.recordLostAttempt(ctx, tx, d.TenantID, d.ID, n)
 				return err
 			}); err != nil {
 				return err

@@ -79,11 +79,11 @@ func TestWebhookDeliveryArgsRoundTrip(t *testing.T) {
 // requests in rounds of the destination's in-flight limit, plus time for
 // the outcomes.
 func TestDeliveryJobTimeout(t *testing.T) {
-	a := New(nil, Config{Webhooks: WebhookConfig{MaxInFlightPerDestination: 8}})
+	a := New[Tx](nil, Config{Webhooks: WebhookConfig{MaxInFlightPerDestination: 8}})
 	require.Equal(t, 45*time.Second, a.DeliveryJobTimeout(1, 15*time.Second))
 	require.Equal(t, 45*time.Second, a.DeliveryJobTimeout(8, 15*time.Second))
 	require.Equal(t, 60*time.Second, a.DeliveryJobTimeout(9, 15*time.Second))
 	require.Equal(t, 13*15*time.Second+30*time.Second, a.DeliveryJobTimeout(maxDeliveryBatch, 15*time.Second))
-	one := New(nil, Config{Webhooks: WebhookConfig{MaxInFlightPerDestination: 1}})
+	one := New[Tx](nil, Config{Webhooks: WebhookConfig{MaxInFlightPerDestination: 1}})
 	require.Equal(t, maxDeliveryBatch*time.Second+30*time.Second, one.DeliveryJobTimeout(maxDeliveryBatch, time.Second))
 }

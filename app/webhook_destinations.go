@@ -71,22 +71,22 @@ func (a *App) CreateWebhookDestination(ctx context.Context, id Identity, in Crea
 	if err != nil {
 		return WebhookDestinationWithSecret{}, err
 	}
-	err = a.retryTx(ctx, func(ctx context.Context) error {
+	err = a.retryTx(ctx, func(ctx context.Context, tx Tx) error {
 		// The audit event locks the project's head first, which also
 		// serializes this quota check among concurrent creations.
 		details, _ := json.Marshal(map[string]string{"destinationId": d.ID.String(), "host": urlHost(url)})
-		if _, err := a.recordCommandEvent(ctx, id, d.ProjectID, "webhook.destination.created",
+		if _, err := a.recordCommandEvent(ctx, tx, id, d.ProjectID, "webhook.destination.created",
 			domain.Resource{Type: "webhook_destination", ID: d.ID.String()}, domain.RiskMedium, string(details), now); err != nil {
 			return err
 		}
-		existing, err := a.store.ListWebhookDestinations(ctx, id.TenantID, in.ProjectID, uuid.Nil, MaxWebhookDestinationsPerProject)
+		existing, err := tx.ListWebhookDestinations(ctx, id.TenantID, in.ProjectID, uuid.Nil, MaxWebhookDestinationsPerProject)
 		if err != nil {
 			return err
 		}
 		if len(existing) >= MaxWebhookDestinationsPerProject {
 			return newError(CodeQuotaExceeded, fmt.Sprintf("a project has at most %d webhook destinations", MaxWebhookDestinationsPerProject))
 		}
-		return a.store.InsertWebhookDestination(ctx, d, sealed)
+		return tx.InsertWebhookDestination(ctx, d, sealed)
 	})
 	if err != nil {
 		return WebhookDestinationWithSecret{}, err
@@ -161,8 +161,8 @@ func (a *App) RotateWebhookDestinationSecret(ctx context.Context, id Identity, i
 		return WebhookDestinationWithSecret{}, errors.New("webhooks: no master key configured")
 	}
 	var out WebhookDestinationWithSecret
-	err = a.retryTx(ctx, func(ctx context.Context) error {
-		d, err := a.visibleDestination(ctx, id, destID, true)
+	err = a.retryTx(ctx, func(ctx context.Context, tx Tx) error {
+		d, err := a.visibleDestination(ctx, tx, id, destID, true)
 		if err != nil {
 			return err
 		}
@@ -172,15 +172,15 @@ func (a *App) RotateWebhookDestinationSecret(ctx context.Context, id Identity, i
 			return err
 		}
 		until := now.Add(grace)
-		if err := a.store.RotateWebhookDestinationSecret(ctx, d.ID, sealed, until); err != nil {
+		if err := tx.RotateWebhookDestinationSecret(ctx, d.ID, sealed, until); err != nil {
 			return err
 		}
 		details, _ := json.Marshal(map[string]any{"destinationId": d.ID.String(), "gracePeriodSeconds": int64(grace / time.Second)})
-		if _, err := a.recordCommandEvent(ctx, id, d.ProjectID, "webhook.destination.secret_rotated",
+		if _, err := a.recordCommandEvent(ctx, tx, id, d.ProjectID, "webhook.destination.secret_rotated",
 			domain.Resource{Type: "webhook_destination", ID: d.ID.String()}, domain.RiskHigh, string(details), now); err != nil {
 			return err
 		}
-		d, err = a.store.GetWebhookDestination(ctx, id.TenantID, d.ID, false)
+		d, err = tx.GetWebhookDestination(ctx, id.TenantID, d.ID, false)
 		if err != nil {
 			return err
 		}
@@ -193,10 +193,11 @@ func (a *App) RotateWebhookDestinationSecret(ctx context.Context, id Identity, i
 	return out, nil
 }
 
-// visibleDestination reads a destination of id's tenant in one of its
-// projects; anything else is ErrWebhookDestinationNotFound.
-func (a *App) visibleDestination(ctx context.Context, id Identity, destID uuid.UUID, lock bool) (domain.WebhookDestination, error) {
-	d, err := a.store.GetWebhookDestination(ctx, id.TenantID, destID, lock)
+// visibleDestination reads, through r (the Store, or a Tx), a destination
+// of id's tenant in one of its projects; anything else is
+// ErrWebhookDestinationNotFound.
+func (a *App) visibleDestination(ctx context.Context, r WebhookReads, id Identity, destID uuid.UUID, lock bool) (domain.WebhookDestination, error) {
+	d, err := r.GetWebhookDestination(ctx, id.TenantID, destID, lock)
 	if errors.Is(err, domain.ErrNotFound) || err == nil && !id.CanAccessProject(d.ProjectID) {
 		return domain.WebhookDestination{}, ErrWebhookDestinationNotFound
 	}
@@ -213,7 +214,7 @@ func (a *App) WebhookDestination(ctx context.Context, id Identity, destinationID
 	if err != nil {
 		return domain.WebhookDestination{}, err
 	}
-	return a.visibleDestination(ctx, id, destID, false)
+	return a.visibleDestination(ctx, a.store, id, destID, false)
 }
 
 // WebhookDestinations returns a project's destinations, oldest first (at

@@ -27,8 +27,8 @@ func (a *App) FanOutWebhookDeliveries(ctx context.Context, args jobargs.WebhookF
 	created := 0
 	for from := args.FromSequence; from <= args.ToSequence; from += webhookFanoutChunk {
 		to := min(from+webhookFanoutChunk-1, args.ToSequence)
-		err := a.retryTx(ctx, func(ctx context.Context) error {
-			n, err := a.fanOutChunk(ctx, args.TenantID, args.ProjectID, from, to)
+		err := a.retryTx(ctx, func(ctx context.Context, tx Tx) error {
+			n, err := a.fanOutChunk(ctx, tx, args.TenantID, args.ProjectID, from, to)
 			created += n
 			return err
 		})
@@ -39,11 +39,12 @@ func (a *App) FanOutWebhookDeliveries(ctx context.Context, args jobargs.WebhookF
 	return created, nil
 }
 
-func (a *App) fanOutChunk(ctx context.Context, tenantID, projectID string, from, to uint64) (int, error) {
+// fanOutChunk fans out the events [from, to] in transaction tx.
+func (a *App) fanOutChunk(ctx context.Context, tx Tx, tenantID, projectID string, from, to uint64) (int, error) {
 	// Subscriptions disabled since these events were recorded still get
 	// them; Matches tells which.
 	const limit = 4 * MaxActiveWebhookSubscriptionsPerProject
-	subs, err := a.store.FanOutWebhookSubscriptions(ctx, tenantID, projectID, from, to, limit+1)
+	subs, err := tx.FanOutWebhookSubscriptions(ctx, tenantID, projectID, from, to, limit+1)
 	if err != nil || len(subs) == 0 {
 		return 0, err
 	}
@@ -51,7 +52,7 @@ func (a *App) fanOutChunk(ctx context.Context, tenantID, projectID string, from,
 		// Never drop a subscription silently.
 		return 0, fmt.Errorf("webhook fan-out of %s/%s [%d, %d]: more than %d subscriptions to match", tenantID, projectID, from, to, limit)
 	}
-	refs, err := a.store.AuditEventRefs(ctx, tenantID, projectID, from, to)
+	refs, err := tx.AuditEventRefs(ctx, tenantID, projectID, from, to)
 	if err != nil {
 		return 0, err
 	}
@@ -73,11 +74,11 @@ func (a *App) fanOutChunk(ctx context.Context, tenantID, projectID string, from,
 			})
 		}
 	}
-	inserted, err := a.store.InsertWebhookDeliveries(ctx, ds)
+	inserted, err := tx.InsertWebhookDeliveries(ctx, ds)
 	if err != nil || len(inserted) == 0 {
 		return 0, err
 	}
-	return len(inserted), a.store.EnqueueJobs(ctx, webhookFirstAttemptJobs(savedDeliveries(ds, inserted))...)
+	return len(inserted), tx.EnqueueJobs(ctx, webhookFirstAttemptJobs(savedDeliveries(ds, inserted))...)
 }
 
 // savedDeliveries returns the deliveries of ds that a statement saved, in

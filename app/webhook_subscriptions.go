@@ -59,19 +59,19 @@ func (a *App) CreateWebhookSubscription(ctx context.Context, id Identity, in Cre
 	}
 	var out domain.WebhookSubscription
 	subID := uuid.Must(uuid.NewV7())
-	err = a.retryTx(ctx, func(ctx context.Context) error {
+	err = a.retryTx(ctx, func(ctx context.Context, tx Tx) error {
 		if in.IdempotencyKey != "" {
 			fp := subscriptionFingerprint(in.ProjectID, destID, types, in.Description)
-			prev, found, err := a.claimIdempotentID(ctx, id.TenantID, operationCreateWebhookSubscription, in.IdempotencyKey, fp, subID)
+			prev, found, err := a.claimIdempotentID(ctx, tx, id.TenantID, operationCreateWebhookSubscription, in.IdempotencyKey, fp, subID)
 			if err != nil {
 				return err
 			}
 			if found {
-				out, err = a.store.GetWebhookSubscription(ctx, id.TenantID, prev, false)
+				out, err = tx.GetWebhookSubscription(ctx, id.TenantID, prev, false)
 				return err
 			}
 		}
-		d, err := a.visibleDestination(ctx, id, destID, false)
+		d, err := a.visibleDestination(ctx, tx, id, destID, false)
 		if err != nil {
 			return err
 		}
@@ -87,12 +87,12 @@ func (a *App) CreateWebhookSubscription(ctx context.Context, id Identity, in Cre
 		details, _ := json.Marshal(map[string]any{"subscriptionId": sub.ID.String(), "destinationId": d.ID.String(), "eventTypes": types})
 		// The creation event locks the project's head: from here on no
 		// event of the project commits between it and the subscription.
-		event, err := a.recordCommandEvent(ctx, id, in.ProjectID, "webhook.subscription.created",
+		event, err := a.recordCommandEvent(ctx, tx, id, in.ProjectID, "webhook.subscription.created",
 			domain.Resource{Type: "webhook_subscription", ID: sub.ID.String()}, domain.RiskMedium, string(details), now)
 		if err != nil {
 			return err
 		}
-		active, err := a.store.ListWebhookSubscriptions(ctx, id.TenantID, in.ProjectID, true, uuid.Nil, MaxActiveWebhookSubscriptionsPerProject)
+		active, err := tx.ListWebhookSubscriptions(ctx, id.TenantID, in.ProjectID, true, uuid.Nil, MaxActiveWebhookSubscriptionsPerProject)
 		if err != nil {
 			return err
 		}
@@ -100,7 +100,7 @@ func (a *App) CreateWebhookSubscription(ctx context.Context, id Identity, in Cre
 			return newError(CodeQuotaExceeded, fmt.Sprintf("a project has at most %d active webhook subscriptions", MaxActiveWebhookSubscriptionsPerProject))
 		}
 		sub.AfterSequence = event.Sequence
-		if err := a.store.InsertWebhookSubscription(ctx, sub); err != nil {
+		if err := tx.InsertWebhookSubscription(ctx, sub); err != nil {
 			return err
 		}
 		out = sub
@@ -132,8 +132,8 @@ func (a *App) DisableWebhookSubscription(ctx context.Context, id Identity, subsc
 		return domain.WebhookSubscription{}, err
 	}
 	var out domain.WebhookSubscription
-	err = a.retryTx(ctx, func(ctx context.Context) error {
-		sub, err := a.visibleSubscription(ctx, id, subID, true)
+	err = a.retryTx(ctx, func(ctx context.Context, tx Tx) error {
+		sub, err := a.visibleSubscription(ctx, tx, id, subID, true)
 		if err != nil {
 			return err
 		}
@@ -143,14 +143,14 @@ func (a *App) DisableWebhookSubscription(ctx context.Context, id Identity, subsc
 			return nil
 		}
 		details, _ := json.Marshal(map[string]string{"subscriptionId": sub.ID.String()})
-		event, err := a.recordCommandEvent(ctx, id, sub.ProjectID, "webhook.subscription.disabled",
+		event, err := a.recordCommandEvent(ctx, tx, id, sub.ProjectID, "webhook.subscription.disabled",
 			domain.Resource{Type: "webhook_subscription", ID: sub.ID.String()}, domain.RiskMedium, string(details), now)
 		if err != nil {
 			return err
 		}
 		// Events recorded before the disable event are still delivered.
 		sub.Disable(now, event.Sequence)
-		if err := a.store.DisableWebhookSubscription(ctx, sub); err != nil {
+		if err := tx.DisableWebhookSubscription(ctx, sub); err != nil {
 			return err
 		}
 		out = sub
@@ -162,8 +162,11 @@ func (a *App) DisableWebhookSubscription(ctx context.Context, id Identity, subsc
 	return out, nil
 }
 
-func (a *App) visibleSubscription(ctx context.Context, id Identity, subID uuid.UUID, lock bool) (domain.WebhookSubscription, error) {
-	sub, err := a.store.GetWebhookSubscription(ctx, id.TenantID, subID, lock)
+// visibleSubscription reads, through r (the Store, or a Tx), a subscription
+// of id's tenant in one of its projects; anything else is
+// ErrWebhookSubscriptionNotFound.
+func (a *App) visibleSubscription(ctx context.Context, r WebhookReads, id Identity, subID uuid.UUID, lock bool) (domain.WebhookSubscription, error) {
+	sub, err := r.GetWebhookSubscription(ctx, id.TenantID, subID, lock)
 	if errors.Is(err, domain.ErrNotFound) || err == nil && !id.CanAccessProject(sub.ProjectID) {
 		return domain.WebhookSubscription{}, ErrWebhookSubscriptionNotFound
 	}
@@ -180,7 +183,7 @@ func (a *App) WebhookSubscription(ctx context.Context, id Identity, subscription
 	if err != nil {
 		return domain.WebhookSubscription{}, err
 	}
-	return a.visibleSubscription(ctx, id, subID, false)
+	return a.visibleSubscription(ctx, a.store, id, subID, false)
 }
 
 // WebhookSubscriptions returns a page of a project's subscriptions, oldest

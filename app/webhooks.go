@@ -12,30 +12,43 @@ import (
 	"github.com/aetheriot/aether-audit/webhook"
 )
 
-// WebhookStore is what the webhook use cases need of persistence.
-type WebhookStore interface {
-	InsertWebhookDestination(ctx context.Context, d domain.WebhookDestination, secret domain.SealedWebhookSecret) error
+// WebhookReads reads webhook destinations, subscriptions and deliveries:
+// on the Store each read runs alone, on a Tx in its transaction (with lock,
+// a read row stays locked until the commit).
+type WebhookReads interface {
 	GetWebhookDestination(ctx context.Context, tenantID string, id uuid.UUID, lock bool) (domain.WebhookDestination, error)
 	ListWebhookDestinations(ctx context.Context, tenantID, projectID string, after uuid.UUID, limit int) ([]domain.WebhookDestination, error)
-	RotateWebhookDestinationSecret(ctx context.Context, destinationID uuid.UUID, secret domain.SealedWebhookSecret, graceUntil time.Time) error
-
-	InsertWebhookSubscription(ctx context.Context, sub domain.WebhookSubscription) error
 	GetWebhookSubscription(ctx context.Context, tenantID string, id uuid.UUID, lock bool) (domain.WebhookSubscription, error)
-	DisableWebhookSubscription(ctx context.Context, sub domain.WebhookSubscription) error
 	ListWebhookSubscriptions(ctx context.Context, tenantID, projectID string, activeOnly bool, after uuid.UUID, limit int) ([]domain.WebhookSubscription, error)
 	FanOutWebhookSubscriptions(ctx context.Context, tenantID, projectID string, from, to uint64, limit int) ([]domain.WebhookSubscription, error)
-
 	AuditEventRefs(ctx context.Context, tenantID, projectID string, from, to uint64) ([]domain.AuditEventRef, error)
-	InsertWebhookDeliveries(ctx context.Context, ds []domain.WebhookDelivery) ([]uuid.UUID, error)
 	GetWebhookDelivery(ctx context.Context, tenantID string, id uuid.UUID, lock bool) (domain.WebhookDelivery, error)
-	UpdateWebhookDelivery(ctx context.Context, d domain.WebhookDelivery) error
 	WebhookDeliveryWithAttempts(ctx context.Context, tenantID string, id uuid.UUID) (domain.WebhookDelivery, error)
 	SearchWebhookDeliveries(ctx context.Context, tenantID, projectID string, f domain.WebhookDeliveryFilter, before uuid.UUID, limit int) ([]domain.WebhookDelivery, error)
-	SaveWebhookAttempt(ctx context.Context, deliveryID uuid.UUID, a domain.WebhookDeliveryAttempt) error
-	SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.WebhookDeliveryChange) ([]uuid.UUID, error)
 	WebhookBatchSendContext(ctx context.Context, tenantID string, destinationID uuid.UUID, deliveryIDs, eventIDs []uuid.UUID, now time.Time) (domain.WebhookBatchSendContext, error)
-	// CommitWithoutFlush lets the transaction in ctx commit without waiting
-	// for the disk; for writes whose loss is detected and repaired.
+}
+
+// WebhookStore is what the webhook use cases need of the Store.
+type WebhookStore interface {
+	WebhookReads
+	// SaveWebhookDeliveriesIf saves delivery changes, each only if its
+	// delivery is still as it was read: one statement, alone (an attempt's
+	// durable intent) or in a Tx.
+	SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.WebhookDeliveryChange) ([]uuid.UUID, error)
+}
+
+// WebhookTx is what the webhook use cases do in a transaction.
+type WebhookTx interface {
+	WebhookStore
+	InsertWebhookDestination(ctx context.Context, d domain.WebhookDestination, secret domain.SealedWebhookSecret) error
+	RotateWebhookDestinationSecret(ctx context.Context, destinationID uuid.UUID, secret domain.SealedWebhookSecret, graceUntil time.Time) error
+	InsertWebhookSubscription(ctx context.Context, sub domain.WebhookSubscription) error
+	DisableWebhookSubscription(ctx context.Context, sub domain.WebhookSubscription) error
+	InsertWebhookDeliveries(ctx context.Context, ds []domain.WebhookDelivery) ([]uuid.UUID, error)
+	UpdateWebhookDelivery(ctx context.Context, d domain.WebhookDelivery) error
+	SaveWebhookAttempt(ctx context.Context, deliveryID uuid.UUID, a domain.WebhookDeliveryAttempt) error
+	// CommitWithoutFlush lets the transaction commit without waiting for
+	// the disk; for writes whose loss is detected and repaired.
 	CommitWithoutFlush(ctx context.Context) error
 }
 

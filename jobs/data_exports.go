@@ -2,15 +2,12 @@ package jobs
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/aetheriot/aether-audit/app"
 	"github.com/aetheriot/aether-audit/jobargs"
-	"github.com/aetheriot/aether-audit/store"
 )
 
 // DataExportWorker runs an export; see app.App.RunDataExport. The export
@@ -33,15 +30,7 @@ func (w *DataExportWorker) Timeout(*river.Job[jobargs.DataExportJobArgs]) time.D
 // Work implements river.Worker.
 func (w *DataExportWorker) Work(ctx context.Context, job *river.Job[jobargs.DataExportJobArgs]) error {
 	return w.App.RunDataExport(ctx, app.DataExportRun{
-		Args: job.Args, Attempt: job.Attempt,
-		Complete: func(ctx context.Context) error {
-			tx, ok := store.TxFromContext(ctx)
-			if !ok {
-				return errors.New("completing export job: no transaction")
-			}
-			_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
-			return err
-		},
+		Args: job.Args, Attempt: job.Attempt, Job: job.JobRow,
 	})
 }
 

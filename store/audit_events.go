@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/aetheriot/aether-audit/domain"
+	"github.com/aetheriot/aether-audit/store/dbsqlc"
 )
 
 const auditEventColumns = `tenant_id, project_id, sequence, id, action, occurred_at, recorded_at,
@@ -40,32 +41,20 @@ const copyThreshold = 16
 // read under the same lock: creating or disabling a subscription appends its
 // own audit event and so takes this lock too, which orders it exactly
 // against every other append of the project.
-func (s *Store) LockAuditHead(ctx context.Context, tenantID, projectID string) (head domain.ChainHead, webhooks bool, err error) {
-	tx, err := s.tx(ctx)
-	if err != nil {
-		return domain.ChainHead{}, false, err
-	}
+func (t *Tx) LockAuditHead(ctx context.Context, tenantID, projectID string) (head domain.ChainHead, webhooks bool, err error) {
 	for attempt := 0; ; attempt++ {
-		var (
-			seq  int64
-			hash []byte
-		)
-		err = tx.QueryRow(ctx, `SELECT h.last_sequence, h.last_hash, EXISTS (SELECT 1 FROM webhook_subscriptions w
-				WHERE w.tenant_id = h.tenant_id AND w.project_id = h.project_id AND w.state = 'ACTIVE')
-			FROM audit_project_heads h
-			WHERE h.tenant_id = $1 AND h.project_id = $2 FOR UPDATE OF h`, tenantID, projectID).Scan(&seq, &hash, &webhooks)
+		row, err := t.sqlc.LockAuditHead(ctx, dbsqlc.LockAuditHeadParams{TenantID: tenantID, ProjectID: projectID})
 		if err == nil {
-			head := domain.ChainHead{Sequence: uint64(seq)}
-			copy(head.Hash[:], hash)
-			return head, webhooks, nil
+			head := domain.ChainHead{Sequence: uint64(row.LastSequence)}
+			copy(head.Hash[:], row.LastHash)
+			return head, row.Webhooks, nil
 		}
 		if !errors.Is(err, pgx.ErrNoRows) || attempt > 0 {
 			return domain.ChainHead{}, false, fmt.Errorf("locking audit head: %w", err)
 		}
 		// A new project: create its head (a concurrent creator wins the
 		// race harmlessly) and lock it.
-		if _, err := tx.Exec(ctx, `INSERT INTO audit_project_heads (tenant_id, project_id) VALUES ($1, $2)
-			ON CONFLICT (tenant_id, project_id) DO NOTHING`, tenantID, projectID); err != nil {
+		if err := t.sqlc.CreateAuditHead(ctx, dbsqlc.CreateAuditHeadParams{TenantID: tenantID, ProjectID: projectID}); err != nil {
 			return domain.ChainHead{}, false, fmt.Errorf("creating audit head: %w", err)
 		}
 	}
@@ -78,31 +67,29 @@ func (s *Store) LockAuditHead(ctx context.Context, tenantID, projectID string) (
 // project and new head sequence, never the events. Small appends go in one
 // round trip (a multi-row INSERT, the head UPDATE and the notification in
 // one batch); large ones use COPY.
-func (s *Store) AppendAuditEvents(ctx context.Context, tenantID, projectID string, events []domain.AuditEvent, head domain.ChainHead) error {
-	tx, err := s.tx(ctx)
-	if err != nil {
-		return err
-	}
-	const setHead = `UPDATE audit_project_heads SET last_sequence = $3, last_hash = $4
-		WHERE tenant_id = $1 AND project_id = $2`
+//
+// The events' INSERT is written here, not in queries/audit_events.sql: its
+// number of VALUES rows varies with the batch, which sqlc cannot express,
+// and it shares auditEventValues with COPY. The head update and the
+// notification are sqlc's, queued in the same batch.
+func (t *Tx) AppendAuditEvents(ctx context.Context, tenantID, projectID string, events []domain.AuditEvent, head domain.ChainHead) error {
 	headArgs := []any{tenantID, projectID, int64(head.Sequence), head.Hash[:]}
 	note, err := json.Marshal(AuditEventsNotification{TenantID: tenantID, ProjectID: projectID, Sequence: head.Sequence})
 	if err != nil {
 		return fmt.Errorf("encoding notification: %w", err)
 	}
-	const notify = `SELECT pg_notify('` + AuditEventsChannel + `', $1)`
 	rows := make([][]any, len(events))
 	for i := range events {
 		rows[i] = auditEventValues(&events[i])
 	}
 	if len(events) >= copyThreshold {
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"audit_events"}, auditEventColumnNames, pgx.CopyFromRows(rows)); err != nil {
+		if _, err := t.tx.CopyFrom(ctx, pgx.Identifier{"audit_events"}, auditEventColumnNames, pgx.CopyFromRows(rows)); err != nil {
 			return fmt.Errorf("copying audit events: %w", err)
 		}
 		batch := &pgx.Batch{}
-		batch.Queue(setHead, headArgs...)
-		batch.Queue(notify, string(note))
-		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+		batch.Queue(dbsqlc.UpdateAuditHead, headArgs...)
+		batch.Queue(dbsqlc.NotifyAuditEvents, AuditEventsChannel, string(note))
+		if err := t.tx.SendBatch(ctx, batch).Close(); err != nil {
 			return fmt.Errorf("updating audit head: %w", err)
 		}
 		return nil
@@ -127,9 +114,9 @@ func (s *Store) AppendAuditEvents(ctx context.Context, tenantID, projectID strin
 	}
 	batch := &pgx.Batch{}
 	batch.Queue(sb.String(), args...)
-	batch.Queue(setHead, headArgs...)
-	batch.Queue(notify, string(note))
-	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+	batch.Queue(dbsqlc.UpdateAuditHead, headArgs...)
+	batch.Queue(dbsqlc.NotifyAuditEvents, AuditEventsChannel, string(note))
+	if err := t.tx.SendBatch(ctx, batch).Close(); err != nil {
 		return fmt.Errorf("inserting audit events: %w", err)
 	}
 	return nil
@@ -137,21 +124,16 @@ func (s *Store) AppendAuditEvents(ctx context.Context, tenantID, projectID strin
 
 // AuditHead returns the committed head of tenant/project without locking it;
 // the zero head for a project with no events.
-func (s *Store) AuditHead(ctx context.Context, tenantID, projectID string) (domain.ChainHead, error) {
-	var (
-		seq  int64
-		hash []byte
-	)
-	err := s.q(ctx).QueryRow(ctx, `SELECT last_sequence, last_hash FROM audit_project_heads
-		WHERE tenant_id = $1 AND project_id = $2`, tenantID, projectID).Scan(&seq, &hash)
+func (q *queries) AuditHead(ctx context.Context, tenantID, projectID string) (domain.ChainHead, error) {
+	row, err := q.sqlc.GetAuditHead(ctx, dbsqlc.GetAuditHeadParams{TenantID: tenantID, ProjectID: projectID})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return domain.ChainHead{}, nil
 	}
 	if err != nil {
 		return domain.ChainHead{}, fmt.Errorf("reading audit head: %w", err)
 	}
-	head := domain.ChainHead{Sequence: uint64(seq)}
-	copy(head.Hash[:], hash)
+	head := domain.ChainHead{Sequence: uint64(row.LastSequence)}
+	copy(head.Hash[:], row.LastHash)
 	return head, nil
 }
 
@@ -191,45 +173,46 @@ func auditEventValues(e *domain.AuditEvent) []any {
 
 // FindAuditEventsByID returns the tenant's stored events among ids, keyed by
 // id, in any project. Missing ids are simply absent.
-func (s *Store) FindAuditEventsByID(ctx context.Context, tenantID string, ids []uuid.UUID) (map[uuid.UUID]domain.AuditEvent, error) {
-	rows, err := s.q(ctx).Query(ctx, `SELECT `+auditEventColumns+` FROM audit_events
-		WHERE tenant_id = $1 AND id = ANY($2)`, tenantID, ids)
+func (q *queries) FindAuditEventsByID(ctx context.Context, tenantID string, ids []uuid.UUID) (map[uuid.UUID]domain.AuditEvent, error) {
+	rows, err := q.sqlc.FindAuditEventsByID(ctx, dbsqlc.FindAuditEventsByIDParams{TenantID: tenantID, Ids: ids})
 	if err != nil {
 		return nil, fmt.Errorf("finding audit events: %w", err)
 	}
-	events, err := pgx.CollectRows(rows, scanAuditEvent)
-	if err != nil {
-		return nil, fmt.Errorf("finding audit events: %w", err)
-	}
-	out := make(map[uuid.UUID]domain.AuditEvent, len(events))
-	for _, e := range events {
+	out := make(map[uuid.UUID]domain.AuditEvent, len(rows))
+	for i := range rows {
+		e, err := auditEventFromRow(&rows[i])
+		if err != nil {
+			return nil, fmt.Errorf("finding audit events: %w", err)
+		}
 		out[e.ID] = e
 	}
 	return out, nil
 }
 
 // GetAuditEvent returns one event of tenant/project by id, or ErrNotFound.
-func (s *Store) GetAuditEvent(ctx context.Context, tenantID, projectID string, id uuid.UUID) (domain.AuditEvent, error) {
-	return s.getAuditEvent(ctx, "id = $3", tenantID, projectID, id)
+func (q *queries) GetAuditEvent(ctx context.Context, tenantID, projectID string, id uuid.UUID) (domain.AuditEvent, error) {
+	row, err := q.sqlc.GetAuditEvent(ctx, dbsqlc.GetAuditEventParams{TenantID: tenantID, ProjectID: projectID, ID: id})
+	return gotAuditEvent(&row, err)
 }
 
 // GetAuditEventBySequence returns the event of tenant/project at seq, or
 // ErrNotFound.
-func (s *Store) GetAuditEventBySequence(ctx context.Context, tenantID, projectID string, seq uint64) (domain.AuditEvent, error) {
-	return s.getAuditEvent(ctx, "sequence = $3", tenantID, projectID, clampInt64(seq))
+func (q *queries) GetAuditEventBySequence(ctx context.Context, tenantID, projectID string, seq uint64) (domain.AuditEvent, error) {
+	row, err := q.sqlc.GetAuditEventBySequence(ctx, dbsqlc.GetAuditEventBySequenceParams{
+		TenantID: tenantID, ProjectID: projectID, Sequence: clampInt64(seq)})
+	return gotAuditEvent(&row, err)
 }
 
-// getAuditEvent returns the one event of tenant/project matching cond (on $3).
-func (s *Store) getAuditEvent(ctx context.Context, cond, tenantID, projectID string, key any) (domain.AuditEvent, error) {
-	rows, err := s.q(ctx).Query(ctx, `SELECT `+auditEventColumns+` FROM audit_events
-		WHERE tenant_id = $1 AND project_id = $2 AND `+cond, tenantID, projectID, key)
-	if err != nil {
-		return domain.AuditEvent{}, fmt.Errorf("getting audit event: %w", err)
-	}
-	e, err := pgx.CollectExactlyOneRow(rows, scanAuditEvent)
+// gotAuditEvent is the event of a read of one event: ErrNotFound without
+// a row.
+func gotAuditEvent(row *dbsqlc.AuditEvent, err error) (domain.AuditEvent, error) {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return domain.AuditEvent{}, ErrNotFound
 	}
+	if err != nil {
+		return domain.AuditEvent{}, fmt.Errorf("getting audit event: %w", err)
+	}
+	e, err := auditEventFromRow(row)
 	if err != nil {
 		return domain.AuditEvent{}, fmt.Errorf("getting audit event: %w", err)
 	}
@@ -239,9 +222,9 @@ func (s *Store) getAuditEvent(ctx context.Context, cond, tenantID, projectID str
 // SearchAuditEvents returns one keyset page of tenant/project's events that
 // pass the filter, in page.Order. Every condition is keyed by tenant and
 // project first so the indexes serve it.
-func (s *Store) SearchAuditEvents(ctx context.Context, tenantID, projectID string, f domain.AuditEventFilter, page domain.AuditEventPage) ([]domain.AuditEvent, error) {
+func (q *queries) SearchAuditEvents(ctx context.Context, tenantID, projectID string, f domain.AuditEventFilter, page domain.AuditEventPage) ([]domain.AuditEvent, error) {
 	sql, args := searchSQL(tenantID, projectID, f, page)
-	rows, err := s.q(ctx).Query(ctx, sql, args...)
+	rows, err := q.db.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("searching audit events: %w", err)
 	}
@@ -253,63 +236,55 @@ func (s *Store) SearchAuditEvents(ctx context.Context, tenantID, projectID strin
 }
 
 func searchSQL(tenantID, projectID string, f domain.AuditEventFilter, page domain.AuditEventPage) (string, []any) {
-	args := []any{tenantID, projectID}
-	var sb strings.Builder
-	sb.WriteString(`SELECT ` + auditEventColumns + ` FROM audit_events WHERE tenant_id = $1 AND project_id = $2`)
-	cond := func(format string, v any) {
-		args = append(args, v)
-		fmt.Fprintf(&sb, " AND "+format, len(args))
-	}
+	q := newFiltered(`SELECT `+auditEventColumns+` FROM audit_events WHERE tenant_id = $1 AND project_id = $2`, tenantID, projectID)
 	if a := f.Action; a != nil {
 		if a.Prefix() != "" {
 			// action is COLLATE "C": the prefix range is a plain byte range
 			// ('/' follows '.'), served by the action index.
-			cond("action >= $%d", a.Prefix())
-			cond("action < $%d", strings.TrimSuffix(a.Prefix(), ".")+"/")
+			q.and("action >= $?", a.Prefix())
+			q.and("action < $?", strings.TrimSuffix(a.Prefix(), ".")+"/")
 		} else {
-			cond("action = $%d", a.Exact())
+			q.and("action = $?", a.Exact())
 		}
 	}
 	if f.SubjectID != "" {
-		cond("subject_id = $%d", f.SubjectID)
+		q.and("subject_id = $?", f.SubjectID)
 	}
 	if f.ResourceType != "" {
-		cond("resource_type = $%d", f.ResourceType)
+		q.and("resource_type = $?", f.ResourceType)
 	}
 	if f.ResourceID != "" {
-		cond("resource_id = $%d", f.ResourceID)
+		q.and("resource_id = $?", f.ResourceID)
 	}
 	if len(f.Outcomes) > 0 {
 		outcomes := make([]string, len(f.Outcomes))
 		for i, o := range f.Outcomes {
 			outcomes[i] = string(o)
 		}
-		cond("outcome = ANY($%d)", outcomes)
+		q.and("outcome = ANY($?)", outcomes)
 	}
 	if f.OccurredFrom != nil {
-		cond("occurred_at >= $%d", *f.OccurredFrom)
+		q.and("occurred_at >= $?", *f.OccurredFrom)
 	}
 	if f.OccurredTo != nil {
-		cond("occurred_at < $%d", *f.OccurredTo)
+		q.and("occurred_at < $?", *f.OccurredTo)
 	}
 	if f.SequenceFrom != nil {
-		cond("sequence >= $%d", clampInt64(*f.SequenceFrom))
+		q.and("sequence >= $?", clampInt64(*f.SequenceFrom))
 	}
 	if f.SequenceTo != nil {
-		cond("sequence <= $%d", clampInt64(*f.SequenceTo))
+		q.and("sequence <= $?", clampInt64(*f.SequenceTo))
 	}
-	dir := "ASC"
+	order := "sequence ASC"
 	if page.Order == domain.NewestFirst {
-		dir = "DESC"
+		order = "sequence DESC"
 		if page.After != nil {
-			cond("sequence < $%d", clampInt64(*page.After))
+			q.and("sequence < $?", clampInt64(*page.After))
 		}
 	} else if page.After != nil {
-		cond("sequence > $%d", clampInt64(*page.After))
+		q.and("sequence > $?", clampInt64(*page.After))
 	}
-	args = append(args, page.Limit)
-	fmt.Fprintf(&sb, " ORDER BY sequence %s LIMIT $%d", dir, len(args))
-	return sb.String(), args
+	return q.page(order, page.Limit)
 }
 
 // clampInt64 maps a uint64 bound onto the bigint column's range.
@@ -322,10 +297,8 @@ func clampInt64(v uint64) int64 {
 
 // ScanAuditEvents calls fn for each event of tenant/project with sequence in
 // [from, to], in sequence order, streaming rows rather than loading them all.
-func (s *Store) ScanAuditEvents(ctx context.Context, tenantID, projectID string, from, to uint64, fn func(*domain.AuditEvent) error) error {
-	rows, err := s.q(ctx).Query(ctx, `SELECT `+auditEventColumns+` FROM audit_events
-		WHERE tenant_id = $1 AND project_id = $2 AND sequence BETWEEN $3 AND $4
-		ORDER BY sequence`, tenantID, projectID, clampInt64(from), clampInt64(to))
+func (q *queries) ScanAuditEvents(ctx context.Context, tenantID, projectID string, from, to uint64, fn func(*domain.AuditEvent) error) error {
+	rows, err := q.db.Query(ctx, dbsqlc.ScanAuditEvents, tenantID, projectID, clampInt64(from), clampInt64(to))
 	if err != nil {
 		return fmt.Errorf("scanning audit events: %w", err)
 	}
@@ -345,45 +318,45 @@ func (s *Store) ScanAuditEvents(ctx context.Context, tenantID, projectID string,
 	return nil
 }
 
+// scanAuditEvent scans a row of whole events (auditEventColumns) from a
+// query run without sqlc's functions: the filtered search and the streams.
 func scanAuditEvent(row pgx.CollectableRow) (domain.AuditEvent, error) {
-	var (
-		e                             domain.AuditEvent
-		seq                           int64
-		subjectType, outcome          string
-		risk                          *string
-		reason, ticket, confirmedBy   string
-		traceID, requestID, causation string
-		digests                       []byte
-		details                       string
-		fingerprint, chainHash        []byte
-	)
-	err := row.Scan(&e.TenantID, &e.ProjectID, &seq, &e.ID, &e.Action, &e.OccurredAt, &e.RecordedAt,
-		&subjectType, &e.Subject.ID, &e.Subject.DisplayName, &e.Resource.Type, &e.Resource.ID, &outcome,
-		&risk, &reason, &ticket, &confirmedBy, &traceID, &requestID, &causation,
-		&digests, &details, &fingerprint, &chainHash)
+	var r dbsqlc.AuditEvent
+	err := row.Scan(&r.TenantID, &r.ProjectID, &r.Sequence, &r.ID, &r.Action, &r.OccurredAt, &r.RecordedAt,
+		&r.SubjectType, &r.SubjectID, &r.SubjectDisplayName, &r.ResourceType, &r.ResourceID, &r.Outcome,
+		&r.GovernanceRisk, &r.GovernanceReason, &r.GovernanceTicket, &r.GovernanceConfirmedBy,
+		&r.TraceID, &r.RequestID, &r.CausationID, &r.EvidenceDigests, &r.Details, &r.InputFingerprint, &r.ChainHash)
 	if err != nil {
-		return e, err
+		return domain.AuditEvent{}, err
 	}
-	e.Sequence = uint64(seq)
-	e.OccurredAt = e.OccurredAt.UTC()
-	e.RecordedAt = e.RecordedAt.UTC()
-	e.Subject.Type = domain.SubjectType(subjectType)
-	e.Outcome = domain.Outcome(outcome)
-	if risk != nil {
-		e.Governance = &domain.Governance{Reason: reason, Ticket: ticket, Risk: domain.Risk(*risk), ConfirmedBy: confirmedBy}
+	return auditEventFromRow(&r)
+}
+
+// auditEventFromRow is the domain event of a stored row.
+func auditEventFromRow(r *dbsqlc.AuditEvent) (domain.AuditEvent, error) {
+	e := domain.AuditEvent{
+		TenantID: r.TenantID, ProjectID: r.ProjectID, Sequence: uint64(r.Sequence), ID: r.ID, Action: r.Action,
+		OccurredAt: r.OccurredAt.UTC(), RecordedAt: r.RecordedAt.UTC(),
+		Subject:  domain.Subject{Type: domain.SubjectType(r.SubjectType), ID: r.SubjectID, DisplayName: r.SubjectDisplayName},
+		Resource: domain.Resource{Type: r.ResourceType, ID: r.ResourceID},
+		Outcome:  domain.Outcome(r.Outcome),
+		Details:  json.RawMessage(r.Details),
 	}
-	if traceID != "" || requestID != "" || causation != "" {
-		e.Correlation = &domain.Correlation{TraceID: traceID, RequestID: requestID, CausationID: causation}
+	if r.GovernanceRisk != nil {
+		e.Governance = &domain.Governance{Reason: r.GovernanceReason, Ticket: r.GovernanceTicket,
+			Risk: domain.Risk(*r.GovernanceRisk), ConfirmedBy: r.GovernanceConfirmedBy}
+	}
+	if r.TraceID != "" || r.RequestID != "" || r.CausationID != "" {
+		e.Correlation = &domain.Correlation{TraceID: r.TraceID, RequestID: r.RequestID, CausationID: r.CausationID}
 	}
 	e.EvidenceDigests = []domain.EvidenceDigest{}
-	if len(digests) > 2 {
-		if err := json.Unmarshal(digests, &e.EvidenceDigests); err != nil {
+	if len(r.EvidenceDigests) > 2 {
+		if err := json.Unmarshal(r.EvidenceDigests, &e.EvidenceDigests); err != nil {
 			return e, fmt.Errorf("decoding evidence digests: %w", err)
 		}
 	}
-	e.Details = json.RawMessage(details)
-	copy(e.InputFingerprint[:], fingerprint)
-	copy(e.ChainHash[:], chainHash)
+	copy(e.InputFingerprint[:], r.InputFingerprint)
+	copy(e.ChainHash[:], r.ChainHash)
 	return e, nil
 }
 

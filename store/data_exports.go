@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/aetheriot/aether-audit/domain"
+	"github.com/aetheriot/aether-audit/store/dbsqlc"
 )
 
 // DataExportsChannel is the PostgreSQL notification channel on which every
@@ -61,12 +61,12 @@ func notifyDataExport(b *pgx.Batch, tenantID string, id uuid.UUID) {
 }
 
 // InsertDataExport stores a new export and announces it.
-func (s *Store) InsertDataExport(ctx context.Context, e domain.DataExport) error {
+func (t *Tx) InsertDataExport(ctx context.Context, e domain.DataExport) error {
 	b := &pgx.Batch{}
 	b.Queue(`INSERT INTO data_exports (`+dataExportColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
 		$11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)`, dataExportValues(&e)...)
 	notifyDataExport(b, e.TenantID, e.ID)
-	if err := s.q(ctx).SendBatch(ctx, b).Close(); err != nil {
+	if err := t.tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("inserting data export: %w", err)
 	}
 	return nil
@@ -74,7 +74,7 @@ func (s *Store) InsertDataExport(ctx context.Context, e domain.DataExport) error
 
 // UpdateDataExport persists an export changed by the domain and announces
 // the change.
-func (s *Store) UpdateDataExport(ctx context.Context, e domain.DataExport) error {
+func (t *Tx) UpdateDataExport(ctx context.Context, e domain.DataExport) error {
 	b := &pgx.Batch{}
 	// Only the lifecycle columns change; the request's are immutable.
 	b.Queue(`UPDATE data_exports SET state = $3, started_at = $4, progress_rows = $5, progress_bytes = $6,
@@ -84,7 +84,7 @@ func (s *Store) UpdateDataExport(ctx context.Context, e domain.DataExport) error
 		clampInt64(e.ProgressBytes), e.ObjectRef, e.ContentDigest, clampInt64(e.ByteLength), clampInt64(e.RowCount),
 		e.ReadyAt, e.ExpiresAt, e.FailedAt, e.FailureReason, e.ExpiredAt, e.UpdatedAt)
 	notifyDataExport(b, e.TenantID, e.ID)
-	if err := s.q(ctx).SendBatch(ctx, b).Close(); err != nil {
+	if err := t.tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("updating data export: %w", err)
 	}
 	return nil
@@ -92,12 +92,12 @@ func (s *Store) UpdateDataExport(ctx context.Context, e domain.DataExport) error
 
 // UpdateDataExportProgress records the progress of a RUNNING export and
 // announces it.
-func (s *Store) UpdateDataExportProgress(ctx context.Context, tenantID string, id uuid.UUID, rows, bytes uint64, now time.Time) error {
+func (q *queries) UpdateDataExportProgress(ctx context.Context, tenantID string, id uuid.UUID, rows, bytes uint64, now time.Time) error {
 	b := &pgx.Batch{}
 	b.Queue(`UPDATE data_exports SET progress_rows = $3, progress_bytes = $4, updated_at = $5
 		WHERE tenant_id = $1 AND id = $2 AND state = 'RUNNING'`, tenantID, id, clampInt64(rows), clampInt64(bytes), now)
 	notifyDataExport(b, tenantID, id)
-	if err := s.q(ctx).SendBatch(ctx, b).Close(); err != nil {
+	if err := q.db.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("updating data export progress: %w", err)
 	}
 	return nil
@@ -106,25 +106,25 @@ func (s *Store) UpdateDataExportProgress(ctx context.Context, tenantID string, i
 // GetDataExport returns an export of the tenant; ErrNotFound when the tenant
 // has none with this id. With lock, the row stays locked for the rest of the
 // transaction.
-func (s *Store) GetDataExport(ctx context.Context, tenantID string, id uuid.UUID, lock bool) (domain.DataExport, error) {
-	return getOne(ctx, s, "data export", scanDataExport, forUpdate(
+func (q *queries) GetDataExport(ctx context.Context, tenantID string, id uuid.UUID, lock bool) (domain.DataExport, error) {
+	return getOne(ctx, q.db, "data export", scanDataExport, forUpdate(
 		`SELECT `+dataExportColumns+` FROM data_exports WHERE tenant_id = $1 AND id = $2`, lock), tenantID, id)
 }
 
 // LockTenantDataExports serializes, until the end of the transaction, the
 // requests of a tenant's exports, so that its quota of active exports is
 // counted exactly.
-func (s *Store) LockTenantDataExports(ctx context.Context, tenantID string) error {
-	if _, err := s.q(ctx).Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('data_exports:' || $1, 0))`, tenantID); err != nil {
+func (t *Tx) LockTenantDataExports(ctx context.Context, tenantID string) error {
+	if _, err := t.tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('data_exports:' || $1, 0))`, tenantID); err != nil {
 		return fmt.Errorf("locking tenant exports: %w", err)
 	}
 	return nil
 }
 
 // CountActiveDataExports counts the tenant's QUEUED and RUNNING exports.
-func (s *Store) CountActiveDataExports(ctx context.Context, tenantID string) (int, error) {
+func (q *queries) CountActiveDataExports(ctx context.Context, tenantID string) (int, error) {
 	var n int
-	if err := s.q(ctx).QueryRow(ctx, `SELECT count(*) FROM data_exports
+	if err := q.db.QueryRow(ctx, `SELECT count(*) FROM data_exports
 		WHERE tenant_id = $1 AND state IN ('QUEUED', 'RUNNING')`, tenantID).Scan(&n); err != nil {
 		return 0, fmt.Errorf("counting active exports: %w", err)
 	}
@@ -133,26 +133,19 @@ func (s *Store) CountActiveDataExports(ctx context.Context, tenantID string) (in
 
 // ListDataExports returns up to limit exports of tenant/project matching f,
 // newest first, with ids before before (uuid.Nil: from the newest).
-func (s *Store) ListDataExports(ctx context.Context, tenantID, projectID string, f domain.DataExportFilter, before uuid.UUID, limit int) ([]domain.DataExport, error) {
-	var sb strings.Builder
-	sb.WriteString(`SELECT ` + dataExportColumns + ` FROM data_exports WHERE tenant_id = $1 AND project_id = $2`)
-	args := []any{tenantID, projectID}
-	add := func(cond string, v any) {
-		args = append(args, v)
-		fmt.Fprintf(&sb, " AND %s $%d", cond, len(args))
-	}
+func (q *queries) ListDataExports(ctx context.Context, tenantID, projectID string, f domain.DataExportFilter, before uuid.UUID, limit int) ([]domain.DataExport, error) {
+	fq := newFiltered(`SELECT `+dataExportColumns+` FROM data_exports WHERE tenant_id = $1 AND project_id = $2`, tenantID, projectID)
 	if before != uuid.Nil {
-		add("id <", before)
+		fq.and("id < $?", before)
 	}
 	if f.State != "" {
-		add("state =", string(f.State))
+		fq.and("state = $?", string(f.State))
 	}
 	if f.Kind != "" {
-		add("kind =", string(f.Kind))
+		fq.and("kind = $?", string(f.Kind))
 	}
-	args = append(args, limit)
-	fmt.Fprintf(&sb, " ORDER BY id DESC LIMIT $%d", len(args))
-	rows, _ := s.q(ctx).Query(ctx, sb.String(), args...)
+	query, args := fq.page("id DESC", limit)
+	rows, _ := q.db.Query(ctx, query, args...)
 	out, err := pgx.CollectRows(rows, scanDataExport)
 	if err != nil {
 		return nil, fmt.Errorf("listing data exports: %w", err)
@@ -163,8 +156,8 @@ func (s *Store) ListDataExports(ctx context.Context, tenantID, projectID string,
 // DueDataExportExpiries returns up to limit exports (of any tenant) due to
 // expire at now: READY ones whose expiresAt has passed, and FAILED ones that
 // failed before failedBefore.
-func (s *Store) DueDataExportExpiries(ctx context.Context, now, failedBefore time.Time, limit int) ([]domain.DataExport, error) {
-	rows, _ := s.q(ctx).Query(ctx, `(SELECT `+dataExportColumns+` FROM data_exports
+func (q *queries) DueDataExportExpiries(ctx context.Context, now, failedBefore time.Time, limit int) ([]domain.DataExport, error) {
+	rows, _ := q.db.Query(ctx, `(SELECT `+dataExportColumns+` FROM data_exports
 			WHERE state = 'READY' AND expires_at <= $1 ORDER BY expires_at LIMIT $3)
 		UNION ALL
 		(SELECT `+dataExportColumns+` FROM data_exports
@@ -181,10 +174,8 @@ func (s *Store) DueDataExportExpiries(ctx context.Context, now, failedBefore tim
 // streaming rows from the server rather than loading them. The event fn gets
 // borrows the row's buffer: it is valid only during the call, and fn must
 // not keep it or anything in it.
-func (s *Store) StreamAuditEventsByTime(ctx context.Context, tenantID, projectID string, from, to time.Time, fn func(*domain.AuditEvent) error) error {
-	rows, err := s.q(ctx).Query(ctx, `SELECT `+auditEventColumns+` FROM audit_events
-		WHERE tenant_id = $1 AND project_id = $2 AND occurred_at >= $3 AND occurred_at < $4
-		ORDER BY occurred_at, sequence`, tenantID, projectID, from, to)
+func (q *queries) StreamAuditEventsByTime(ctx context.Context, tenantID, projectID string, from, to time.Time, fn func(*domain.AuditEvent) error) error {
+	rows, err := q.db.Query(ctx, dbsqlc.StreamAuditEventsByTime, tenantID, projectID, from, to)
 	if err != nil {
 		return fmt.Errorf("streaming audit events: %w", err)
 	}
@@ -218,8 +209,8 @@ func (s *Store) StreamAuditEventsByTime(ctx context.Context, tenantID, projectID
 
 // StreamAlarmHistory calls fn for each alarm record of tenant/project with
 // occurredAt in [from, to), in time order, streaming.
-func (s *Store) StreamAlarmHistory(ctx context.Context, tenantID, projectID string, from, to time.Time, fn func(*domain.AlarmRecord) error) error {
-	rows, err := s.q(ctx).Query(ctx, `SELECT tenant_id, project_id, id, occurred_at, alarm_id, device_id, severity, state,
+func (q *queries) StreamAlarmHistory(ctx context.Context, tenantID, projectID string, from, to time.Time, fn func(*domain.AlarmRecord) error) error {
+	rows, err := q.db.Query(ctx, `SELECT tenant_id, project_id, id, occurred_at, alarm_id, device_id, severity, state,
 			message, details::text
 		FROM alarm_history WHERE tenant_id = $1 AND project_id = $2 AND occurred_at >= $3 AND occurred_at < $4
 		ORDER BY occurred_at, id`, tenantID, projectID, from, to)
@@ -251,8 +242,8 @@ func (s *Store) StreamAlarmHistory(ctx context.Context, tenantID, projectID stri
 
 // StreamTelemetryHistory calls fn for each telemetry point of
 // tenant/project with occurredAt in [from, to), in time order, streaming.
-func (s *Store) StreamTelemetryHistory(ctx context.Context, tenantID, projectID string, from, to time.Time, fn func(*domain.TelemetryPoint) error) error {
-	rows, err := s.q(ctx).Query(ctx, `SELECT tenant_id, project_id, device_id, metric, occurred_at, value, unit
+func (q *queries) StreamTelemetryHistory(ctx context.Context, tenantID, projectID string, from, to time.Time, fn func(*domain.TelemetryPoint) error) error {
+	rows, err := q.db.Query(ctx, `SELECT tenant_id, project_id, device_id, metric, occurred_at, value, unit
 		FROM telemetry_history WHERE tenant_id = $1 AND project_id = $2 AND occurred_at >= $3 AND occurred_at < $4
 		ORDER BY occurred_at, device_id, metric`, tenantID, projectID, from, to)
 	if err != nil {
@@ -278,7 +269,7 @@ func (s *Store) StreamTelemetryHistory(ctx context.Context, tenantID, projectID 
 // AppendAlarmHistory inserts alarm records; a record whose id the tenant
 // already has is skipped (idempotent retries). It returns how many it
 // inserted.
-func (s *Store) AppendAlarmHistory(ctx context.Context, records []domain.AlarmRecord) (int64, error) {
+func (q *queries) AppendAlarmHistory(ctx context.Context, records []domain.AlarmRecord) (int64, error) {
 	n := len(records)
 	tenants, projects, alarmIDs, devices, severities, states, messages, details :=
 		make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -288,7 +279,7 @@ func (s *Store) AppendAlarmHistory(ctx context.Context, records []domain.AlarmRe
 		severities[i], states[i], messages[i], details[i] = string(r.Severity), string(r.State), r.Message, string(r.Details)
 		ids[i], times[i] = r.ID, r.OccurredAt
 	}
-	tag, err := s.q(ctx).Exec(ctx, `INSERT INTO alarm_history (tenant_id, project_id, id, occurred_at, alarm_id, device_id,
+	tag, err := q.db.Exec(ctx, `INSERT INTO alarm_history (tenant_id, project_id, id, occurred_at, alarm_id, device_id,
 			severity, state, message, details)
 		SELECT t, p, i, o, a, d, sv, st, m, dt::jsonb FROM unnest($1::text[], $2::text[], $3::uuid[], $4::timestamptz[],
 			$5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[]) AS u(t, p, i, o, a, d, sv, st, m, dt)
@@ -302,7 +293,7 @@ func (s *Store) AppendAlarmHistory(ctx context.Context, records []domain.AlarmRe
 // AppendTelemetryHistory inserts telemetry points; a point the project
 // already has (same time, device and metric) is skipped. It returns how many
 // it inserted.
-func (s *Store) AppendTelemetryHistory(ctx context.Context, points []domain.TelemetryPoint) (int64, error) {
+func (q *queries) AppendTelemetryHistory(ctx context.Context, points []domain.TelemetryPoint) (int64, error) {
 	n := len(points)
 	tenants, projects, devices, metrics, units := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	times, values := make([]time.Time, n), make([]float64, n)
@@ -310,7 +301,7 @@ func (s *Store) AppendTelemetryHistory(ctx context.Context, points []domain.Tele
 		tenants[i], projects[i], devices[i], metrics[i], units[i] = p.TenantID, p.ProjectID, p.DeviceID, p.Metric, p.Unit
 		times[i], values[i] = p.OccurredAt, p.Value
 	}
-	tag, err := s.q(ctx).Exec(ctx, `INSERT INTO telemetry_history (tenant_id, project_id, device_id, metric, occurred_at, value, unit)
+	tag, err := q.db.Exec(ctx, `INSERT INTO telemetry_history (tenant_id, project_id, device_id, metric, occurred_at, value, unit)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::float8[], $7::text[])
 		ON CONFLICT DO NOTHING`, tenants, projects, devices, metrics, times, values, units)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/aetheriot/aether-audit/domain"
+	"github.com/aetheriot/aether-audit/store/dbsqlc"
 )
 
 // ClaimIdempotencyKey claims (tenant, operation, key) for this transaction.
@@ -17,24 +18,16 @@ import (
 // was already used it returns found=true with the fingerprint of the request
 // it was first used with and that request's stored result; a concurrent claim of the same key waits for
 // the first transaction and then sees its committed record.
-func (s *Store) ClaimIdempotencyKey(ctx context.Context, tenantID, operation, key string, fingerprint domain.Hash, ttl time.Duration) (prior domain.Hash, result []byte, found bool, err error) {
-	tx, err := s.tx(ctx)
-	if err != nil {
-		return prior, nil, false, err
-	}
-	tag, err := tx.Exec(ctx, `INSERT INTO idempotency_keys (tenant_id, operation, key, fingerprint, result, expires_at)
-		VALUES ($1, $2, $3, $4, 'null', now() + $5::interval)
-		ON CONFLICT (tenant_id, operation, key) DO NOTHING`,
-		tenantID, operation, key, fingerprint[:], ttl)
+func (t *Tx) ClaimIdempotencyKey(ctx context.Context, tenantID, operation, key string, fingerprint domain.Hash, ttl time.Duration) (prior domain.Hash, result []byte, found bool, err error) {
+	claimed, err := t.sqlc.ClaimIdempotencyKey(ctx, dbsqlc.ClaimIdempotencyKeyParams{
+		TenantID: tenantID, Operation: operation, Key: key, Fingerprint: fingerprint[:], Ttl: ttl})
 	if err != nil {
 		return prior, nil, false, fmt.Errorf("claiming idempotency key: %w", err)
 	}
-	if tag.RowsAffected() == 1 {
+	if claimed == 1 {
 		return prior, nil, false, nil
 	}
-	var fp []byte
-	err = tx.QueryRow(ctx, `SELECT fingerprint, result FROM idempotency_keys
-		WHERE tenant_id = $1 AND operation = $2 AND key = $3`, tenantID, operation, key).Scan(&fp, &result)
+	row, err := t.sqlc.GetIdempotencyKey(ctx, dbsqlc.GetIdempotencyKeyParams{TenantID: tenantID, Operation: operation, Key: key})
 	if errors.Is(err, pgx.ErrNoRows) {
 		// The other claim rolled back or was pruned between our statements:
 		// the caller retries the whole transaction.
@@ -43,19 +36,15 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, tenantID, operation, ke
 	if err != nil {
 		return prior, nil, false, fmt.Errorf("reading idempotency key: %w", err)
 	}
-	copy(prior[:], fp)
-	return prior, result, true, nil
+	copy(prior[:], row.Fingerprint)
+	return prior, row.Result, true, nil
 }
 
 // CompleteIdempotencyKey stores the result of the mutation that claimed the
 // key in this transaction.
-func (s *Store) CompleteIdempotencyKey(ctx context.Context, tenantID, operation, key string, result []byte) error {
-	tx, err := s.tx(ctx)
-	if err != nil {
-		return err
-	}
-	if _, err := tx.Exec(ctx, `UPDATE idempotency_keys SET result = $4
-		WHERE tenant_id = $1 AND operation = $2 AND key = $3`, tenantID, operation, key, result); err != nil {
+func (t *Tx) CompleteIdempotencyKey(ctx context.Context, tenantID, operation, key string, result []byte) error {
+	if err := t.sqlc.CompleteIdempotencyKey(ctx, dbsqlc.CompleteIdempotencyKeyParams{
+		TenantID: tenantID, Operation: operation, Key: key, Result: result}); err != nil {
 		return fmt.Errorf("completing idempotency key: %w", err)
 	}
 	return nil
@@ -64,12 +53,11 @@ func (s *Store) CompleteIdempotencyKey(ctx context.Context, tenantID, operation,
 // PruneIdempotencyKeys deletes up to limit records past their expiry and
 // returns how many it deleted.
 func (s *Store) PruneIdempotencyKeys(ctx context.Context, limit int) (int64, error) {
-	tag, err := s.q(ctx).Exec(ctx, `DELETE FROM idempotency_keys WHERE ctid = ANY(ARRAY(
-		SELECT ctid FROM idempotency_keys WHERE expires_at < now() LIMIT $1))`, limit)
+	n, err := s.sqlc.PruneIdempotencyKeys(ctx, int64(limit))
 	if err != nil {
 		return 0, fmt.Errorf("pruning idempotency keys: %w", err)
 	}
-	return tag.RowsAffected(), nil
+	return n, nil
 }
 
 // errRetry marks a conflict that a fresh attempt of the transaction resolves.

@@ -9,32 +9,32 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/aetheriot/aether-audit/domain"
+	"github.com/aetheriot/aether-audit/store/dbsqlc"
 )
 
 // AuditRetentionOverride returns the tenant's own retention in days, if an
 // admin set one.
-func (s *Store) AuditRetentionOverride(ctx context.Context, tenantID string) (days int, found bool, err error) {
-	err = s.q(ctx).QueryRow(ctx, `SELECT retention_days FROM audit_retention_overrides WHERE tenant_id = $1`, tenantID).Scan(&days)
+func (q *queries) AuditRetentionOverride(ctx context.Context, tenantID string) (days int, found bool, err error) {
+	d, err := q.sqlc.GetAuditRetentionOverride(ctx, tenantID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, false, nil
 	}
 	if err != nil {
 		return 0, false, fmt.Errorf("reading audit retention: %w", err)
 	}
-	return days, true, nil
+	return int(d), true, nil
 }
 
 // SetAuditRetentionOverride sets the tenant's retention in days, or removes
 // its override when days is nil.
-func (s *Store) SetAuditRetentionOverride(ctx context.Context, tenantID string, days *int, by string, now time.Time) error {
+func (t *Tx) SetAuditRetentionOverride(ctx context.Context, tenantID string, days *int, by string, now time.Time) error {
 	var err error
 	if days == nil {
-		_, err = s.q(ctx).Exec(ctx, `DELETE FROM audit_retention_overrides WHERE tenant_id = $1`, tenantID)
+		err = t.sqlc.DeleteAuditRetentionOverride(ctx, tenantID)
 	} else {
-		_, err = s.q(ctx).Exec(ctx, `INSERT INTO audit_retention_overrides (tenant_id, retention_days, updated_at, updated_by)
-			VALUES ($1, $2, $3, $4) ON CONFLICT (tenant_id) DO UPDATE
-			SET retention_days = EXCLUDED.retention_days, updated_at = EXCLUDED.updated_at, updated_by = EXCLUDED.updated_by`,
-			tenantID, *days, now, by)
+		// Days are bounded by domain.MaxAuditRetentionDays.
+		err = t.sqlc.UpsertAuditRetentionOverride(ctx, dbsqlc.UpsertAuditRetentionOverrideParams{
+			TenantID: tenantID, RetentionDays: int32(*days), UpdatedAt: now, UpdatedBy: by})
 	}
 	if err != nil {
 		return fmt.Errorf("setting audit retention: %w", err)
@@ -44,9 +44,8 @@ func (s *Store) SetAuditRetentionOverride(ctx context.Context, tenantID string, 
 
 // TenantProjects returns the tenant's projects that have an audit chain,
 // in order.
-func (s *Store) TenantProjects(ctx context.Context, tenantID string) ([]string, error) {
-	rows, _ := s.q(ctx).Query(ctx, `SELECT project_id FROM audit_project_heads WHERE tenant_id = $1 ORDER BY project_id`, tenantID)
-	projects, err := pgx.CollectRows(rows, pgx.RowTo[string])
+func (q *queries) TenantProjects(ctx context.Context, tenantID string) ([]string, error) {
+	projects, err := q.sqlc.TenantProjects(ctx, tenantID)
 	if err != nil {
 		return nil, fmt.Errorf("listing projects: %w", err)
 	}
@@ -54,96 +53,62 @@ func (s *Store) TenantProjects(ctx context.Context, tenantID string) ([]string, 
 }
 
 // AuditPurgedPrefix returns where the project's purged prefix ends.
-func (s *Store) AuditPurgedPrefix(ctx context.Context, tenantID, projectID string) (domain.PurgedPrefix, error) {
-	var (
-		through int64
-		hash    []byte
-	)
-	err := s.q(ctx).QueryRow(ctx, `SELECT purged_through, purged_hash FROM audit_project_heads
-		WHERE tenant_id = $1 AND project_id = $2`, tenantID, projectID).Scan(&through, &hash)
+func (q *queries) AuditPurgedPrefix(ctx context.Context, tenantID, projectID string) (domain.PurgedPrefix, error) {
+	row, err := q.sqlc.GetAuditPurgedPrefix(ctx, dbsqlc.GetAuditPurgedPrefixParams{TenantID: tenantID, ProjectID: projectID})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return domain.PurgedPrefix{}, nil
 	}
 	if err != nil {
 		return domain.PurgedPrefix{}, fmt.Errorf("reading purged prefix: %w", err)
 	}
-	p := domain.PurgedPrefix{Through: uint64(through)}
-	copy(p.Hash[:], hash)
+	p := domain.PurgedPrefix{Through: uint64(row.PurgedThrough)}
+	copy(p.Hash[:], row.PurgedHash)
 	return p, nil
 }
 
 // AuditPurgeCandidates returns up to limit projects whose oldest remaining
 // event was recorded before now minus their tenant's retention (the
 // tenant's override, else defaultRetention). One index probe per project.
-func (s *Store) AuditPurgeCandidates(ctx context.Context, defaultRetention time.Duration, now time.Time, limit int) ([]domain.PurgeCandidate, error) {
-	rows, _ := s.q(ctx).Query(ctx, `SELECT h.tenant_id, h.project_id, COALESCE(o.retention_days * 86400.0, $1)
-		FROM audit_project_heads h LEFT JOIN audit_retention_overrides o ON o.tenant_id = h.tenant_id
-		WHERE h.last_sequence > h.purged_through AND EXISTS (
-			SELECT 1 FROM audit_events e
-			WHERE e.tenant_id = h.tenant_id AND e.project_id = h.project_id AND e.sequence = h.purged_through + 1
-			  AND e.recorded_at < $2::timestamptz - make_interval(secs => COALESCE(o.retention_days * 86400.0, $1)))
-		ORDER BY h.tenant_id, h.project_id LIMIT $3`, defaultRetention.Seconds(), now, limit)
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.PurgeCandidate, error) {
-		var (
-			c    domain.PurgeCandidate
-			secs float64
-		)
-		err := row.Scan(&c.TenantID, &c.ProjectID, &secs)
-		c.Retention = time.Duration(secs * float64(time.Second))
-		return c, err
-	})
+func (q *queries) AuditPurgeCandidates(ctx context.Context, defaultRetention time.Duration, now time.Time, limit int) ([]domain.PurgeCandidate, error) {
+	rows, err := q.sqlc.AuditPurgeCandidates(ctx, dbsqlc.AuditPurgeCandidatesParams{
+		DefaultSeconds: defaultRetention.Seconds(), Now: now, RowLimit: int64(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("finding projects to purge: %w", err)
+	}
+	out := make([]domain.PurgeCandidate, len(rows))
+	for i, r := range rows {
+		out[i] = domain.PurgeCandidate{TenantID: r.TenantID, ProjectID: r.ProjectID,
+			Retention: time.Duration(r.RetentionSeconds * float64(time.Second))}
 	}
 	return out, nil
 }
 
-// PurgeAuditPrefix deletes, in the caller's transaction, the project's
+// PurgeAuditPrefix deletes, in the transaction, the project's
 // oldest events recorded before cutoff, at most maxEvents of them, and
 // dead-letters the webhook deliveries of purged events that were still to
 // be sent. The project's head must be locked (LockAuditHead). It moves the
 // head's purged prefix first, which is what lets the append-only trigger
 // allow these deletes and only these. The zero AuditPurge (Count 0) means
 // nothing was old enough.
-func (s *Store) PurgeAuditPrefix(ctx context.Context, tenantID, projectID string, cutoff time.Time, maxEvents int, now time.Time) (domain.AuditPurge, error) {
-	tx, err := s.tx(ctx)
-	if err != nil {
-		return domain.AuditPurge{}, err
-	}
+func (t *Tx) PurgeAuditPrefix(ctx context.Context, tenantID, projectID string, cutoff time.Time, maxEvents int, now time.Time) (domain.AuditPurge, error) {
 	p := domain.AuditPurge{TenantID: tenantID, ProjectID: projectID, Cutoff: cutoff}
-	var (
-		from, through int64
-		hash          []byte
-	)
-	// The prefix ends before the first event at or after the cutoff (or at
-	// the head): every purged event is older than the window even if clocks
-	// stepped back.
-	err = tx.QueryRow(ctx, `WITH h AS (
-			SELECT purged_through, last_sequence FROM audit_project_heads WHERE tenant_id = $1 AND project_id = $2),
-		bound AS (
-			SELECT LEAST(
-				COALESCE((SELECT e.sequence - 1 FROM audit_events e, h
-					WHERE e.tenant_id = $1 AND e.project_id = $2 AND e.sequence > h.purged_through
-					  AND e.sequence <= h.purged_through + $4 AND e.recorded_at >= $3
-					ORDER BY e.sequence LIMIT 1), h.last_sequence),
-				h.purged_through + $4) AS through, h.purged_through FROM h)
-		SELECT b.purged_through + 1, b.through, COALESCE(e.chain_hash, '\x'::bytea)
-		FROM bound b LEFT JOIN audit_events e ON e.tenant_id = $1 AND e.project_id = $2 AND e.sequence = b.through`,
-		tenantID, projectID, cutoff, maxEvents).Scan(&from, &through, &hash)
+	bound, err := t.sqlc.AuditPurgeBound(ctx, dbsqlc.AuditPurgeBoundParams{
+		TenantID: tenantID, ProjectID: projectID, MaxEvents: int64(maxEvents), Cutoff: cutoff})
+	from, through := bound.PurgeFrom, bound.PurgeThrough
 	if errors.Is(err, pgx.ErrNoRows) || err == nil && through < from {
 		return p, nil
 	}
 	if err != nil {
 		return p, fmt.Errorf("finding the purge bound: %w", err)
 	}
+	// One round trip: the statements of queries/*.sql queued by hand, with
+	// their parameters in the order of their $n.
 	batch := &pgx.Batch{}
-	batch.Queue(`UPDATE audit_project_heads SET purged_through = $3, purged_hash = $4
-		WHERE tenant_id = $1 AND project_id = $2`, tenantID, projectID, through, hash)
-	batch.Queue(`SELECT set_config('aether.audit_purge', 'on', true)`)
-	batch.Queue(`DELETE FROM audit_events WHERE tenant_id = $1 AND project_id = $2 AND sequence BETWEEN $3 AND $4`,
-		tenantID, projectID, from, through)
-	batch.Queue(`SELECT set_config('aether.audit_purge', 'off', true)`)
-	br := tx.SendBatch(ctx, batch)
+	batch.Queue(dbsqlc.MoveAuditPurgedPrefix, tenantID, projectID, through, bound.ThroughHash)
+	batch.Queue(dbsqlc.AllowAuditPurge)
+	batch.Queue(dbsqlc.PurgeAuditEvents, tenantID, projectID, from, through)
+	batch.Queue(dbsqlc.EndAuditPurge)
+	br := t.tx.SendBatch(ctx, batch)
 	if _, err := br.Exec(); err != nil {
 		_ = br.Close()
 		return p, fmt.Errorf("moving the purged prefix: %w", err)
@@ -161,8 +126,8 @@ func (s *Store) PurgeAuditPrefix(ctx context.Context, tenantID, projectID string
 		return p, fmt.Errorf("purging audit events: %w", err)
 	}
 	p.From, p.Through, p.Count = uint64(from), uint64(through), tag.RowsAffected()
-	copy(p.ThroughHash[:], hash)
-	if p.DeadLettered, err = s.DeadLetterPurgedWebhookDeliveries(ctx, tenantID, projectID, now); err != nil {
+	copy(p.ThroughHash[:], bound.ThroughHash)
+	if p.DeadLettered, err = t.DeadLetterPurgedWebhookDeliveries(ctx, tenantID, projectID, now); err != nil {
 		return p, err
 	}
 	return p, nil
@@ -175,15 +140,11 @@ const PurgedDeliveryError = "event_purged: the audit event was purged by retenti
 // DeadLetterPurgedWebhookDeliveries dead-letters the project's deliveries
 // waiting to be sent (PENDING or RETRYING) whose event lies in the purged
 // prefix: there is nothing left to send.
-func (s *Store) DeadLetterPurgedWebhookDeliveries(ctx context.Context, tenantID, projectID string, now time.Time) (int64, error) {
-	tag, err := s.q(ctx).Exec(ctx, `UPDATE webhook_deliveries d SET state = 'DEAD_LETTERED', dead_lettered_at = $3,
-			updated_at = $3, next_attempt_at = NULL, last_error = $4
-		FROM audit_project_heads h
-		WHERE h.tenant_id = $1 AND h.project_id = $2 AND d.tenant_id = $1 AND d.project_id = $2
-		  AND d.state IN ('PENDING', 'RETRYING') AND d.event_sequence <= h.purged_through`,
-		tenantID, projectID, now, PurgedDeliveryError)
+func (q *queries) DeadLetterPurgedWebhookDeliveries(ctx context.Context, tenantID, projectID string, now time.Time) (int64, error) {
+	n, err := q.sqlc.DeadLetterPurgedWebhookDeliveries(ctx, dbsqlc.DeadLetterPurgedWebhookDeliveriesParams{
+		TenantID: tenantID, ProjectID: projectID, Now: now, LastError: PurgedDeliveryError})
 	if err != nil {
 		return 0, fmt.Errorf("dead-lettering deliveries of purged events: %w", err)
 	}
-	return tag.RowsAffected(), nil
+	return n, nil
 }

@@ -2,9 +2,15 @@
 // transaction helper, the audit event store with its per-project head row,
 // idempotency records and migrations. Nothing outside this package writes SQL.
 //
-// A transaction opened by InTx travels in the context: every method called
-// with that context runs inside it, so that use cases in package app compose
-// one transaction out of several calls without seeing pgx.
+// A transaction is a value: InTx passes fn a *Tx, and the statements that
+// belong to a command's transaction (locks, the command's writes, its
+// outbox jobs) are methods of Tx only. Reads, and writes that stand alone
+// in their own statement, are methods of both Store (on the pool) and Tx
+// (in the transaction).
+//
+// Static statements are written in queries/*.sql and compiled by sqlc into
+// package dbsqlc (see docs/architecture.md, "How to add a query"); the
+// filtered pages build theirs with filtered.
 package store
 
 import (
@@ -20,18 +26,17 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/aetheriot/aether-audit/domain"
+	"github.com/aetheriot/aether-audit/store/dbsqlc"
 )
 
 // ErrNotFound is returned when a looked-up row does not exist (in the
 // caller's tenant and project). It is domain.ErrNotFound.
 var ErrNotFound = domain.ErrNotFound
 
-// ErrNoTx is returned by methods that must run inside InTx when called
-// without a transaction in the context.
-var ErrNoTx = errors.New("store: method requires a transaction (call it inside InTx)")
-
-// Store is the PostgreSQL-backed store.
+// Store is the PostgreSQL-backed store. Its methods run on the pool, each
+// statement in its own implicit transaction; InTx opens an explicit one.
 type Store struct {
+	queries
 	pool *pgxpool.Pool
 	// jobs is an insert-only River client: the outbox of commands.
 	jobs *river.Client[pgx.Tx]
@@ -46,13 +51,11 @@ func New(pool *pgxpool.Pool) *Store {
 		// An insert-only client with an empty config cannot fail to build.
 		panic(fmt.Sprintf("store: creating River insert client: %v", err))
 	}
-	return &Store{pool: pool, jobs: jobs}
+	return &Store{queries: newQueries(pool), pool: pool, jobs: jobs}
 }
 
 // Pool returns the underlying pool, for River and health checks.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
-
-type txKey struct{}
 
 // querier is what pgx.Tx and *pgxpool.Pool share.
 type querier interface {
@@ -63,40 +66,38 @@ type querier interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
-// TxFromContext returns the transaction InTx put in ctx, if any: for River
-// calls that must join it (completing a job in the transaction of its result).
-func TxFromContext(ctx context.Context) (pgx.Tx, bool) {
-	tx, ok := ctx.Value(txKey{}).(pgx.Tx)
-	return tx, ok
+// queries holds the methods Store and Tx share: reads, and writes that
+// stand alone in one statement (or one batch, which PostgreSQL runs as one
+// implicit transaction). On a Store they run on the pool, on a Tx in its
+// transaction.
+type queries struct {
+	db querier
+	// sqlc runs the static statements of queries/*.sql on db.
+	sqlc *dbsqlc.Queries
 }
 
-func (s *Store) q(ctx context.Context) querier {
-	if tx, ok := TxFromContext(ctx); ok {
-		return tx
-	}
-	return s.pool
+func newQueries(db querier) queries { return queries{db: db, sqlc: dbsqlc.New(db)} }
+
+// Tx is one transaction opened by Store.InTx. Besides the methods it shares
+// with Store, which run in the transaction, it has those that only make
+// sense inside one: locks that last until the commit, the writes of a
+// command, and River jobs inserted or completed with them. A Tx is valid
+// only during the call of InTx's fn.
+type Tx struct {
+	queries
+	tx   pgx.Tx
+	jobs *river.Client[pgx.Tx]
 }
 
-func (s *Store) tx(ctx context.Context) (pgx.Tx, error) {
-	if tx, ok := TxFromContext(ctx); ok {
-		return tx, nil
-	}
-	return nil, ErrNoTx
-}
-
-// InTx runs fn in one read-committed transaction carried by the context fn
-// receives. It commits when fn returns nil and rolls back otherwise. Nested
-// calls join the outer transaction.
-func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context) error) error {
-	if _, ok := TxFromContext(ctx); ok {
-		return fn(ctx)
-	}
+// InTx runs fn in one read-committed transaction, which fn receives as tx.
+// It commits when fn returns nil and rolls back otherwise.
+func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx *Tx) error) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("beginning transaction: %w", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
-	if err := fn(context.WithValue(ctx, txKey{}, tx)); err != nil {
+	if err := fn(ctx, &Tx{queries: newQueries(tx), tx: tx, jobs: s.jobs}); err != nil {
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -123,18 +124,14 @@ func (s *Store) IsRetryable(err error) bool {
 	return false
 }
 
-// CommitWithoutFlush makes the transaction in ctx commit without waiting for
-// its WAL to reach the disk (SET LOCAL synchronous_commit = off). A crash of
+// CommitWithoutFlush makes the transaction commit without waiting for its
+// WAL to reach the disk (SET LOCAL synchronous_commit = off). A crash of
 // PostgreSQL may then lose the transaction, never corrupt anything: use it
 // only for writes whose loss the caller detects and repairs (an attempt's
 // outcome, whose loss leaves the attempt DELIVERING, later recorded as
 // unknown and resent).
-func (s *Store) CommitWithoutFlush(ctx context.Context) error {
-	tx, err := s.tx(ctx)
-	if err != nil {
-		return err
-	}
-	if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
+func (t *Tx) CommitWithoutFlush(ctx context.Context) error {
+	if _, err := t.tx.Exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
 		return fmt.Errorf("relaxing commit durability: %w", err)
 	}
 	return nil
@@ -142,8 +139,8 @@ func (s *Store) CommitWithoutFlush(ctx context.Context) error {
 
 // getOne reads the one row query q returns with scan: ErrNotFound when there
 // is none, other errors wrapped as "reading <what>".
-func getOne[T any](ctx context.Context, s *Store, what string, scan pgx.RowToFunc[T], q string, args ...any) (T, error) {
-	rows, _ := s.q(ctx).Query(ctx, q, args...)
+func getOne[T any](ctx context.Context, db querier, what string, scan pgx.RowToFunc[T], q string, args ...any) (T, error) {
+	rows, _ := db.Query(ctx, q, args...)
 	v, err := pgx.CollectExactlyOneRow(rows, scan)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return v, ErrNotFound

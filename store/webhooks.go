@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/aetheriot/aether-audit/domain"
+	"github.com/aetheriot/aether-audit/store/dbsqlc"
 )
 
 const destinationColumns = `d.tenant_id, d.project_id, d.id, d.url, d.description, d.created_at, d.created_by,
@@ -35,17 +35,13 @@ func utcPtr(t *time.Time) *time.Time {
 }
 
 // InsertWebhookDestination stores a new destination with its first secret.
-func (s *Store) InsertWebhookDestination(ctx context.Context, d domain.WebhookDestination, secret domain.SealedWebhookSecret) error {
-	tx, err := s.tx(ctx)
-	if err != nil {
-		return err
-	}
+func (t *Tx) InsertWebhookDestination(ctx context.Context, d domain.WebhookDestination, secret domain.SealedWebhookSecret) error {
 	b := &pgx.Batch{}
 	b.Queue(`INSERT INTO webhook_destinations (tenant_id, project_id, id, url, description, created_at, created_by)
 		VALUES ($1, $2, $3, $4, $5, $6, $7)`, d.TenantID, d.ProjectID, d.ID, d.URL, d.Description, d.CreatedAt, d.CreatedBy)
 	b.Queue(`INSERT INTO webhook_destination_secrets (destination_id, id, sealed, created_at) VALUES ($1, $2, $3, $4)`,
 		d.ID, secret.ID, secret.Sealed, secret.CreatedAt)
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+	if err := t.tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("inserting webhook destination: %w", err)
 	}
 	return nil
@@ -54,18 +50,18 @@ func (s *Store) InsertWebhookDestination(ctx context.Context, d domain.WebhookDe
 // GetWebhookDestination returns a destination of the tenant; ErrNotFound when
 // the tenant has none with this id. With lock, the row stays locked for the
 // rest of the transaction.
-func (s *Store) GetWebhookDestination(ctx context.Context, tenantID string, id uuid.UUID, lock bool) (domain.WebhookDestination, error) {
-	q := `SELECT ` + destinationColumns + ` FROM webhook_destinations d WHERE d.tenant_id = $1 AND d.id = $2`
+func (q *queries) GetWebhookDestination(ctx context.Context, tenantID string, id uuid.UUID, lock bool) (domain.WebhookDestination, error) {
+	query := `SELECT ` + destinationColumns + ` FROM webhook_destinations d WHERE d.tenant_id = $1 AND d.id = $2`
 	if lock {
-		q += ` FOR UPDATE OF d`
+		query += ` FOR UPDATE OF d`
 	}
-	return getOne(ctx, s, "webhook destination", scanDestination, q, tenantID, id)
+	return getOne(ctx, q.db, "webhook destination", scanDestination, query, tenantID, id)
 }
 
 // ListWebhookDestinations returns up to limit destinations of tenant/project
 // with ids after after (uuid.Nil: from the start), oldest first.
-func (s *Store) ListWebhookDestinations(ctx context.Context, tenantID, projectID string, after uuid.UUID, limit int) ([]domain.WebhookDestination, error) {
-	rows, _ := s.q(ctx).Query(ctx, `SELECT `+destinationColumns+` FROM webhook_destinations d
+func (q *queries) ListWebhookDestinations(ctx context.Context, tenantID, projectID string, after uuid.UUID, limit int) ([]domain.WebhookDestination, error) {
+	rows, _ := q.db.Query(ctx, `SELECT `+destinationColumns+` FROM webhook_destinations d
 		WHERE d.tenant_id = $1 AND d.project_id = $2 AND d.id > $3 ORDER BY d.id LIMIT $4`,
 		tenantID, projectID, after, limit)
 	out, err := pgx.CollectRows(rows, scanDestination)
@@ -78,18 +74,14 @@ func (s *Store) ListWebhookDestinations(ctx context.Context, tenantID, projectID
 // RotateWebhookDestinationSecret makes secret the destination's current
 // secret. Secrets still valid keep signing until graceUntil (or their own
 // earlier expiry).
-func (s *Store) RotateWebhookDestinationSecret(ctx context.Context, destinationID uuid.UUID, secret domain.SealedWebhookSecret, graceUntil time.Time) error {
-	tx, err := s.tx(ctx)
-	if err != nil {
-		return err
-	}
+func (t *Tx) RotateWebhookDestinationSecret(ctx context.Context, destinationID uuid.UUID, secret domain.SealedWebhookSecret, graceUntil time.Time) error {
 	b := &pgx.Batch{}
 	b.Queue(`UPDATE webhook_destination_secrets SET expires_at = LEAST(COALESCE(expires_at, $2), $2)
 		WHERE destination_id = $1 AND (expires_at IS NULL OR expires_at > $3)`, destinationID, graceUntil, secret.CreatedAt)
 	b.Queue(`INSERT INTO webhook_destination_secrets (destination_id, id, sealed, created_at) VALUES ($1, $2, $3, $4)`,
 		destinationID, secret.ID, secret.Sealed, secret.CreatedAt)
 	b.Queue(`UPDATE webhook_destinations SET secret_rotated_at = $2 WHERE id = $1`, destinationID, secret.CreatedAt)
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+	if err := t.tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("rotating webhook secret: %w", err)
 	}
 	return nil
@@ -118,8 +110,8 @@ func scanSubscription(row pgx.CollectableRow) (domain.WebhookSubscription, error
 }
 
 // InsertWebhookSubscription stores a new subscription.
-func (s *Store) InsertWebhookSubscription(ctx context.Context, sub domain.WebhookSubscription) error {
-	_, err := s.q(ctx).Exec(ctx, `INSERT INTO webhook_subscriptions (`+subscriptionColumns+`)
+func (t *Tx) InsertWebhookSubscription(ctx context.Context, sub domain.WebhookSubscription) error {
+	_, err := t.tx.Exec(ctx, `INSERT INTO webhook_subscriptions (`+subscriptionColumns+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL)`,
 		sub.TenantID, sub.ProjectID, sub.ID, sub.DestinationID, sub.EventTypes, sub.Description, string(sub.State),
 		clampInt64(sub.AfterSequence), sub.CreatedAt, sub.CreatedBy, sub.DisabledAt)
@@ -132,14 +124,14 @@ func (s *Store) InsertWebhookSubscription(ctx context.Context, sub domain.Webhoo
 // GetWebhookSubscription returns a subscription of the tenant; ErrNotFound
 // when the tenant has none with this id. With lock, the row stays locked for
 // the rest of the transaction.
-func (s *Store) GetWebhookSubscription(ctx context.Context, tenantID string, id uuid.UUID, lock bool) (domain.WebhookSubscription, error) {
-	return getOne(ctx, s, "webhook subscription", scanSubscription, forUpdate(
+func (q *queries) GetWebhookSubscription(ctx context.Context, tenantID string, id uuid.UUID, lock bool) (domain.WebhookSubscription, error) {
+	return getOne(ctx, q.db, "webhook subscription", scanSubscription, forUpdate(
 		`SELECT `+subscriptionColumns+` FROM webhook_subscriptions WHERE tenant_id = $1 AND id = $2`, lock), tenantID, id)
 }
 
 // DisableWebhookSubscription persists a subscription disabled by the domain.
-func (s *Store) DisableWebhookSubscription(ctx context.Context, sub domain.WebhookSubscription) error {
-	_, err := s.q(ctx).Exec(ctx, `UPDATE webhook_subscriptions SET state = $3, disabled_at = $4, disabled_sequence = $5
+func (t *Tx) DisableWebhookSubscription(ctx context.Context, sub domain.WebhookSubscription) error {
+	_, err := t.tx.Exec(ctx, `UPDATE webhook_subscriptions SET state = $3, disabled_at = $4, disabled_sequence = $5
 		WHERE tenant_id = $1 AND id = $2`, sub.TenantID, sub.ID, string(sub.State), sub.DisabledAt, clampInt64(sub.DisabledSequence))
 	if err != nil {
 		return fmt.Errorf("disabling webhook subscription: %w", err)
@@ -150,13 +142,13 @@ func (s *Store) DisableWebhookSubscription(ctx context.Context, sub domain.Webho
 // ListWebhookSubscriptions returns up to limit subscriptions of
 // tenant/project with ids after after, oldest first. With activeOnly, only
 // ACTIVE ones.
-func (s *Store) ListWebhookSubscriptions(ctx context.Context, tenantID, projectID string, activeOnly bool, after uuid.UUID, limit int) ([]domain.WebhookSubscription, error) {
-	q := `SELECT ` + subscriptionColumns + ` FROM webhook_subscriptions
+func (q *queries) ListWebhookSubscriptions(ctx context.Context, tenantID, projectID string, activeOnly bool, after uuid.UUID, limit int) ([]domain.WebhookSubscription, error) {
+	query := `SELECT ` + subscriptionColumns + ` FROM webhook_subscriptions
 		WHERE tenant_id = $1 AND project_id = $2 AND id > $3`
 	if activeOnly {
-		q += ` AND state = 'ACTIVE'`
+		query += ` AND state = 'ACTIVE'`
 	}
-	rows, _ := s.q(ctx).Query(ctx, q+` ORDER BY id LIMIT $4`, tenantID, projectID, after, limit)
+	rows, _ := q.db.Query(ctx, query+` ORDER BY id LIMIT $4`, tenantID, projectID, after, limit)
 	out, err := pgx.CollectRows(rows, scanSubscription)
 	if err != nil {
 		return nil, fmt.Errorf("listing webhook subscriptions: %w", err)
@@ -166,21 +158,15 @@ func (s *Store) ListWebhookSubscriptions(ctx context.Context, tenantID, projectI
 
 // AuditEventRefs returns id, sequence and action of the events of
 // tenant/project with sequence in [from, to], in sequence order.
-func (s *Store) AuditEventRefs(ctx context.Context, tenantID, projectID string, from, to uint64) ([]domain.AuditEventRef, error) {
-	rows, _ := s.q(ctx).Query(ctx, `SELECT id, sequence, action FROM audit_events
-		WHERE tenant_id = $1 AND project_id = $2 AND sequence BETWEEN $3 AND $4 ORDER BY sequence`,
-		tenantID, projectID, clampInt64(from), clampInt64(to))
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.AuditEventRef, error) {
-		var (
-			r   domain.AuditEventRef
-			seq int64
-		)
-		err := row.Scan(&r.ID, &seq, &r.Action)
-		r.Sequence = uint64(seq)
-		return r, err
-	})
+func (q *queries) AuditEventRefs(ctx context.Context, tenantID, projectID string, from, to uint64) ([]domain.AuditEventRef, error) {
+	rows, err := q.sqlc.AuditEventRefs(ctx, dbsqlc.AuditEventRefsParams{
+		TenantID: tenantID, ProjectID: projectID, FromSequence: clampInt64(from), ToSequence: clampInt64(to)})
 	if err != nil {
 		return nil, fmt.Errorf("reading audit event refs: %w", err)
+	}
+	out := make([]domain.AuditEventRef, len(rows))
+	for i, r := range rows {
+		out[i] = domain.AuditEventRef{ID: r.ID, Sequence: uint64(r.Sequence), Action: r.Action}
 	}
 	return out, nil
 }
@@ -188,7 +174,7 @@ func (s *Store) AuditEventRefs(ctx context.Context, tenantID, projectID string, 
 // InsertWebhookDeliveries stores new deliveries, skipping any whose
 // (subscription, event) already has one, and returns the ids of those it
 // inserted. This is what makes the fan-out exactly-once.
-func (s *Store) InsertWebhookDeliveries(ctx context.Context, ds []domain.WebhookDelivery) ([]uuid.UUID, error) {
+func (t *Tx) InsertWebhookDeliveries(ctx context.Context, ds []domain.WebhookDelivery) ([]uuid.UUID, error) {
 	if len(ds) == 0 {
 		return nil, nil
 	}
@@ -207,7 +193,7 @@ func (s *Store) InsertWebhookDeliveries(ctx context.Context, ds []domain.Webhook
 		maxAttempts[i] = int32(d.MaxAttempts)
 		created[i] = d.CreatedAt
 	}
-	rows, _ := s.q(ctx).Query(ctx, `INSERT INTO webhook_deliveries (tenant_id, project_id, id, subscription_id,
+	rows, _ := t.tx.Query(ctx, `INSERT INTO webhook_deliveries (tenant_id, project_id, id, subscription_id,
 			destination_id, event_id, event_sequence, event_type, idempotency_key, state, max_attempts,
 			next_attempt_at, created_at, updated_at)
 		SELECT t, p, i, s, d, e, q, y, k, st, m, c, c, c
@@ -265,15 +251,15 @@ func scanDelivery(row pgx.CollectableRow) (domain.WebhookDelivery, error) {
 // GetWebhookDelivery returns a delivery of the tenant (without attempts);
 // ErrNotFound when the tenant has none with this id. With lock, the row stays
 // locked for the rest of the transaction.
-func (s *Store) GetWebhookDelivery(ctx context.Context, tenantID string, id uuid.UUID, lock bool) (domain.WebhookDelivery, error) {
-	return getOne(ctx, s, "webhook delivery", scanDelivery, forUpdate(
+func (q *queries) GetWebhookDelivery(ctx context.Context, tenantID string, id uuid.UUID, lock bool) (domain.WebhookDelivery, error) {
+	return getOne(ctx, q.db, "webhook delivery", scanDelivery, forUpdate(
 		`SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE tenant_id = $1 AND id = $2`, lock), tenantID, id)
 }
 
 // UpdateWebhookDelivery persists the state fields of a delivery changed by
 // the domain.
-func (s *Store) UpdateWebhookDelivery(ctx context.Context, d domain.WebhookDelivery) error {
-	_, err := s.q(ctx).Exec(ctx, `UPDATE webhook_deliveries SET state = $3, attempt_count = $4, max_attempts = $5,
+func (t *Tx) UpdateWebhookDelivery(ctx context.Context, d domain.WebhookDelivery) error {
+	_, err := t.tx.Exec(ctx, `UPDATE webhook_deliveries SET state = $3, attempt_count = $4, max_attempts = $5,
 			next_attempt_at = $6, updated_at = $7, delivered_at = $8, dead_lettered_at = $9, last_error = $10
 		WHERE tenant_id = $1 AND id = $2`,
 		d.TenantID, d.ID, string(d.State), d.AttemptCount, d.MaxAttempts, d.NextAttemptAt, d.UpdatedAt,
@@ -287,34 +273,27 @@ func (s *Store) UpdateWebhookDelivery(ctx context.Context, d domain.WebhookDeliv
 // SearchWebhookDeliveries returns up to limit deliveries of tenant/project
 // matching f, newest first, with ids before before (uuid.Nil: from the
 // newest), each with its attempts.
-func (s *Store) SearchWebhookDeliveries(ctx context.Context, tenantID, projectID string, f domain.WebhookDeliveryFilter, before uuid.UUID, limit int) ([]domain.WebhookDelivery, error) {
-	var sb strings.Builder
-	sb.WriteString(`SELECT ` + deliveryColumns + ` FROM webhook_deliveries WHERE tenant_id = $1 AND project_id = $2`)
-	args := []any{tenantID, projectID}
-	add := func(cond string, v any) {
-		args = append(args, v)
-		fmt.Fprintf(&sb, " AND %s $%d", cond, len(args))
-	}
+func (q *queries) SearchWebhookDeliveries(ctx context.Context, tenantID, projectID string, f domain.WebhookDeliveryFilter, before uuid.UUID, limit int) ([]domain.WebhookDelivery, error) {
+	fq := newFiltered(`SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE tenant_id = $1 AND project_id = $2`, tenantID, projectID)
 	if before != uuid.Nil {
-		add("id <", before)
+		fq.and("id < $?", before)
 	}
 	if f.SubscriptionID != uuid.Nil {
-		add("subscription_id =", f.SubscriptionID)
+		fq.and("subscription_id = $?", f.SubscriptionID)
 	}
 	if f.EventID != uuid.Nil {
-		add("event_id =", f.EventID)
+		fq.and("event_id = $?", f.EventID)
 	}
 	if f.State != "" {
-		add("state =", string(f.State))
+		fq.and("state = $?", string(f.State))
 	}
-	args = append(args, limit)
-	fmt.Fprintf(&sb, " ORDER BY id DESC LIMIT $%d", len(args))
-	rows, _ := s.q(ctx).Query(ctx, sb.String(), args...)
+	query, args := fq.page("id DESC", limit)
+	rows, _ := q.db.Query(ctx, query, args...)
 	out, err := pgx.CollectRows(rows, scanDelivery)
 	if err != nil {
 		return nil, fmt.Errorf("searching webhook deliveries: %w", err)
 	}
-	if err := s.fillAttempts(ctx, out); err != nil {
+	if err := q.fillAttempts(ctx, out); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -322,13 +301,13 @@ func (s *Store) SearchWebhookDeliveries(ctx context.Context, tenantID, projectID
 
 // WebhookDeliveryWithAttempts returns a delivery of the tenant with its
 // attempts; ErrNotFound when the tenant has none with this id.
-func (s *Store) WebhookDeliveryWithAttempts(ctx context.Context, tenantID string, id uuid.UUID) (domain.WebhookDelivery, error) {
-	d, err := s.GetWebhookDelivery(ctx, tenantID, id, false)
+func (q *queries) WebhookDeliveryWithAttempts(ctx context.Context, tenantID string, id uuid.UUID) (domain.WebhookDelivery, error) {
+	d, err := q.GetWebhookDelivery(ctx, tenantID, id, false)
 	if err != nil {
 		return d, err
 	}
 	ds := []domain.WebhookDelivery{d}
-	if err := s.fillAttempts(ctx, ds); err != nil {
+	if err := q.fillAttempts(ctx, ds); err != nil {
 		return d, err
 	}
 	return ds[0], nil
@@ -336,7 +315,7 @@ func (s *Store) WebhookDeliveryWithAttempts(ctx context.Context, tenantID string
 
 const attemptColumns = `number, outcome, started_at, finished_at, status_code, latency_us, error_class, error, response_body`
 
-func (s *Store) fillAttempts(ctx context.Context, ds []domain.WebhookDelivery) error {
+func (q *queries) fillAttempts(ctx context.Context, ds []domain.WebhookDelivery) error {
 	if len(ds) == 0 {
 		return nil
 	}
@@ -347,7 +326,7 @@ func (s *Store) fillAttempts(ctx context.Context, ds []domain.WebhookDelivery) e
 		index[ds[i].ID] = i
 		ds[i].Attempts = []domain.WebhookDeliveryAttempt{}
 	}
-	rows, err := s.q(ctx).Query(ctx, `SELECT delivery_id, `+attemptColumns+` FROM webhook_delivery_attempts
+	rows, err := q.db.Query(ctx, `SELECT delivery_id, `+attemptColumns+` FROM webhook_delivery_attempts
 		WHERE delivery_id = ANY($1) ORDER BY delivery_id, number`, ids)
 	if err != nil {
 		return fmt.Errorf("reading webhook attempts: %w", err)
@@ -393,13 +372,13 @@ func (s *Store) fillAttempts(ctx context.Context, ds []domain.WebhookDelivery) e
 }
 
 // SaveWebhookAttempt inserts or updates (by number) an attempt of a delivery.
-func (s *Store) SaveWebhookAttempt(ctx context.Context, deliveryID uuid.UUID, a domain.WebhookDeliveryAttempt) error {
+func (t *Tx) SaveWebhookAttempt(ctx context.Context, deliveryID uuid.UUID, a domain.WebhookDeliveryAttempt) error {
 	var latency *int64
 	if a.Outcome != domain.WebhookAttemptDelivering {
 		us := a.Latency.Microseconds()
 		latency = &us
 	}
-	_, err := s.q(ctx).Exec(ctx, `INSERT INTO webhook_delivery_attempts (delivery_id, `+attemptColumns+`)
+	_, err := t.tx.Exec(ctx, `INSERT INTO webhook_delivery_attempts (delivery_id, `+attemptColumns+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 		ON CONFLICT (delivery_id, number) DO UPDATE SET outcome = EXCLUDED.outcome, finished_at = EXCLUDED.finished_at,
 			status_code = EXCLUDED.status_code, latency_us = EXCLUDED.latency_us, error_class = EXCLUDED.error_class,
@@ -426,7 +405,7 @@ func (s *Store) SaveWebhookAttempt(ctx context.Context, deliveryID uuid.UUID, a 
 // that starting writes one row per delivery. Ending inserts the finished
 // attempt's row. An attempt row is thus written once, never updated: one
 // row version per attempt instead of two.
-func (s *Store) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.WebhookDeliveryChange) ([]uuid.UUID, error) {
+func (q *queries) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.WebhookDeliveryChange) ([]uuid.UUID, error) {
 	if len(changes) == 0 {
 		return nil, nil
 	}
@@ -482,7 +461,7 @@ func (s *Store) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.We
 			RETURNING w.id
 		)`
 	args := []any{tenantID, ids, prevStates, prevAttempts, states, counts, maxAttempts, nextAt, updatedAt, deliveredAt, deadAt, lastErrors}
-	q := deliveries + ` SELECT id FROM d`
+	query := deliveries + ` SELECT id FROM d`
 	if ending {
 		numbers := make([]int32, n)
 		outcomes, classes, errs, bodies := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -504,7 +483,7 @@ func (s *Store) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.We
 		// The join on d inserts only the attempts of the deliveries the
 		// compare and set moved: their attempt is this run's, so that no
 		// row of it can exist yet.
-		q = deliveries + `, a AS (
+		query = deliveries + `, a AS (
 			INSERT INTO webhook_delivery_attempts (delivery_id, ` + attemptColumns + `)
 			SELECT x.id, x.number, x.outcome, x.started_at, x.finished_at, x.status_code, x.latency_us, x.error_class,
 				x.error, x.response_body
@@ -517,7 +496,7 @@ func (s *Store) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.We
 		SELECT delivery_id FROM a`
 		args = append(args, numbers, outcomes, startedAt, finishedAt, statuses, latencies, classes, errs, bodies)
 	}
-	rows, _ := s.q(ctx).Query(ctx, q, args...)
+	rows, _ := q.db.Query(ctx, query, args...)
 	saved, err := pgx.CollectRows(rows, rowToUUID)
 	if err != nil {
 		return nil, fmt.Errorf("saving webhook deliveries: %w", err)
@@ -529,7 +508,7 @@ func (s *Store) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.We
 // deliveries to one destination need: the destination with its valid sealed
 // secrets, the deliveries and their events (by id). Deliveries or events
 // the tenant does not have are simply absent.
-func (s *Store) WebhookBatchSendContext(ctx context.Context, tenantID string, destinationID uuid.UUID, deliveryIDs, eventIDs []uuid.UUID, now time.Time) (domain.WebhookBatchSendContext, error) {
+func (q *queries) WebhookBatchSendContext(ctx context.Context, tenantID string, destinationID uuid.UUID, deliveryIDs, eventIDs []uuid.UUID, now time.Time) (domain.WebhookBatchSendContext, error) {
 	var out domain.WebhookBatchSendContext
 	b := &pgx.Batch{}
 	b.Queue(`SELECT `+destinationColumns+` FROM webhook_destinations d WHERE d.tenant_id = $1 AND d.id = $2`, tenantID, destinationID)
@@ -537,8 +516,8 @@ func (s *Store) WebhookBatchSendContext(ctx context.Context, tenantID string, de
 		WHERE destination_id = $1 AND (expires_at IS NULL OR expires_at > $2) ORDER BY created_at DESC, id DESC`, destinationID, now)
 	b.Queue(`SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE tenant_id = $1 AND id = ANY($2) AND destination_id = $3`,
 		tenantID, uuidArray(deliveryIDs), destinationID)
-	b.Queue(`SELECT `+auditEventColumns+` FROM audit_events WHERE tenant_id = $1 AND id = ANY($2)`, tenantID, uuidArray(eventIDs))
-	br := s.q(ctx).SendBatch(ctx, b)
+	b.Queue(dbsqlc.FindAuditEventsByID, tenantID, uuidArray(eventIDs))
+	br := q.db.SendBatch(ctx, b)
 	defer br.Close()
 	rows, _ := br.Query()
 	d, err := pgx.CollectExactlyOneRow(rows, scanDestination)
@@ -577,8 +556,8 @@ func (s *Store) WebhookBatchSendContext(ctx context.Context, tenantID string, de
 // FanOutWebhookSubscriptions returns the subscriptions of tenant/project
 // that may want events with sequences in [from, to]: created before to, and
 // active or disabled after from (at most limit).
-func (s *Store) FanOutWebhookSubscriptions(ctx context.Context, tenantID, projectID string, from, to uint64, limit int) ([]domain.WebhookSubscription, error) {
-	rows, _ := s.q(ctx).Query(ctx, `SELECT `+subscriptionColumns+` FROM webhook_subscriptions
+func (q *queries) FanOutWebhookSubscriptions(ctx context.Context, tenantID, projectID string, from, to uint64, limit int) ([]domain.WebhookSubscription, error) {
+	rows, _ := q.db.Query(ctx, `SELECT `+subscriptionColumns+` FROM webhook_subscriptions
 		WHERE tenant_id = $1 AND project_id = $2 AND after_sequence < $4
 			AND (state = 'ACTIVE' OR disabled_sequence > $3)
 		ORDER BY id LIMIT $5`, tenantID, projectID, clampInt64(from), clampInt64(to), limit)

@@ -1,0 +1,64 @@
+-- name: LockAuditHead :one
+-- Locks the head and reads, under the same lock, whether the project has an
+-- active webhook subscription.
+SELECT h.last_sequence, h.last_hash, EXISTS (SELECT 1 FROM webhook_subscriptions w
+        WHERE w.tenant_id = h.tenant_id AND w.project_id = h.project_id AND w.state = 'ACTIVE') AS webhooks
+FROM audit_project_heads h
+WHERE h.tenant_id = @tenant_id AND h.project_id = @project_id FOR UPDATE OF h;
+
+-- name: CreateAuditHead :exec
+INSERT INTO audit_project_heads (tenant_id, project_id) VALUES (@tenant_id, @project_id)
+ON CONFLICT (tenant_id, project_id) DO NOTHING;
+
+-- name: UpdateAuditHead :exec
+-- Queued by AppendAuditEvents in the batch of the append: positional
+-- parameters, in the order the batch passes them.
+UPDATE audit_project_heads SET last_sequence = $3, last_hash = $4
+WHERE tenant_id = $1 AND project_id = $2;
+
+-- name: GetAuditHead :one
+SELECT last_sequence, last_hash FROM audit_project_heads
+WHERE tenant_id = @tenant_id AND project_id = @project_id;
+
+-- name: TenantProjects :many
+SELECT project_id FROM audit_project_heads WHERE tenant_id = @tenant_id ORDER BY project_id;
+
+-- name: GetAuditPurgedPrefix :one
+SELECT purged_through, purged_hash FROM audit_project_heads
+WHERE tenant_id = @tenant_id AND project_id = @project_id;
+
+-- name: AuditPurgeCandidates :many
+-- Projects whose oldest remaining event is older than their tenant's
+-- retention (the override, else default_seconds): one index probe each.
+-- (sqlc.arg rather than @: sqlc misreads @ next to secs =>.)
+SELECT h.tenant_id, h.project_id,
+    COALESCE(o.retention_days * 86400.0, sqlc.arg(default_seconds)::float8)::float8 AS retention_seconds
+FROM audit_project_heads h LEFT JOIN audit_retention_overrides o ON o.tenant_id = h.tenant_id
+WHERE h.last_sequence > h.purged_through AND EXISTS (
+    SELECT 1 FROM audit_events e
+    WHERE e.tenant_id = h.tenant_id AND e.project_id = h.project_id AND e.sequence = h.purged_through + 1
+      AND e.recorded_at < sqlc.arg(now)::timestamptz
+          - make_interval(secs => COALESCE(o.retention_days * 86400.0, sqlc.arg(default_seconds)::float8)))
+ORDER BY h.tenant_id, h.project_id LIMIT sqlc.arg(row_limit)::bigint;
+
+-- name: AuditPurgeBound :one
+-- The prefix to purge ends before the first event at or after the cutoff
+-- (or at the head), at most max_events past the purged prefix: every purged
+-- event is older than the window even if clocks stepped back.
+WITH h AS (
+    SELECT purged_through, last_sequence FROM audit_project_heads WHERE tenant_id = @tenant_id AND project_id = @project_id),
+bound AS (
+    SELECT LEAST(
+        COALESCE((SELECT e.sequence - 1 FROM audit_events e, h
+            WHERE e.tenant_id = @tenant_id AND e.project_id = @project_id AND e.sequence > h.purged_through
+              AND e.sequence <= h.purged_through + @max_events::bigint AND e.recorded_at >= @cutoff::timestamptz
+            ORDER BY e.sequence LIMIT 1), h.last_sequence),
+        h.purged_through + @max_events::bigint)::bigint AS through, h.purged_through FROM h)
+SELECT (b.purged_through + 1)::bigint AS purge_from, b.through AS purge_through, COALESCE(e.chain_hash, '\x'::bytea)::bytea AS through_hash
+FROM bound b LEFT JOIN audit_events e ON e.tenant_id = @tenant_id AND e.project_id = @project_id AND e.sequence = b.through;
+
+-- name: MoveAuditPurgedPrefix :exec
+-- Queued by PurgeAuditPrefix in the batch of the purge: positional
+-- parameters, in the order the batch passes them.
+UPDATE audit_project_heads SET purged_through = $3, purged_hash = $4
+WHERE tenant_id = $1 AND project_id = $2;
