@@ -274,9 +274,13 @@ func setupWebhooks(t *testing.T, o webhookOpts) *webhookBundle {
 // otherApp is another process on the same database, its configuration
 // changed by change.
 func (b *webhookBundle) otherApp(change func(*app.Config)) *app.App {
-	cfg := b.cfg
+	return otherApp(b.pool, b.cfg, change)
+}
+
+// otherApp is an App on pool with cfg changed by change.
+func otherApp(pool *pgxpool.Pool, cfg app.Config, change func(*app.Config)) *app.App {
 	change(&cfg)
-	return app.New(store.New(b.pool), cfg)
+	return app.New(store.New(pool), cfg)
 }
 
 // createDestination registers the receiver's URL plus path in p1.
@@ -404,6 +408,22 @@ func exportInput(change func(*app.RequestDataExportInput)) app.RequestDataExport
 	return in
 }
 
+// otherApp is another process on the same database, its configuration
+// changed by change.
+func (b *exportBundle) otherApp(change func(*app.Config)) *app.App {
+	return otherApp(b.pool, b.cfg, change)
+}
+
+// brokenStorage is another process whose object storage fails every call
+// (its bucket is closed).
+func (b *exportBundle) brokenStorage(t *testing.T) *app.App {
+	t.Helper()
+	bucket, err := export.OpenBucket(context.Background(), "mem://")
+	require.NoError(t, err)
+	require.NoError(t, bucket.Close())
+	return b.otherApp(func(c *app.Config) { c.Exports.Bucket = bucket })
+}
+
 func (b *exportBundle) request(t *testing.T, change func(*app.RequestDataExportInput)) domain.DataExport {
 	t.Helper()
 	e, err := b.app.RequestDataExport(context.Background(), b.user, exportInput(change))
@@ -411,25 +431,28 @@ func (b *exportBundle) request(t *testing.T, change func(*app.RequestDataExportI
 	return e
 }
 
-// run runs attempt of e's job as River's worker would; completed counts the
-// job completions committed with the export.
-func (b *exportBundle) run(ctx context.Context, e domain.DataExport, attempt int, completed *int) error {
-	return b.app.RunDataExport(ctx, app.DataExportRun{
-		Args: jobargs.DataExportJobArgs{TenantID: e.TenantID, ExportID: e.ID}, Attempt: attempt,
-		Complete: func(context.Context) error {
-			if completed != nil {
-				*completed++
-			}
-			return nil
-		},
+// runExport runs attempt of e's job on a as River's worker would, with
+// complete as the job's completion in the export's final transaction (nil:
+// none).
+func runExport(ctx context.Context, a *app.App, e domain.DataExport, attempt int, complete func(context.Context) error) error {
+	return a.RunDataExport(ctx, app.DataExportRun{
+		Args: jobargs.DataExportJobArgs{TenantID: e.TenantID, ExportID: e.ID}, Attempt: attempt, Complete: complete,
 	})
+}
+
+// counting is a job completion that counts its calls in n.
+func counting(n *int) func(context.Context) error {
+	return func(context.Context) error {
+		*n++
+		return nil
+	}
 }
 
 // ready requests an export changed by change and runs it to READY.
 func (b *exportBundle) ready(t *testing.T, change func(*app.RequestDataExportInput)) domain.DataExport {
 	t.Helper()
 	e := b.request(t, change)
-	require.NoError(t, b.run(context.Background(), e, 1, nil))
+	require.NoError(t, runExport(context.Background(), b.app, e, 1, nil))
 	return b.get(t, e)
 }
 
