@@ -15,6 +15,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -258,7 +259,7 @@ func setupWebhooks(t *testing.T, o webhookOpts) *webhookBundle {
 	sender := webhook.NewSender(senderCfg)
 	t.Cleanup(sender.CloseIdleConnections)
 	clock := newTestClock()
-	cfg := app.Config{Now: clock.Now, Webhooks: app.WebhookConfig{
+	cfg := app.Config{Now: clock.Now, Logger: slog.New(slog.DiscardHandler), Webhooks: app.WebhookConfig{
 		Box: box, Sender: sender, RetrySchedule: o.schedule, URLPolicy: webhook.URLPolicy{AllowPrefixes: loopback},
 		MaxInFlightPerDestination: o.perDestination,
 	}}
@@ -386,7 +387,8 @@ func setupExports(t *testing.T, cfg app.ExportConfig) *exportBundle {
 	cfg.Bucket = bucket
 	cfg.DownloadKey = bytes.Repeat([]byte{7}, 32)
 	clock := newTestClock()
-	appCfg := app.Config{Now: clock.Now, Exports: cfg}
+	// Failures the tests provoke are logged: keep them out of the output.
+	appCfg := app.Config{Now: clock.Now, Exports: cfg, Logger: slog.New(slog.DiscardHandler)}
 	return &exportBundle{
 		app: app.New(store.New(pool), appCfg), pool: pool, clock: clock, cfg: appCfg, bucket: bucket,
 		user: app.Identity{Subject: "auditor", TenantID: "t1", ProjectIDs: []string{"p1", "p2"}, Permissions: []app.Permission{
