@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 	"gocloud.dev/blob"
@@ -118,6 +119,33 @@ func auditEvents(t *testing.T, a *app.App, id app.Identity, project, action stri
 		out[i] = e.Event
 	}
 	return out
+}
+
+// inTenant returns id acting in tenant instead.
+func inTenant(id app.Identity, tenant string) app.Identity {
+	id.TenantID = tenant
+	return id
+}
+
+// withPermissions returns id holding only perms.
+func withPermissions(id app.Identity, perms ...app.Permission) app.Identity {
+	id.Permissions = perms
+	return id
+}
+
+// requireHidden checks that call, made by id with a missing or a malformed
+// record id, fails with notFound, and that it fails exactly so for
+// identities that cannot see recordID: id in another tenant, and id
+// without project p1.
+func requireHidden(t *testing.T, id app.Identity, notFound error, recordID string, call func(app.Identity, string) error) {
+	t.Helper()
+	require.Equal(t, notFound, call(id, uuid.NewString()), "a missing id")
+	require.Equal(t, notFound, call(id, "not-an-id"), "a malformed id")
+	onlyP2 := id
+	onlyP2.ProjectIDs = []string{"p2"}
+	for _, other := range []app.Identity{inTenant(id, "t2"), onlyP2} {
+		require.Equal(t, notFound, call(other, recordID), "another tenant's or project's record looks exactly like a missing one")
+	}
 }
 
 // countRows counts the rows of a table of the test's database.
@@ -322,6 +350,16 @@ func (b *webhookBundle) fanOut(t *testing.T) int {
 		b.lastFanout = j.ID
 	}
 	return n
+}
+
+// send records an event of p1 with action and runs its fan-out and then
+// the delivery jobs committed since the last call; it returns the event and
+// the jobs it ran.
+func (b *webhookBundle) send(t *testing.T, action string) (domain.AuditEvent, []riverJob[jobargs.WebhookDeliveryArgs]) {
+	t.Helper()
+	e := b.record(t, action)
+	b.fanOut(t)
+	return e, b.deliver(t)
 }
 
 // deliveryJobs returns the delivery jobs committed since the last call

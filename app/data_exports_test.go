@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aetheriot/aether-audit/app"
@@ -125,9 +124,7 @@ func TestRequestDataExport(t *testing.T) {
 		require.Len(t, auditEvents(t, b.app, b.user, "p1", "export.requested"), 1, "a repeat is not audited again")
 		require.Len(t, jobsAfter[jobargs.DataExportJobArgs](t, b.pool, 0), 1)
 
-		otherTenant := b.user
-		otherTenant.TenantID = "t2"
-		theirs, err := b.app.RequestDataExport(ctx, otherTenant, keyed)
+		theirs, err := b.app.RequestDataExport(ctx, inTenant(b.user, "t2"), keyed)
 		require.NoError(t, err)
 		require.NotEqual(t, first.ID, theirs.ID, "keys are scoped to the tenant")
 	})
@@ -143,9 +140,7 @@ func TestRequestDataExport(t *testing.T) {
 		require.Len(t, jobsAfter[jobargs.DataExportJobArgs](t, b.pool, 0), 2)
 		require.Len(t, auditEvents(t, b.app, b.user, "p1", "export.requested"), 1)
 
-		otherTenant := b.user
-		otherTenant.TenantID = "t2"
-		_, err = b.app.RequestDataExport(ctx, otherTenant, exportInput(nil))
+		_, err = b.app.RequestDataExport(ctx, inTenant(b.user, "t2"), exportInput(nil))
 		require.NoError(t, err, "the quota is per tenant")
 
 		require.NoError(t, runExport(ctx, b.app, queued, 1, nil))
@@ -155,8 +150,7 @@ func TestRequestDataExport(t *testing.T) {
 	t.Run("Authorization", func(t *testing.T) {
 		t.Parallel()
 		b := setupExports(t, app.ExportConfig{})
-		reader := b.user
-		reader.Permissions = []app.Permission{app.PermissionExportsRead, app.PermissionExportsDownload}
+		reader := withPermissions(b.user, app.PermissionExportsRead, app.PermissionExportsDownload)
 		_, err := b.app.RequestDataExport(ctx, reader, exportInput(nil))
 		requireCode(t, err, app.CodeForbidden)
 		_, err = b.app.RequestDataExport(ctx, b.user, exportInput(func(in *app.RequestDataExportInput) { in.ProjectID = "p3" }))
@@ -205,19 +199,11 @@ func TestDataExportQueries(t *testing.T) {
 			require.Equal(t, field, app.ErrorOf(err).Field)
 		}
 
-		_, missing := b.app.DataExport(ctx, b.user, uuid.NewString())
-		require.Equal(t, app.ErrDataExportNotFound, missing)
-		otherTenant := b.user
-		otherTenant.TenantID = "t2"
-		onlyP2 := b.user
-		onlyP2.ProjectIDs = []string{"p2"}
-		for _, id := range []app.Identity{otherTenant, onlyP2} {
-			_, err := b.app.DataExport(ctx, id, audit.ID.String())
-			require.Equal(t, missing, err, "another tenant's or project's export looks exactly like a missing one")
-		}
-		_, err := b.app.DataExport(ctx, b.user, "not-an-id")
-		require.Equal(t, missing, err)
-		page, err = b.app.DataExports(ctx, otherTenant, app.DataExportsInput{ProjectID: "p1"})
+		requireHidden(t, b.user, app.ErrDataExportNotFound, audit.ID.String(), func(who app.Identity, id string) error {
+			_, err := b.app.DataExport(ctx, who, id)
+			return err
+		})
+		page, err := b.app.DataExports(ctx, inTenant(b.user, "t2"), app.DataExportsInput{ProjectID: "p1"})
 		require.NoError(t, err)
 		require.Empty(t, page.Items)
 	})
@@ -298,19 +284,11 @@ func TestExpireDataExport(t *testing.T) {
 		t.Parallel()
 		b := setupExports(t, app.ExportConfig{})
 		e := b.request(t, nil)
-		_, missing := b.app.ExpireDataExport(ctx, b.user, uuid.NewString(), true)
-		require.Equal(t, app.ErrDataExportNotFound, missing)
-		otherTenant := b.user
-		otherTenant.TenantID = "t2"
-		onlyP2 := b.user
-		onlyP2.ProjectIDs = []string{"p2"}
-		for _, id := range []app.Identity{otherTenant, onlyP2} {
-			_, err := b.app.ExpireDataExport(ctx, id, e.ID.String(), true)
-			require.Equal(t, missing, err)
-		}
-		reader := b.user
-		reader.Permissions = []app.Permission{app.PermissionExportsRead}
-		_, err := b.app.ExpireDataExport(ctx, reader, e.ID.String(), true)
+		requireHidden(t, b.user, app.ErrDataExportNotFound, e.ID.String(), func(who app.Identity, id string) error {
+			_, err := b.app.ExpireDataExport(ctx, who, id, true)
+			return err
+		})
+		_, err := b.app.ExpireDataExport(ctx, withPermissions(b.user, app.PermissionExportsRead), e.ID.String(), true)
 		requireCode(t, err, app.CodeForbidden)
 		require.Equal(t, domain.DataExportQueued, b.get(t, e).State)
 	})
@@ -435,14 +413,13 @@ func TestCreateDataExportDownload(t *testing.T) {
 		require.Contains(t, app.ErrorOf(err).Message, "QUEUED")
 
 		require.NoError(t, runExport(ctx, b.app, queued, 1, nil))
-		noDownload := b.user
-		noDownload.Permissions = []app.Permission{app.PermissionExportsRead, app.PermissionExportsWrite}
+		noDownload := withPermissions(b.user, app.PermissionExportsRead, app.PermissionExportsWrite)
 		_, err = b.app.CreateDataExportDownload(ctx, noDownload, queued.ID.String(), nil)
 		requireCode(t, err, app.CodeForbidden)
-		otherTenant := b.user
-		otherTenant.TenantID = "t2"
-		_, err = b.app.CreateDataExportDownload(ctx, otherTenant, queued.ID.String(), nil)
-		require.Equal(t, app.ErrDataExportNotFound, err)
+		requireHidden(t, b.user, app.ErrDataExportNotFound, queued.ID.String(), func(who app.Identity, id string) error {
+			_, err := b.app.CreateDataExportDownload(ctx, who, id, nil)
+			return err
+		})
 		require.Empty(t, auditEvents(t, b.app, b.user, "p1", "export.download_created"))
 	})
 }

@@ -59,9 +59,7 @@ func TestDeliverWebhooks(t *testing.T) {
 			during <- ds.Items
 			status(http.StatusOK)(n, w, r)
 		})
-		e := b.record(t, "device.firmware.updated")
-		require.Equal(t, 1, b.fanOut(t))
-		b.deliver(t)
+		e, _ := b.send(t, "device.firmware.updated")
 
 		seen := <-during
 		require.Len(t, seen, 1)
@@ -180,9 +178,7 @@ func TestDeliverWebhooks(t *testing.T) {
 		t.Parallel()
 		b := setup(t, webhookOpts{senderTimeout: time.Second})
 		b.receiver.setRespond(func(_ int, _ http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
-		e := b.record(t, "device.rebooted")
-		b.fanOut(t)
-		b.deliver(t)
+		e, _ := b.send(t, "device.rebooted")
 		d := only(t, b, e)
 		require.Equal(t, domain.WebhookDeliveryRetrying, d.State)
 		require.Len(t, d.Attempts, 1)
@@ -195,9 +191,7 @@ func TestDeliverWebhooks(t *testing.T) {
 		t.Parallel()
 		b := setup(t, webhookOpts{schedule: hourly})
 		b.receiver.setRespond(status(http.StatusInternalServerError))
-		e := b.record(t, "device.rebooted")
-		b.fanOut(t)
-		b.deliver(t)
+		e, _ := b.send(t, "device.rebooted")
 
 		for attempt, delay := range hourly {
 			d := only(t, b, e)
@@ -241,9 +235,7 @@ func TestDeliverWebhooks(t *testing.T) {
 			w.Header().Set("Retry-After", "3600")
 			status(http.StatusTooManyRequests)(n, w, r)
 		})
-		e := b.record(t, "device.rebooted")
-		b.fanOut(t)
-		b.deliver(t)
+		e, _ := b.send(t, "device.rebooted")
 		d := only(t, b, e)
 		require.Equal(t, domain.WebhookDeliveryRetrying, d.State)
 		require.Equal(t, time.Hour, d.NextAttemptAt.Sub(*d.Attempts[0].FinishedAt))
@@ -300,9 +292,7 @@ func TestDeliverWebhooks(t *testing.T) {
 	t.Run("AFinishedAttemptIsLeftAlone", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, webhookOpts{})
-		e := b.record(t, "device.rebooted")
-		b.fanOut(t)
-		jobs := b.deliver(t)
+		e, jobs := b.send(t, "device.rebooted")
 		d := only(t, b, e)
 		require.Equal(t, domain.WebhookDeliveryDelivered, d.State)
 		require.NoError(t, b.app.DeliverWebhooks(ctx, jobs[0].Args), "a rerun of the job")
@@ -416,9 +406,7 @@ func TestDeliverWebhooks(t *testing.T) {
 	t.Run("SSRFDefenceAtSendTime", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, webhookOpts{strictSender: true})
-		e := b.record(t, "device.rebooted")
-		b.fanOut(t)
-		b.deliver(t)
+		e, _ := b.send(t, "device.rebooted")
 		d := only(t, b, e)
 		require.Equal(t, domain.WebhookDeliveryRetrying, d.State)
 		require.Equal(t, "ssrf_blocked", d.Attempts[0].ErrorClass)

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aetheriot/aether-audit/app"
@@ -80,24 +79,18 @@ func TestWebhookDeliveryQueries(t *testing.T) {
 			require.Equal(t, field, app.ErrorOf(err).Field)
 		}
 
-		_, missing := b.app.WebhookDelivery(ctx, b.admin, uuid.NewString())
-		require.Equal(t, app.ErrWebhookDeliveryNotFound, missing)
-		otherTenant := b.admin
-		otherTenant.TenantID = "t2"
-		onlyP2 := b.admin
-		onlyP2.ProjectIDs = []string{"p2"}
-		for _, id := range []app.Identity{otherTenant, onlyP2} {
-			_, err := b.app.WebhookDelivery(ctx, id, all[0].ID.String())
-			require.Equal(t, missing, err, "another tenant's or project's delivery looks exactly like a missing one")
-		}
-		page, err := b.app.WebhookDeliveries(ctx, otherTenant, app.WebhookDeliveriesInput{ProjectID: "p1"})
+		requireHidden(t, b.admin, app.ErrWebhookDeliveryNotFound, all[0].ID.String(), func(who app.Identity, id string) error {
+			_, err := b.app.WebhookDelivery(ctx, who, id)
+			return err
+		})
+		page, err := b.app.WebhookDeliveries(ctx, inTenant(b.admin, "t2"), app.WebhookDeliveriesInput{ProjectID: "p1"})
 		require.NoError(t, err)
 		require.Empty(t, page.Items)
+		onlyP2 := b.admin
+		onlyP2.ProjectIDs = []string{"p2"}
 		_, err = b.app.WebhookDeliveries(ctx, onlyP2, app.WebhookDeliveriesInput{ProjectID: "p1"})
 		require.Equal(t, app.ErrProjectNotFound, err)
-		writer := b.admin
-		writer.Permissions = []app.Permission{app.PermissionWebhooksWrite}
-		_, err = b.app.WebhookDelivery(ctx, writer, all[0].ID.String())
+		_, err = b.app.WebhookDelivery(ctx, withPermissions(b.admin, app.PermissionWebhooksWrite), all[0].ID.String())
 		requireCode(t, err, app.CodeForbidden)
 	})
 }
@@ -192,21 +185,12 @@ func TestRedriveWebhookDelivery(t *testing.T) {
 		_, err := b.app.RedriveWebhookDelivery(ctx, b.admin, id, false)
 		requireCode(t, err, app.CodeConfirmationRequired)
 		require.Equal(t, "confirm", app.ErrorOf(err).Field)
-		reader := b.admin
-		reader.Permissions = []app.Permission{app.PermissionWebhooksRead, app.PermissionWebhooksWrite}
-		_, err = b.app.RedriveWebhookDelivery(ctx, reader, id, true)
+		_, err = b.app.RedriveWebhookDelivery(ctx, withPermissions(b.admin, app.PermissionWebhooksRead, app.PermissionWebhooksWrite), id, true)
 		requireCode(t, err, app.CodeForbidden)
-
-		_, missing := b.app.RedriveWebhookDelivery(ctx, b.admin, uuid.NewString(), true)
-		require.Equal(t, app.ErrWebhookDeliveryNotFound, missing)
-		otherTenant := b.admin
-		otherTenant.TenantID = "t2"
-		onlyP2 := b.admin
-		onlyP2.ProjectIDs = []string{"p2"}
-		for _, other := range []app.Identity{otherTenant, onlyP2} {
-			_, err := b.app.RedriveWebhookDelivery(ctx, other, id, true)
-			require.Equal(t, missing, err)
-		}
+		requireHidden(t, b.admin, app.ErrWebhookDeliveryNotFound, id, func(who app.Identity, id string) error {
+			_, err := b.app.RedriveWebhookDelivery(ctx, who, id, true)
+			return err
+		})
 
 		require.Equal(t, b.dead, b.delivery(t, id), "nothing changed")
 		require.Empty(t, b.deliveryJobs(t), "nothing was enqueued")

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aetheriot/aether-audit/app"
@@ -117,8 +116,7 @@ func TestCreateWebhookDestination(t *testing.T) {
 	t.Run("NeedsWritePermissionAndTheProject", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		reader := b.admin
-		reader.Permissions = []app.Permission{app.PermissionWebhooksRead}
+		reader := withPermissions(b.admin, app.PermissionWebhooksRead)
 		_, err := b.app.CreateWebhookDestination(ctx, reader, app.CreateWebhookDestinationInput{ProjectID: "p1", URL: "https://example.com/"})
 		requireCode(t, err, app.CodeForbidden)
 		_, err = b.app.CreateWebhookDestination(ctx, b.admin, app.CreateWebhookDestinationInput{ProjectID: "p3", URL: "https://example.com/"})
@@ -173,9 +171,7 @@ func TestRotateWebhookDestinationSecret(t *testing.T) {
 	send := func(t *testing.T, b *testBundle) receivedRequest {
 		t.Helper()
 		before := len(b.receiver.requests())
-		b.record(t, "device.rebooted")
-		require.Equal(t, 1, b.fanOut(t))
-		b.deliver(t)
+		b.webhookBundle.send(t, "device.rebooted")
 		reqs := b.receiver.requests()
 		require.Len(t, reqs, before+1)
 		return reqs[before]
@@ -255,22 +251,13 @@ func TestRotateWebhookDestinationSecret(t *testing.T) {
 			requireCode(t, err, app.CodeBadUserInput)
 			require.Equal(t, "gracePeriodSeconds", app.ErrorOf(err).Field)
 		}
-		reader := b.admin
-		reader.Permissions = []app.Permission{app.PermissionWebhooksRead}
-		_, err := b.app.RotateWebhookDestinationSecret(ctx, reader, app.RotateWebhookDestinationSecretInput{DestinationID: id})
+		_, err := b.app.RotateWebhookDestinationSecret(ctx, withPermissions(b.admin, app.PermissionWebhooksRead),
+			app.RotateWebhookDestinationSecretInput{DestinationID: id})
 		requireCode(t, err, app.CodeForbidden)
-
-		_, missing := b.app.RotateWebhookDestinationSecret(ctx, b.admin, app.RotateWebhookDestinationSecretInput{DestinationID: uuid.NewString()})
-		require.Equal(t, app.ErrWebhookDestinationNotFound, missing)
-		for _, other := range []app.Identity{
-			func() app.Identity { o := b.admin; o.TenantID = "t2"; return o }(),
-			func() app.Identity { o := b.admin; o.ProjectIDs = []string{"p2"}; return o }(),
-		} {
-			_, err := b.app.RotateWebhookDestinationSecret(ctx, other, app.RotateWebhookDestinationSecretInput{DestinationID: id})
-			require.Equal(t, missing, err, "another tenant's or project's destination looks exactly like a missing one")
-		}
-		_, err = b.app.RotateWebhookDestinationSecret(ctx, b.admin, app.RotateWebhookDestinationSecretInput{DestinationID: "not-an-id"})
-		require.Equal(t, missing, err)
+		requireHidden(t, b.admin, app.ErrWebhookDestinationNotFound, id, func(who app.Identity, id string) error {
+			_, err := b.app.RotateWebhookDestinationSecret(ctx, who, app.RotateWebhookDestinationSecretInput{DestinationID: id})
+			return err
+		})
 
 		d, err := b.app.WebhookDestination(ctx, b.admin, id)
 		require.NoError(t, err)
@@ -295,27 +282,18 @@ func TestWebhookDestinationQueries(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, []domain.WebhookDestination{first, second}, all, "a project's destinations, oldest first")
 
-		_, missing := b.app.WebhookDestination(ctx, b.admin, uuid.NewString())
-		require.Equal(t, app.ErrWebhookDestinationNotFound, missing)
-		otherTenant := b.admin
-		otherTenant.TenantID = "t2"
-		_, err = b.app.WebhookDestination(ctx, otherTenant, first.ID.String())
-		require.Equal(t, missing, err, "another tenant's destination looks exactly like a missing one")
-		list, err := b.app.WebhookDestinations(ctx, otherTenant, "p1")
+		requireHidden(t, b.admin, app.ErrWebhookDestinationNotFound, first.ID.String(), func(who app.Identity, id string) error {
+			_, err := b.app.WebhookDestination(ctx, who, id)
+			return err
+		})
+		list, err := b.app.WebhookDestinations(ctx, inTenant(b.admin, "t2"), "p1")
 		require.NoError(t, err)
 		require.Empty(t, list, "another tenant's p1 is another project")
 		onlyP2 := b.admin
 		onlyP2.ProjectIDs = []string{"p2"}
-		_, err = b.app.WebhookDestination(ctx, onlyP2, first.ID.String())
-		require.Equal(t, missing, err)
 		_, err = b.app.WebhookDestinations(ctx, onlyP2, "p1")
 		require.Equal(t, app.ErrProjectNotFound, err)
-		_, err = b.app.WebhookDestination(ctx, b.admin, "not-an-id")
-		require.Equal(t, missing, err)
-
-		writer := b.admin
-		writer.Permissions = []app.Permission{app.PermissionWebhooksWrite}
-		_, err = b.app.WebhookDestinations(ctx, writer, "p1")
+		_, err = b.app.WebhookDestinations(ctx, withPermissions(b.admin, app.PermissionWebhooksWrite), "p1")
 		requireCode(t, err, app.CodeForbidden)
 	})
 }

@@ -94,9 +94,7 @@ func TestCreateWebhookSubscription(t *testing.T) {
 
 		// Keys are per tenant: t2 has no such destination, so its use of the
 		// same key is a new request that fails on its own.
-		otherTenant := b.admin
-		otherTenant.TenantID = "t2"
-		_, err = b.app.CreateWebhookSubscription(ctx, otherTenant, keyed)
+		_, err = b.app.CreateWebhookSubscription(ctx, inTenant(b.admin, "t2"), keyed)
 		require.Equal(t, app.ErrWebhookDestinationNotFound, err)
 	})
 
@@ -105,14 +103,12 @@ func TestCreateWebhookSubscription(t *testing.T) {
 		b := setup(t)
 		inP2, err := b.app.CreateWebhookDestination(ctx, b.admin, app.CreateWebhookDestinationInput{ProjectID: "p2", URL: "https://example.com/"})
 		require.NoError(t, err)
-		otherTenant := b.admin
-		otherTenant.TenantID = "t2"
 		for name, tc := range map[string]struct {
 			id app.Identity
 			in app.CreateWebhookSubscriptionInput
 		}{
 			"another project's": {b.admin, input(b, func(in *app.CreateWebhookSubscriptionInput) { in.DestinationID = inP2.Destination.ID.String() })},
-			"another tenant's":  {otherTenant, input(b, nil)},
+			"another tenant's":  {inTenant(b.admin, "t2"), input(b, nil)},
 			"a missing":         {b.admin, input(b, func(in *app.CreateWebhookSubscriptionInput) { in.DestinationID = uuid.NewString() })},
 			"a malformed":       {b.admin, input(b, func(in *app.CreateWebhookSubscriptionInput) { in.DestinationID = "x" })},
 		} {
@@ -145,9 +141,7 @@ func TestCreateWebhookSubscription(t *testing.T) {
 			requireCode(t, err, app.CodeBadUserInput)
 			require.Equal(t, tc.field, app.ErrorOf(err).Field)
 		}
-		reader := b.admin
-		reader.Permissions = []app.Permission{app.PermissionWebhooksRead}
-		_, err := b.app.CreateWebhookSubscription(ctx, reader, input(b, nil))
+		_, err := b.app.CreateWebhookSubscription(ctx, withPermissions(b.admin, app.PermissionWebhooksRead), input(b, nil))
 		requireCode(t, err, app.CodeForbidden)
 		require.Zero(t, countRows(t, b.pool, "webhook_subscriptions"))
 	})
@@ -239,19 +233,11 @@ func TestDisableWebhookSubscription(t *testing.T) {
 	t.Run("HiddenSubscriptionsLookMissing", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		_, missing := b.app.DisableWebhookSubscription(ctx, b.admin, uuid.NewString())
-		require.Equal(t, app.ErrWebhookSubscriptionNotFound, missing)
-		otherTenant := b.admin
-		otherTenant.TenantID = "t2"
-		onlyP2 := b.admin
-		onlyP2.ProjectIDs = []string{"p2"}
-		for _, id := range []app.Identity{otherTenant, onlyP2} {
-			_, err := b.app.DisableWebhookSubscription(ctx, id, b.sub.ID.String())
-			require.Equal(t, missing, err)
-		}
-		reader := b.admin
-		reader.Permissions = []app.Permission{app.PermissionWebhooksRead}
-		_, err := b.app.DisableWebhookSubscription(ctx, reader, b.sub.ID.String())
+		requireHidden(t, b.admin, app.ErrWebhookSubscriptionNotFound, b.sub.ID.String(), func(who app.Identity, id string) error {
+			_, err := b.app.DisableWebhookSubscription(ctx, who, id)
+			return err
+		})
+		_, err := b.app.DisableWebhookSubscription(ctx, withPermissions(b.admin, app.PermissionWebhooksRead), b.sub.ID.String())
 		requireCode(t, err, app.CodeForbidden)
 		got, err := b.app.WebhookSubscription(ctx, b.admin, b.sub.ID.String())
 		require.NoError(t, err)
@@ -293,15 +279,13 @@ func TestWebhookSubscriptionQueries(t *testing.T) {
 		_, err = b.app.WebhookSubscriptions(ctx, b.admin, "p1", nil, "not a cursor")
 		requireCode(t, err, app.CodeBadUserInput)
 
-		otherTenant := b.admin
-		otherTenant.TenantID = "t2"
-		page, err = b.app.WebhookSubscriptions(ctx, otherTenant, "p1", nil, "")
+		page, err = b.app.WebhookSubscriptions(ctx, inTenant(b.admin, "t2"), "p1", nil, "")
 		require.NoError(t, err)
 		require.Empty(t, page.Items)
-		_, missing := b.app.WebhookSubscription(ctx, b.admin, uuid.NewString())
-		require.Equal(t, app.ErrWebhookSubscriptionNotFound, missing)
-		_, err = b.app.WebhookSubscription(ctx, otherTenant, subs[0].ID.String())
-		require.Equal(t, missing, err, "another tenant's subscription looks exactly like a missing one")
+		requireHidden(t, b.admin, app.ErrWebhookSubscriptionNotFound, subs[0].ID.String(), func(who app.Identity, id string) error {
+			_, err := b.app.WebhookSubscription(ctx, who, id)
+			return err
+		})
 		onlyP2 := b.admin
 		onlyP2.ProjectIDs = []string{"p2"}
 		_, err = b.app.WebhookSubscriptions(ctx, onlyP2, "p1", nil, "")
