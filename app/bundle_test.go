@@ -39,38 +39,20 @@ import (
 	"github.com/aetheriot/aether-audit/webhook"
 )
 
-// testClock is the App's clock (Config.Now): it stands still until the test
-// moves it. It starts at the wall clock's present, so that receivers and
-// River see plausible times.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
+// newTestClock is the App's clock (Config.Now): it stands still until the
+// test moves it (manualClock of rate_limit_test.go). It starts at the wall
+// clock's present, so that receivers and River see plausible times.
+func newTestClock() *manualClock {
+	return &manualClock{now: time.Now().UTC().Truncate(time.Microsecond)}
 }
 
-func newTestClock() *testClock {
-	return &testClock{now: time.Now().UTC().Truncate(time.Microsecond)}
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// Set moves the clock to t (which may not lie in its past).
-func (c *testClock) Set(t time.Time) {
+// Set moves the clock to t, unless t lies in its past.
+func (c *manualClock) Set(t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if t.After(c.now) {
 		c.now = t
 	}
-}
-
-func (c *testClock) Advance(d time.Duration) time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	return c.now
 }
 
 // riverJob is one job a use case committed to River's table.
@@ -247,7 +229,7 @@ var loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 type webhookBundle struct {
 	app      *app.App
 	pool     *pgxpool.Pool
-	clock    *testClock
+	clock    *manualClock
 	cfg      app.Config
 	receiver *receiver
 	admin    app.Identity
@@ -409,7 +391,7 @@ func (b *webhookBundle) deliveries(t *testing.T, in app.WebhookDeliveriesInput) 
 type exportBundle struct {
 	app    *app.App
 	pool   *pgxpool.Pool
-	clock  *testClock
+	clock  *manualClock
 	cfg    app.Config
 	bucket *blob.Bucket
 	user   app.Identity

@@ -96,7 +96,7 @@ func TestRunDataExport(t *testing.T) {
 			e := b.request(t, func(in *app.RequestDataExportInput) {
 				in.Kind, in.Format, in.Compression = tc.kind, tc.format, tc.compression
 			})
-			b.clock.Advance(time.Second)
+			b.clock.Add(time.Second)
 			completed := 0
 			require.NoError(t, runExport(ctx, b.app, e, 1, counting(&completed)), name)
 			require.Equal(t, 1, completed, "READY commits with the job's completion: %s", name)
@@ -164,7 +164,7 @@ func TestRunDataExport(t *testing.T) {
 		t.Parallel()
 		b := setup(t, app.ExportConfig{MaxBytes: 100})
 		e := b.request(t, nil)
-		b.clock.Advance(time.Second)
+		b.clock.Add(time.Second)
 		completed := 0
 		require.NoError(t, runExport(ctx, b.app, e, 1, counting(&completed)), "nothing for River to retry")
 		require.Equal(t, 1, completed)

@@ -261,7 +261,7 @@ func TestDeliverWebhooks(t *testing.T) {
 		require.Equal(t, domain.WebhookDeliveryDelivering, only(t, b, e).State)
 
 		// River rescues the job and runs it again.
-		b.clock.Advance(time.Minute)
+		b.clock.Add(time.Minute)
 		require.NoError(t, b.app.DeliverWebhooks(ctx, jobs[0].Args))
 		d := only(t, b, e)
 		require.Equal(t, domain.WebhookDeliveryRetrying, d.State)

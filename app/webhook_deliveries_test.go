@@ -131,7 +131,7 @@ func TestRedriveWebhookDelivery(t *testing.T) {
 	t.Run("ResetsTheBudgetAndKeepsTheWebhookID", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		b.clock.Advance(24 * time.Hour)
+		b.clock.Add(24 * time.Hour)
 		redriven, err := b.app.RedriveWebhookDelivery(ctx, b.admin, b.dead.ID.String(), true)
 		require.NoError(t, err)
 		require.Equal(t, domain.WebhookDeliveryPending, redriven.State)

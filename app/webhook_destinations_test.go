@@ -195,11 +195,11 @@ func TestRotateWebhookDestinationSecret(t *testing.T) {
 		require.Equal(t, []int{0}, signatures(t, rotated.SigningSecret, req), "the new secret signs first")
 		require.Equal(t, []int{1}, signatures(t, old, req), "the old one still signs")
 
-		b.clock.Advance(time.Hour - time.Microsecond)
+		b.clock.Add(time.Hour - time.Microsecond)
 		req = send(t, b)
 		require.Equal(t, []int{1}, signatures(t, old, req), "valid until its expiry")
 
-		b.clock.Advance(time.Microsecond)
+		b.clock.Add(time.Microsecond)
 		req = send(t, b)
 		require.Len(t, strings.Fields(req.Header.Get("webhook-signature")), 1)
 		require.Equal(t, []int{0}, signatures(t, rotated.SigningSecret, req))
@@ -225,17 +225,17 @@ func TestRotateWebhookDestinationSecret(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		first := rotate(t, b, time.Hour) // the original secret ends in 1 h
-		b.clock.Advance(10 * time.Minute)
+		b.clock.Add(10 * time.Minute)
 		second := rotate(t, b, 7*24*time.Hour)
 		require.Equal(t, 3, second.Destination.ActiveSecrets)
 
-		b.clock.Advance(49 * time.Minute)
+		b.clock.Add(49 * time.Minute)
 		req := send(t, b)
 		require.Equal(t, []int{0}, signatures(t, second.SigningSecret, req))
 		require.Equal(t, []int{1}, signatures(t, first.SigningSecret, req))
 		require.Equal(t, []int{2}, signatures(t, b.dest.SigningSecret, req))
 
-		b.clock.Advance(time.Minute) // 1 h after the first rotation
+		b.clock.Add(time.Minute) // 1 h after the first rotation
 		req = send(t, b)
 		require.Equal(t, []int{0}, signatures(t, second.SigningSecret, req))
 		require.Equal(t, []int{1}, signatures(t, first.SigningSecret, req))
