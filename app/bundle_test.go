@@ -187,6 +187,20 @@ func (rc *receiver) requests() []receivedRequest {
 	return append([]receivedRequest(nil), rc.got...)
 }
 
+// hold makes the receiver hold every request from now on until release is
+// called (at the latest when the test ends), then answer 200.
+func (rc *receiver) hold(t *testing.T) (release func()) {
+	held := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(held) }) }
+	t.Cleanup(release)
+	rc.setRespond(func(n int, w http.ResponseWriter, r *http.Request) {
+		<-held
+		status(http.StatusOK)(n, w, r)
+	})
+	return release
+}
+
 // status answers every request with code and the body "ok".
 func status(code int) func(int, http.ResponseWriter, *http.Request) {
 	return func(_ int, w http.ResponseWriter, _ *http.Request) {

@@ -177,10 +177,11 @@ func TestDeliverWebhooks(t *testing.T) {
 	t.Run("TimeoutIsAFailure", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, webhookOpts{senderTimeout: time.Second})
-		b.receiver.setRespond(func(_ int, _ http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+		b.receiver.hold(t) // until the test ends
 		e, _ := b.send(t, "device.rebooted")
 		d := only(t, b, e)
-		require.Equal(t, domain.WebhookDeliveryRetrying, d.State)
+		require.Len(t, b.receiver.requests(), 1)
+		require.Equal(t, domain.WebhookDeliveryRetrying, d.State, "%+v", d.Attempts)
 		require.Len(t, d.Attempts, 1)
 		require.Equal(t, domain.WebhookAttemptFailed, d.Attempts[0].Outcome)
 		require.Equal(t, "timeout", d.Attempts[0].ErrorClass)
@@ -303,14 +304,7 @@ func TestDeliverWebhooks(t *testing.T) {
 	t.Run("WithdrawnUnsentAttemptsUseNoAttempt", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, webhookOpts{perDestination: 1})
-		release := make(chan struct{})
-		b.receiver.setRespond(func(n int, w http.ResponseWriter, r *http.Request) {
-			select {
-			case <-release:
-			case <-r.Context().Done():
-			}
-			status(http.StatusOK)(n, w, r)
-		})
+		release := b.receiver.hold(t)
 		_, err := b.app.RecordAuditEvents(ctx, b.writer, app.RecordAuditEventsInput{Events: []domain.AuditEventDraft{
 			draft("p1", "device.a"), draft("p1", "device.b"), draft("p1", "device.c"),
 		}})
@@ -343,7 +337,7 @@ func TestDeliverWebhooks(t *testing.T) {
 
 		next := b.deliveryJobs(t)
 		require.Len(t, next, 2, "a job for the withdrawn deliveries, and the resend")
-		close(release)
+		release()
 		for _, j := range next {
 			require.NoError(t, b.app.DeliverWebhooks(ctx, j.Args))
 		}
@@ -358,11 +352,7 @@ func TestDeliverWebhooks(t *testing.T) {
 	t.Run("BusyDestinationGivesTheWorkerBackWithoutAnAttempt", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, webhookOpts{perDestination: 1})
-		release := make(chan struct{})
-		b.receiver.setRespond(func(n int, w http.ResponseWriter, r *http.Request) {
-			<-release
-			status(http.StatusOK)(n, w, r)
-		})
+		release := b.receiver.hold(t)
 		first := b.record(t, "device.a")
 		second := b.record(t, "device.b")
 		require.Equal(t, 2, b.fanOut(t))
@@ -378,7 +368,7 @@ func TestDeliverWebhooks(t *testing.T) {
 		require.Equal(t, domain.WebhookDeliveryPending, d.State)
 		require.Zero(t, d.AttemptCount, "waiting for the destination uses no attempt")
 
-		close(release)
+		release()
 		require.NoError(t, <-done)
 		require.NoError(t, b.app.DeliverWebhooks(ctx, jobs[1].Args), "River runs the job again")
 		for _, e := range []domain.AuditEvent{first, second} {
