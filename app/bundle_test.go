@@ -470,15 +470,15 @@ func (b *exportBundle) request(t *testing.T, change func(*app.RequestDataExportI
 // runExport runs attempt of e's job on a as River's worker would, with
 // complete as the job's completion in the export's final transaction (nil:
 // none).
-func runExport(ctx context.Context, a *app.App, e domain.DataExport, attempt int, complete func(context.Context) error) error {
+func runExport(ctx context.Context, a *app.App, e domain.DataExport, attempt int, complete func(context.Context, app.Tx) error) error {
 	return a.RunDataExport(ctx, app.DataExportRun{
 		Args: jobargs.DataExportJobArgs{TenantID: e.TenantID, ExportID: e.ID}, Attempt: attempt, Complete: complete,
 	})
 }
 
 // counting is a job completion that counts its calls in n.
-func counting(n *int) func(context.Context) error {
-	return func(context.Context) error {
+func counting(n *int) func(context.Context, app.Tx) error {
+	return func(context.Context, app.Tx) error {
 		*n++
 		return nil
 	}

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/riverqueue/river/rivertype"
 	"gocloud.dev/gcerrors"
 
 	"github.com/aetheriot/aether-audit/domain"
@@ -23,10 +22,11 @@ type DataExportRun struct {
 	// MaxAttempts on (default 3), a run that fails fails the export rather
 	// than leave it to another run.
 	Attempt, MaxAttempts int
-	// Job is River's row of the running job. The transaction that settles
-	// the export completes it (Tx.CompleteJob), so that an export turns
-	// READY together with its job's completion; nil leaves the job alone.
-	Job *rivertype.JobRow
+	// Complete, when set, completes the run's River job in the transaction
+	// that settles the export (a worker calls Tx.CompleteJob with its job),
+	// so that an export turns READY together with its job's completion; an
+	// error rolls the settlement back. Nil leaves the job alone.
+	Complete func(ctx context.Context, tx Tx) error
 }
 
 // RunDataExport runs an export: QUEUED -> RUNNING, then it streams the rows
@@ -202,8 +202,8 @@ func (a *App) settleExport(ctx context.Context, run DataExportRun, e domain.Data
 		if err := tx.UpdateDataExport(ctx, cur); err != nil {
 			return err
 		}
-		if run.Job != nil {
-			return tx.CompleteJob(ctx, run.Job)
+		if run.Complete != nil {
+			return run.Complete(ctx, tx)
 		}
 		return nil
 	})

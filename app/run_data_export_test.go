@@ -152,7 +152,7 @@ func TestRunDataExport(t *testing.T) {
 		b := setup(t, app.ExportConfig{})
 		e := b.request(t, nil)
 		lost := errors.New("the job's completion failed")
-		err := runExport(ctx, b.app, e, 1, func(context.Context) error { return lost })
+		err := runExport(ctx, b.app, e, 1, func(context.Context, app.Tx) error { return lost })
 		require.ErrorIs(t, err, lost)
 		cur := b.get(t, e)
 		require.Equal(t, domain.DataExportRunning, cur.State, "not READY: the job runs again")

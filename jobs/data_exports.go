@@ -30,7 +30,8 @@ func (w *DataExportWorker) Timeout(*river.Job[jobargs.DataExportJobArgs]) time.D
 // Work implements river.Worker.
 func (w *DataExportWorker) Work(ctx context.Context, job *river.Job[jobargs.DataExportJobArgs]) error {
 	return w.App.RunDataExport(ctx, app.DataExportRun{
-		Args: job.Args, Attempt: job.Attempt, Job: job.JobRow,
+		Args: job.Args, Attempt: job.Attempt,
+		Complete: func(ctx context.Context, tx app.Tx) error { return tx.CompleteJob(ctx, job.JobRow) },
 	})
 }
 
