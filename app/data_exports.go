@@ -229,7 +229,7 @@ func (a *App) visibleExport(ctx context.Context, r DataExportReads, id Identity,
 
 // DataExport returns one export (never its bytes). Needs exports:read.
 func (a *App) DataExport(ctx context.Context, id Identity, exportID string) (domain.DataExport, error) {
-	if err := authorize(id, PermissionExportsRead, ""); err != nil {
+	if err := authorize(id, PermissionExportsRead, tenantScope); err != nil {
 		return domain.DataExport{}, err
 	}
 	return a.visibleExport(ctx, a.store, id, exportID, false)
@@ -272,7 +272,7 @@ func (a *App) DataExports(ctx context.Context, id Identity, in DataExportsInput)
 func (a *App) ExpireDataExport(ctx context.Context, id Identity, exportID string, confirm bool) (_ domain.DataExport, err error) {
 	ctx, span := a.startCommand(ctx, "ExpireDataExport")
 	defer func() { a.endCommand(span, err) }()
-	if err := a.authorizeCommand(id, PermissionExportsWrite, ""); err != nil {
+	if err := a.authorizeCommand(id, PermissionExportsWrite, tenantScope); err != nil {
 		return domain.DataExport{}, err
 	}
 	if !confirm {
@@ -375,7 +375,7 @@ func DownloadPath(token string) string { return "/api/v1/exports/download/" + to
 func (a *App) CreateDataExportDownload(ctx context.Context, id Identity, exportID string, ttl *time.Duration) (_ DataExportDownload, err error) {
 	ctx, span := a.startCommand(ctx, "CreateDataExportDownload")
 	defer func() { a.endCommand(span, err) }()
-	if err := a.authorizeCommand(id, PermissionExportsDownload, ""); err != nil {
+	if err := a.authorizeCommand(id, PermissionExportsDownload, tenantScope); err != nil {
 		return DataExportDownload{}, err
 	}
 	life := a.exports.DownloadTTL

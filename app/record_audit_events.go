@@ -62,7 +62,7 @@ func (a *App) RecordAuditEvents(ctx context.Context, id Identity, in RecordAudit
 }
 
 func (a *App) recordAuditEvents(ctx context.Context, id Identity, in RecordAuditEventsInput, path string) ([]domain.AuditEvent, error) {
-	if err := a.authorizeCommand(id, PermissionAuditWrite, ""); err != nil {
+	if err := a.authorizeCommand(id, PermissionAuditWrite, tenantScope); err != nil {
 		return nil, err
 	}
 	if len(in.Events) == 0 {

@@ -39,7 +39,7 @@ const exportPoll = 5 * time.Second
 // the export reaches EXPIRED. Needs exports:read; another tenant's or
 // project's export is not found.
 func (a *App) SubscribeDataExport(ctx context.Context, id Identity, exportID string) (*DataExportStream, error) {
-	if err := a.authorizeSubscription(id, PermissionExportsRead, ""); err != nil {
+	if err := a.authorizeSubscription(id, PermissionExportsRead, tenantScope); err != nil {
 		return nil, err
 	}
 	if a.exportWatch == nil {

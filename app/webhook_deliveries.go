@@ -18,7 +18,7 @@ var ErrWebhookDeliveryNotFound = newError(CodeNotFound, "webhook delivery not fo
 // WebhookDelivery returns one delivery with its attempts. Needs
 // webhooks:read; another tenant's or project's delivery is not found.
 func (a *App) WebhookDelivery(ctx context.Context, id Identity, deliveryID string) (domain.WebhookDelivery, error) {
-	if err := authorize(id, PermissionWebhooksRead, ""); err != nil {
+	if err := authorize(id, PermissionWebhooksRead, tenantScope); err != nil {
 		return domain.WebhookDelivery{}, err
 	}
 	dID, err := parseID(deliveryID, ErrWebhookDeliveryNotFound)
@@ -83,7 +83,7 @@ func (a *App) WebhookDeliveries(ctx context.Context, id Identity, in WebhookDeli
 func (a *App) RedriveWebhookDelivery(ctx context.Context, id Identity, deliveryID string, confirm bool) (_ domain.WebhookDelivery, err error) {
 	ctx, span := a.startCommand(ctx, "RedriveWebhookDelivery")
 	defer func() { a.endCommand(span, err) }()
-	if err := a.authorizeCommand(id, PermissionDeliveriesRedrive, ""); err != nil {
+	if err := a.authorizeCommand(id, PermissionDeliveriesRedrive, tenantScope); err != nil {
 		return domain.WebhookDelivery{}, err
 	}
 	if !confirm {

@@ -142,7 +142,7 @@ type RotateWebhookDestinationSecretInput struct {
 func (a *App) RotateWebhookDestinationSecret(ctx context.Context, id Identity, in RotateWebhookDestinationSecretInput) (_ WebhookDestinationWithSecret, err error) {
 	ctx, span := a.startCommand(ctx, "RotateWebhookDestinationSecret")
 	defer func() { a.endCommand(span, err) }()
-	if err := a.authorizeCommand(id, PermissionWebhooksWrite, ""); err != nil {
+	if err := a.authorizeCommand(id, PermissionWebhooksWrite, tenantScope); err != nil {
 		return WebhookDestinationWithSecret{}, err
 	}
 	grace := DefaultSecretGracePeriod
@@ -207,7 +207,7 @@ func (a *App) visibleDestination(ctx context.Context, r WebhookReads, id Identit
 // WebhookDestination returns one destination, never its secrets. Needs
 // webhooks:read; another tenant's or project's destination is not found.
 func (a *App) WebhookDestination(ctx context.Context, id Identity, destinationID string) (domain.WebhookDestination, error) {
-	if err := authorize(id, PermissionWebhooksRead, ""); err != nil {
+	if err := authorize(id, PermissionWebhooksRead, tenantScope); err != nil {
 		return domain.WebhookDestination{}, err
 	}
 	destID, err := parseID(destinationID, ErrWebhookDestinationNotFound)

@@ -124,7 +124,7 @@ func subscriptionFingerprint(projectID string, destID uuid.UUID, types []string,
 func (a *App) DisableWebhookSubscription(ctx context.Context, id Identity, subscriptionID string) (_ domain.WebhookSubscription, err error) {
 	ctx, span := a.startCommand(ctx, "DisableWebhookSubscription")
 	defer func() { a.endCommand(span, err) }()
-	if err := a.authorizeCommand(id, PermissionWebhooksWrite, ""); err != nil {
+	if err := a.authorizeCommand(id, PermissionWebhooksWrite, tenantScope); err != nil {
 		return domain.WebhookSubscription{}, err
 	}
 	subID, err := parseID(subscriptionID, ErrWebhookSubscriptionNotFound)
@@ -176,7 +176,7 @@ func (a *App) visibleSubscription(ctx context.Context, r WebhookReads, id Identi
 // WebhookSubscription returns one subscription. Needs webhooks:read; another
 // tenant's or project's subscription is not found.
 func (a *App) WebhookSubscription(ctx context.Context, id Identity, subscriptionID string) (domain.WebhookSubscription, error) {
-	if err := authorize(id, PermissionWebhooksRead, ""); err != nil {
+	if err := authorize(id, PermissionWebhooksRead, tenantScope); err != nil {
 		return domain.WebhookSubscription{}, err
 	}
 	subID, err := parseID(subscriptionID, ErrWebhookSubscriptionNotFound)
