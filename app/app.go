@@ -67,10 +67,11 @@ type App struct {
 	exportWatch DataExportWatcher
 	// limits bounds commands and subscription starts.
 	limits *rateLimiter
-	// retention is the default audit retention window; purgeBatch the most
-	// events one purge transaction removes.
-	retention  time.Duration
-	purgeBatch int
+	// retention is the default audit retention window, minRetention the
+	// shortest a tenant may set; purgeBatch the most events one purge
+	// transaction removes.
+	retention, minRetention time.Duration
+	purgeBatch              int
 	// observer receives measurements (metrics).
 	observer Observer
 	// tracer starts the spans of commands; nil when tracing is off.
@@ -100,6 +101,9 @@ type Config struct {
 	// AuditRetention is how long audit events are kept unless their tenant
 	// sets its own window; default DefaultAuditRetention.
 	AuditRetention time.Duration
+	// MinAuditRetention is the shortest window setAuditRetention may set
+	// for a tenant, a service-wide floor; default DefaultMinAuditRetention.
+	MinAuditRetention time.Duration
 	// PurgeBatch is the most events one purge transaction removes; default
 	// DefaultPurgeBatch.
 	PurgeBatch int
@@ -130,6 +134,9 @@ func New[T Tx](store Store[T], cfg Config) *App {
 	a.retention, a.purgeBatch = cfg.AuditRetention, cfg.PurgeBatch
 	if a.retention <= 0 {
 		a.retention = DefaultAuditRetention
+	}
+	if a.minRetention = cfg.MinAuditRetention; a.minRetention <= 0 {
+		a.minRetention = DefaultMinAuditRetention
 	}
 	if a.purgeBatch <= 0 {
 		a.purgeBatch = DefaultPurgeBatch

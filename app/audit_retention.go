@@ -14,6 +14,12 @@ import (
 // service nor the tenant says otherwise.
 const DefaultAuditRetention = 400 * 24 * time.Hour
 
+// DefaultMinAuditRetention is the shortest retention window a tenant's
+// admin may set unless the service says otherwise: evidence kept for less
+// than a month helps no audit, and a stolen admin token must not be able to
+// erase history at the next purge.
+const DefaultMinAuditRetention = 30 * 24 * time.Hour
+
 // DefaultPurgeBatch is the most events one purge transaction removes.
 const DefaultPurgeBatch = 10_000
 
@@ -70,7 +76,7 @@ func (a *App) AuditRetention(ctx context.Context, id Identity) (AuditRetention, 
 // authorizeTenantWide checks that id may administer its whole tenant: the
 // admin permission and a token for all projects.
 func authorizeTenantWide(id Identity) error {
-	if err := authorize(id, PermissionAdmin, ""); err != nil {
+	if err := authorize(id, PermissionAdmin, tenantScope); err != nil {
 		return err
 	}
 	if !id.CanAccessProject(AllProjects) {
@@ -104,11 +110,12 @@ func (a *App) SetAuditRetention(ctx context.Context, id Identity, days *int, con
 	if err := authorizeTenantWide(id); err != nil {
 		return AuditRetention{}, err
 	}
-	if err := a.authorizeCommand(id, PermissionAdmin, ""); err != nil {
+	if err := a.authorizeCommand(id, PermissionAdmin, tenantScope); err != nil {
 		return AuditRetention{}, err
 	}
-	if days != nil && (*days < domain.MinAuditRetentionDays || *days > domain.MaxAuditRetentionDays) {
-		return AuditRetention{}, badInput("retentionDays", fmt.Sprintf("must be between %d and %d", domain.MinAuditRetentionDays, domain.MaxAuditRetentionDays))
+	minDays := max(domain.MinAuditRetentionDays, int(a.minRetention/(24*time.Hour)))
+	if days != nil && (*days < minDays || *days > domain.MaxAuditRetentionDays) {
+		return AuditRetention{}, badInput("retentionDays", fmt.Sprintf("must be between %d and %d (the service's minimum is %d days)", minDays, domain.MaxAuditRetentionDays, minDays))
 	}
 	if !confirm {
 		return AuditRetention{}, &Error{Code: CodeConfirmationRequired, Field: "confirm",

@@ -129,7 +129,8 @@ func TestSetAuditRetention(t *testing.T) {
 	pool := storetest.NewPool(t)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := &manualClock{now: t0}
-	a := app.New(store.New(pool), app.Config{Now: clock.Now})
+	// This service allows windows from a day; the default floor is below.
+	a := app.New(store.New(pool), app.Config{Now: clock.Now, MinAuditRetention: 24 * time.Hour})
 	ctx := context.Background()
 	writer := app.Identity{Subject: "svc", TenantID: "t1", ProjectIDs: []string{app.AllProjects}, Permissions: []app.Permission{app.PermissionAuditWrite}}
 	admin := app.Identity{Subject: "root", TenantID: "t1", ProjectIDs: []string{app.AllProjects}, Permissions: []app.Permission{app.PermissionAdmin, app.PermissionAuditRead}}
@@ -202,6 +203,16 @@ func TestSetAuditRetention(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, r.Override)
 	require.Equal(t, app.DefaultAuditRetention, r.Retention)
+
+	// By default a tenant may not go below the service's floor of 30 days.
+	floored := app.New(store.New(pool), app.Config{Now: clock.Now})
+	_, err = floored.SetAuditRetention(ctx, admin, &ten, true)
+	requireCode(t, err, app.CodeBadUserInput)
+	require.Contains(t, err.Error(), "minimum is 30 days")
+	thirty := 30
+	r, err = floored.SetAuditRetention(ctx, admin, &thirty, true)
+	require.NoError(t, err)
+	require.Equal(t, 30*24*time.Hour, r.Retention)
 }
 
 // purgeDuringVerify is the real store, running a purge (as another process

@@ -72,10 +72,16 @@ func (d *daysFlag) UnmarshalText(b []byte) error {
 // retentionFlags configure audit retention.
 type retentionFlags struct {
 	AuditRetention    daysFlag      `name:"audit-retention" env:"AETHER_AUDIT_RETENTION" default:"400d" help:"Days audit events are kept (e.g. 400d); older ones are purged by a periodic job, each purge audited. An admin can set a tenant's own window with setAuditRetention."`
+	AuditRetentionMin daysFlag      `name:"audit-retention-min" env:"AETHER_AUDIT_RETENTION_MIN" default:"30d" help:"Shortest window (days, e.g. 30d) a tenant's admin may set with setAuditRetention; shorter ones are refused with BAD_USER_INPUT."`
 	RetentionInterval time.Duration `name:"retention-interval" env:"AETHER_RETENTION_INTERVAL" default:"1h" help:"How often audit events past their retention window are purged."`
 }
 
 // retention returns the default retention window.
 func (f retentionFlags) retention() time.Duration {
 	return time.Duration(f.AuditRetention) * 24 * time.Hour
+}
+
+// minRetention returns the shortest window a tenant may set.
+func (f retentionFlags) minRetention() time.Duration {
+	return time.Duration(f.AuditRetentionMin) * 24 * time.Hour
 }

@@ -114,7 +114,7 @@ func (c *serveCmd) Run() error {
 	obs.metrics.ObserveLiveSubscribers(hub.Subscribers)
 	application := app.New(st, app.Config{Logger: logger, Live: hub, Webhooks: webhooks, Exports: exports, ExportWatch: hub,
 		Observer: obs.metrics, Tracer: obs.appTracer(),
-		RateLimits: c.limitFlags.config(), AuditRetention: c.retention()})
+		RateLimits: c.limitFlags.config(), AuditRetention: c.retention(), MinAuditRetention: c.minRetention()})
 	river, err := jobs.NewClient(db.Pool, st, jobs.ClientConfig{
 		Logger:               logger,
 		App:                  application,

@@ -2052,7 +2052,7 @@ extend type Mutation {
 }
 
 input SetAuditRetentionInput {
-  "Days to keep audit events, 1 to 36500; null for the service's default."
+  "Days to keep audit events, from the service's minimum (AETHER_AUDIT_RETENTION_MIN, default 30) to 36500; null for the service's default. Outside that range: BAD_USER_INPUT."
   retentionDays: Int
   confirm: Boolean!
 }
