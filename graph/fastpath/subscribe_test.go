@@ -1,4 +1,4 @@
-package graph_test
+package fastpath_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/aetheriot/aether-audit/app"
 	"github.com/aetheriot/aether-audit/domain"
 	"github.com/aetheriot/aether-audit/graph"
+	"github.com/aetheriot/aether-audit/graph/fastpath"
 	"github.com/aetheriot/aether-audit/graph/generated"
 	"github.com/aetheriot/aether-audit/live"
 	"github.com/aetheriot/aether-audit/store"
@@ -37,7 +38,7 @@ func TestSubscribeFastPathMatchesExecutor(t *testing.T) {
 	es := generated.NewExecutableSchema(generated.Config{Resolvers: r, Complexity: graph.Complexity()})
 	exec := executor.New(es)
 	exec.SetErrorPresenter(graph.PresentError)
-	fast := graph.NewSubscribeFastPath(r, es, 20, 100000)
+	fast := fastpath.New(fastpath.Config{App: a, Schema: es, MaxDepth: 20, MaxComplexity: 100000})
 
 	writer := app.Identity{TenantID: "t1", ProjectIDs: []string{"p1"}, Permissions: []app.Permission{app.PermissionAuditWrite}}
 	reader := app.Identity{TenantID: "t1", ProjectIDs: []string{"p1"}, Permissions: []app.Permission{app.PermissionAuditRead}, ExpiresAt: time.Now().Add(time.Hour)}
