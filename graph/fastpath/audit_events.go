@@ -30,7 +30,7 @@ import (
 // reports in the usual way.
 func (p *Paths) AroundRootFields(ctx context.Context, next graphql.RootResolver) graphql.Marshaler {
 	rfc := graphql.GetRootFieldContext(ctx)
-	if rfc == nil || rfc.Field.Field == nil || rfc.Field.ObjectDefinition == nil || rfc.Field.ObjectDefinition.Name != "Query" ||
+	if !p.pagesOn || rfc == nil || rfc.Field.Field == nil || rfc.Field.ObjectDefinition == nil || rfc.Field.ObjectDefinition.Name != "Query" ||
 		rfc.Field.Name != "auditEvents" || len(rfc.Field.Directives) > 0 {
 		return next(ctx)
 	}

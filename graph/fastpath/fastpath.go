@@ -78,14 +78,24 @@ type Paths struct {
 	records    *planCache[*recordPlan]
 	subscribes *planCache[*subscribePlan]
 
+	// Whether each path is on: the schema's inputs are those it reads.
+	pagesOn, recordOn, subscribeOn bool
+
 	// pages counts the auditEvents pages AroundRootFields served.
 	pages atomic.Uint64
 }
 
-// New returns the fast paths of a server with cfg.
+// New returns the fast paths of a server with cfg. A path whose operation
+// takes arguments or input fields in cfg.Schema that it does not read is
+// off: it leaves every operation to the executor.
 func New(cfg Config) *Paths {
 	p := &Paths{cfg: cfg, documents: documents{cfg.Schema, cfg.MaxDepth, cfg.MaxComplexity}}
 	p.records = newPlanCache(p.makeRecordPlan, func() *recordPlan { return &recordPlan{} })
 	p.subscribes = newPlanCache(p.makeSubscribePlan, func() *subscribePlan { return &subscribePlan{} })
+	schema := cfg.Schema.Schema()
+	p.pagesOn = readsSchema(schema, "Query.auditEvents", "AuditEventFilter")
+	p.subscribeOn = readsSchema(schema, "Subscription.auditEventRecorded", "AuditEventFilter")
+	p.recordOn = readsSchema(schema, "Mutation.recordAuditEvent", "Mutation.recordAuditEvents", "RecordAuditEventsInput",
+		"RecordAuditEventInput", "AuditSubjectInput", "AuditResourceInput", "AuditGovernanceInput", "AuditCorrelationInput", "EvidenceDigestInput")
 	return p
 }

@@ -53,6 +53,9 @@ func (p *Paths) TryServe(ctx context.Context, w io.Writer, query, operationName 
 	if p.cfg.OnServed != nil {
 		start = time.Now()
 	}
+	if !p.recordOn {
+		return false
+	}
 	plan := p.records.get(query, operationName)
 	if !plan.eligible {
 		return false

@@ -49,7 +49,7 @@ const encodedCacheSize = 1024
 // Operation middlewares of the generic server do not see the subscriptions
 // it opens (see Config.OnOpened).
 func (p *Paths) Open(ctx context.Context, params *graphql.RawParams) (next func(ctx context.Context, wait bool) (payload []byte, more bool), ok bool) {
-	if len(params.Extensions) > 0 {
+	if !p.subscribeOn || len(params.Extensions) > 0 {
 		return nil, false
 	}
 	plan := p.subscribes.get(params.Query, params.OperationName)
