@@ -1,26 +1,26 @@
 package fastpath
 
 import (
-	"bytes"
 	"encoding/json"
 
 	"github.com/99designs/gqlgen/graphql"
 	gojson "github.com/goccy/go-json"
+	jsonv2 "github.com/goccy/go-json/v2"
 
 	"github.com/aetheriot/aether-audit/domain"
 	"github.com/aetheriot/aether-audit/graph/model"
 )
 
-// strictDecode decodes raw into v, failing on unknown fields and on
-// anything after the value.
+// strictDecode decodes raw into v strictly: member names match field
+// names exactly (encoding/json and go-json's v1 API also take them in
+// another case, as "Events" for "events", where GraphQL does not), and
+// unknown and duplicate members, invalid UTF-8 and anything after the
+// value fail.
 func strictDecode(raw []byte, v any) bool {
-	dec := gojson.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return false
-	}
-	return !dec.More()
+	return jsonv2.Unmarshal(raw, v, strictOptions) == nil
 }
+
+var strictOptions = jsonv2.RejectUnknownMembers(true)
 
 // The strict input shapes: every field a pointer, so that a null or missing
 // required field is seen (and left to the executor to report).

@@ -119,6 +119,10 @@ func TestRecordFastPathMatchesExecutor(t *testing.T) {
 		{"project outside the token", writer, single, map[string]any{"e": with(e2, "projectId", "p9")}, true},
 		{"no permission", app.Identity{TenantID: "t1", ProjectIDs: []string{"p1"}}, single, map[string]any{"e": e2}, true},
 		{"unknown input field", writer, single, map[string]any{"e": with(e2, "bogus", 1)}, false},
+		// Found by TestFastPathsMatchExecutorRandomly: encoding/json and
+		// go-json's v1 API match member names in another case too.
+		{"input field in another case", writer, single, map[string]any{"e": with(with(e2, "action", nil), "Action", "device.x")}, false},
+		{"batch field in another case", writer, batch, map[string]any{"in": map[string]any{"Events": []any{}, "idempotencyKey": "k9"}}, false},
 		{"missing required field", writer, single, map[string]any{"e": with(e2, "action", nil)}, false},
 		{"lower-case enum", writer, single, map[string]any{"e": with(e2, "outcome", "success")}, false},
 		{"details not an object", writer, single, map[string]any{"e": with(e2, "details", []any{1})}, false},
