@@ -15,7 +15,8 @@ import (
 // subscribePlan is what one document means for the fast path.
 type subscribePlan struct {
 	eligible bool
-	name     string // the operation's name
+	required []string // the variables of non-null types
+	name     string   // the operation's name
 	field    *ast.Field
 	prefix   []byte // {"data":{"<alias>":
 	event    pageWriter
@@ -55,6 +56,11 @@ func (p *Paths) Open(ctx context.Context, params *graphql.RawParams) (next func(
 	plan := p.subscribes.get(params.Query, params.OperationName)
 	if !plan.eligible {
 		return nil, false
+	}
+	for _, name := range plan.required {
+		if v, ok := params.Variables[name]; !ok || v == nil {
+			return nil, false // the executor refuses it
+		}
 	}
 	in, ok := subscribeArgs(plan.field, params.Variables)
 	if !ok {
@@ -137,6 +143,11 @@ func (p *Paths) makeSubscribePlan(query, operationName string) *subscribePlan {
 	w := &bytesWriter{b: []byte(`{"data":{`)}
 	graphql.MarshalString(field.Alias).MarshalGQL(w)
 	plan.prefix = append(w.b, ':')
+	for _, v := range op.VariableDefinitions {
+		if v.Type.NonNull {
+			plan.required = append(plan.required, v.Variable)
+		}
+	}
 	plan.eligible = true
 	return plan
 }
