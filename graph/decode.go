@@ -12,10 +12,11 @@ import (
 	"github.com/aetheriot/aether-audit/graph/model"
 )
 
-// draftFromInput turns a RecordAuditEventInput into a domain draft; the use
+// DraftFromInput turns a RecordAuditEventInput into a domain draft; the use
 // case validates it. path prefixes error fields as the use case does: ""
-// for a single event, "events[i]" within a batch.
-func draftFromInput(path string, in model.RecordAuditEventInput) (domain.AuditEventDraft, error) {
+// for a single event, FieldIndex("events", i) within a batch. The resolvers
+// and the ingest fast path (graph/fastpath) share it.
+func DraftFromInput(path string, in model.RecordAuditEventInput) (domain.AuditEventDraft, error) {
 	d := domain.AuditEventDraft{
 		ProjectID:  in.ProjectID,
 		Action:     in.Action,
@@ -63,7 +64,9 @@ func deref[T any](p *T) T {
 	return *p
 }
 
-func fieldIndex(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
+// FieldIndex names element i of the list input field path, as error fields
+// do: "events[3]".
+func FieldIndex(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
 
 // filterInput turns the GraphQL filter into the use cases' filter input.
 func filterInput(filter *model.AuditEventFilter) app.AuditEventFilterInput {

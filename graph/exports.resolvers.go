@@ -100,7 +100,7 @@ func (r *mutationResolver) AppendAlarmHistory(ctx context.Context, input model.A
 		if e.ID != nil {
 			id, err := uuid.Parse(*e.ID)
 			if err != nil {
-				return nil, r.fail(ctx, &app.Error{Code: app.CodeBadUserInput, Field: fieldIndex("entries", i) + ".id", Message: "must be a UUID"})
+				return nil, r.fail(ctx, &app.Error{Code: app.CodeBadUserInput, Field: FieldIndex("entries", i) + ".id", Message: "must be a UUID"})
 			}
 			rec.ID = id
 		}

@@ -37,3 +37,17 @@ func PresentError(ctx context.Context, err error) *gqlerror.Error {
 	out.Err = nil
 	return &out
 }
+
+// AppErrorExtensions returns the extensions of a GraphQL error for a use
+// case's error: its code, the offending input field when known, and for
+// RATE_LIMITED the whole seconds to wait (retryAfterSeconds).
+func AppErrorExtensions(appErr *app.Error) map[string]any {
+	ext := map[string]any{"code": appErr.Code}
+	if appErr.Field != "" {
+		ext["field"] = appErr.Field
+	}
+	if appErr.RetryAfter > 0 {
+		ext["retryAfterSeconds"] = app.RetryAfterSeconds(appErr.RetryAfter)
+	}
+	return ext
+}

@@ -8,7 +8,6 @@ package graph
 import (
 	"context"
 	"log/slog"
-	"sync/atomic"
 
 	"github.com/99designs/gqlgen/graphql"
 
@@ -19,14 +18,7 @@ import (
 type Resolver struct {
 	App    *app.App
 	Logger *slog.Logger
-
-	// fastPages counts the auditEvents pages AuditEventsFastPath served.
-	fastPages atomic.Uint64
 }
-
-// FastPathPages returns how many auditEvents pages the fast path served
-// (rather than the generic executor).
-func (r *Resolver) FastPathPages() uint64 { return r.fastPages.Load() }
 
 // fail turns a resolver's error into an *app.Error, so that the error
 // presenter can tell the use cases' answers from errors of input coercion.

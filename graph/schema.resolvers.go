@@ -17,7 +17,7 @@ import (
 
 // RecordAuditEvent is the resolver for the recordAuditEvent field.
 func (r *mutationResolver) RecordAuditEvent(ctx context.Context, input model.RecordAuditEventInput) (*model.RecordAuditEventPayload, error) {
-	draft, err := draftFromInput("", input)
+	draft, err := DraftFromInput("", input)
 	if err != nil {
 		return nil, r.fail(ctx, err)
 	}
@@ -36,7 +36,7 @@ func (r *mutationResolver) RecordAuditEvents(ctx context.Context, input model.Re
 		TraceID:        app.TraceIDFromContext(ctx),
 	}
 	for i, ev := range input.Events {
-		d, err := draftFromInput(fieldIndex("events", i), ev)
+		d, err := DraftFromInput(FieldIndex("events", i), ev)
 		if err != nil {
 			return nil, r.fail(ctx, err)
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/aetheriot/aether-audit/app"
 	"github.com/aetheriot/aether-audit/auth"
 	"github.com/aetheriot/aether-audit/graph"
+	"github.com/aetheriot/aether-audit/graph/fastpath"
 	"github.com/aetheriot/aether-audit/graph/generated"
 	"github.com/aetheriot/aether-audit/server/wsgraphql"
 )
@@ -37,19 +38,19 @@ func (s *Server) graphQLHandler() *handler.Server {
 		Complexity: graph.Complexity(),
 	})
 	srv := handler.New(es)
-	srv.AroundRootFields(resolver.AuditEventsFastPath)
-	subscribeFast := graph.NewSubscribeFastPath(resolver, es, s.cfg.MaxDepth, s.cfg.ComplexityLimit)
-	recordFast := graph.NewRecordFastPath(resolver, es, s.cfg.MaxDepth, s.cfg.ComplexityLimit)
+	fastCfg := fastpath.Config{App: s.cfg.App, Schema: es, MaxDepth: s.cfg.MaxDepth, MaxComplexity: s.cfg.ComplexityLimit, Logger: s.cfg.Logger}
 	if s.cfg.Metrics != nil {
 		srv.Use(graphQLMetrics{s.cfg.Metrics})
-		instrumentFastPaths(s.cfg.Metrics, recordFast, subscribeFast)
+		instrumentFastPaths(s.cfg.Metrics, &fastCfg)
 	}
+	fast := fastpath.New(fastCfg)
+	srv.AroundRootFields(fast.AroundRootFields)
 	wsCfg := s.webSocketConfig()
 	wsCfg.FastPath = func(ctx context.Context, params *graphql.RawParams) (func(context.Context, bool) ([]byte, bool), bool) {
 		if checkShape(params.Query, s.cfg.MaxRootFields) != "" {
 			return nil, false // the executor refuses it (operationShape)
 		}
-		return subscribeFast.Open(ctx, params)
+		return fast.Open(ctx, params)
 	}
 	s.ws = wsgraphql.New(wsCfg)
 	srv.AddTransport(s.ws)
@@ -59,7 +60,7 @@ func (s *Server) graphQLHandler() *handler.Server {
 	// chose to stream (eventStreamWanted); it must come before the plain
 	// POST transport.
 	srv.AddTransport(graphQLSSE{sse: transport.SSE{KeepAlivePingInterval: s.cfg.HeartbeatInterval}, shutdown: s.shutdown, admit: s.countStream, writeTimeout: s.cfg.WriteTimeout})
-	srv.AddTransport(jsonPOST{fast: recordFast, maxSelections: s.cfg.MaxRootFields})
+	srv.AddTransport(jsonPOST{fast: fast, maxSelections: s.cfg.MaxRootFields})
 
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})

@@ -7,7 +7,7 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
 
-	"github.com/aetheriot/aether-audit/graph"
+	"github.com/aetheriot/aether-audit/graph/fastpath"
 	"github.com/aetheriot/aether-audit/metrics"
 )
 
@@ -56,13 +56,13 @@ func (g graphQLMetrics) InterceptOperation(ctx context.Context, next graphql.Ope
 	}
 }
 
-// instrumentFastPaths makes the fast paths that bypass the executor report
-// the operations they serve.
-func instrumentFastPaths(m *metrics.Metrics, record *graph.RecordFastPath, subscribe *graph.SubscribeFastPath) {
-	record.OnServed = func(_ context.Context, name string, failed bool, took time.Duration) {
+// instrumentFastPaths makes the fast paths that bypass the executor (ingest
+// and subscription) report the operations they serve.
+func instrumentFastPaths(m *metrics.Metrics, cfg *fastpath.Config) {
+	cfg.OnServed = func(_ context.Context, name string, failed bool, took time.Duration) {
 		m.GraphQLOperation(string(ast.Mutation), name, failed, took)
 	}
-	subscribe.OnOpened = func(_ context.Context, name string) {
+	cfg.OnOpened = func(_ context.Context, name string) {
 		m.GraphQLOperation(string(ast.Subscription), name, false, 0)
 	}
 }

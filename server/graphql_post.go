@@ -12,16 +12,16 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
-	"github.com/aetheriot/aether-audit/graph"
+	"github.com/aetheriot/aether-audit/graph/fastpath"
 )
 
 // jsonPOST is the GraphQL-over-HTTP POST transport (application/json). It
 // behaves as gqlgen's own, except that it writes the executor's response
 // data as produced instead of re-encoding it, which on large pages costs as
 // much as producing it, and that it offers each request to the ingest fast
-// path (graph.RecordFastPath) before the generic executor.
+// path (fastpath.Paths.TryServe) before the generic executor.
 type jsonPOST struct {
-	fast *graph.RecordFastPath
+	fast *fastpath.Paths
 	// maxSelections is operationShape's limit: the fast path is offered
 	// only documents of an acceptable shape (it plans and validates them
 	// itself, before the executor's extensions run).

@@ -1,4 +1,4 @@
-package graph_test
+package fastpath_test
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/aetheriot/aether-audit/app"
 	"github.com/aetheriot/aether-audit/graph"
+	"github.com/aetheriot/aether-audit/graph/fastpath"
 	"github.com/aetheriot/aether-audit/graph/generated"
 	"github.com/aetheriot/aether-audit/store"
 	"github.com/aetheriot/aether-audit/store/storetest"
@@ -23,7 +24,7 @@ import (
 type recordSide struct {
 	app     *app.App
 	generic *handler.Server
-	fast    *graph.RecordFastPath
+	fast    *fastpath.Paths
 }
 
 func newRecordSide(t *testing.T, withFast bool) *recordSide {
@@ -36,7 +37,7 @@ func newRecordSide(t *testing.T, withFast bool) *recordSide {
 	srv.SetErrorPresenter(graph.PresentError)
 	s := &recordSide{app: a, generic: srv}
 	if withFast {
-		s.fast = graph.NewRecordFastPath(r, es, 20, 1_000_000)
+		s.fast = fastpath.New(fastpath.Config{App: a, Schema: es, MaxDepth: 20, MaxComplexity: 1_000_000})
 	}
 	return s
 }
@@ -118,6 +119,10 @@ func TestRecordFastPathMatchesExecutor(t *testing.T) {
 		{"project outside the token", writer, single, map[string]any{"e": with(e2, "projectId", "p9")}, true},
 		{"no permission", app.Identity{TenantID: "t1", ProjectIDs: []string{"p1"}}, single, map[string]any{"e": e2}, true},
 		{"unknown input field", writer, single, map[string]any{"e": with(e2, "bogus", 1)}, false},
+		// Found by TestFastPathsMatchExecutorRandomly: encoding/json and
+		// go-json's v1 API match member names in another case too.
+		{"input field in another case", writer, single, map[string]any{"e": with(with(e2, "action", nil), "Action", "device.x")}, false},
+		{"batch field in another case", writer, batch, map[string]any{"in": map[string]any{"Events": []any{}, "idempotencyKey": "k9"}}, false},
 		{"missing required field", writer, single, map[string]any{"e": with(e2, "action", nil)}, false},
 		{"lower-case enum", writer, single, map[string]any{"e": with(e2, "outcome", "success")}, false},
 		{"details not an object", writer, single, map[string]any{"e": with(e2, "details", []any{1})}, false},
@@ -172,8 +177,8 @@ func TestRecordFastPathHonoursLimits(t *testing.T) {
 	vars, err := json.Marshal(map[string]any{"e": eventVar("0193f3c4-0000-7000-8000-000000000001", "device.a")})
 	require.NoError(t, err)
 	var buf bytes.Buffer
-	require.False(t, graph.NewRecordFastPath(r, es, 2, 1000).TryServe(ctx, &buf, query, "", vars), "too deep")
-	require.False(t, graph.NewRecordFastPath(r, es, 10, 2).TryServe(ctx, &buf, query, "", vars), "too complex")
+	require.False(t, fastpath.New(fastpath.Config{App: a, Schema: es, MaxDepth: 2, MaxComplexity: 1000}).TryServe(ctx, &buf, query, "", vars), "too deep")
+	require.False(t, fastpath.New(fastpath.Config{App: a, Schema: es, MaxDepth: 10, MaxComplexity: 2}).TryServe(ctx, &buf, query, "", vars), "too complex")
 	require.Zero(t, buf.Len())
-	require.True(t, graph.NewRecordFastPath(r, es, 10, 1000).TryServe(ctx, &buf, query, "", vars))
+	require.True(t, fastpath.New(fastpath.Config{App: a, Schema: es, MaxDepth: 10, MaxComplexity: 1000}).TryServe(ctx, &buf, query, "", vars))
 }

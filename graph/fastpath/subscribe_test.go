@@ -1,4 +1,4 @@
-package graph_test
+package fastpath_test
 
 import (
 	"context"
@@ -10,10 +10,12 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/executor"
 	"github.com/stretchr/testify/require"
+	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/aetheriot/aether-audit/app"
 	"github.com/aetheriot/aether-audit/domain"
 	"github.com/aetheriot/aether-audit/graph"
+	"github.com/aetheriot/aether-audit/graph/fastpath"
 	"github.com/aetheriot/aether-audit/graph/generated"
 	"github.com/aetheriot/aether-audit/live"
 	"github.com/aetheriot/aether-audit/store"
@@ -37,7 +39,7 @@ func TestSubscribeFastPathMatchesExecutor(t *testing.T) {
 	es := generated.NewExecutableSchema(generated.Config{Resolvers: r, Complexity: graph.Complexity()})
 	exec := executor.New(es)
 	exec.SetErrorPresenter(graph.PresentError)
-	fast := graph.NewSubscribeFastPath(r, es, 20, 100000)
+	fast := fastpath.New(fastpath.Config{App: a, Schema: es, MaxDepth: 20, MaxComplexity: 100000})
 
 	writer := app.Identity{TenantID: "t1", ProjectIDs: []string{"p1"}, Permissions: []app.Permission{app.PermissionAuditWrite}}
 	reader := app.Identity{TenantID: "t1", ProjectIDs: []string{"p1"}, Permissions: []app.Permission{app.PermissionAuditRead}, ExpiresAt: time.Now().Add(time.Hour)}
@@ -121,4 +123,20 @@ func TestSubscribeFastPathMatchesExecutor(t *testing.T) {
 			require.Eventually(t, func() bool { return hub.Subscribers() == 0 }, 10*time.Second, 5*time.Millisecond)
 		})
 	}
+}
+
+// TestSubscribeFastPathLeavesMissingRequiredVariables: a variable of a
+// non-null type that is missing or null is an error of the executor
+// ("must be defined"), also where the argument it is passed to is
+// nullable; the fast path must not serve the subscription as if the
+// argument were absent. Found by TestFastPathsMatchExecutorRandomly.
+func TestSubscribeFastPathLeavesMissingRequiredVariables(t *testing.T) {
+	rig := newCoverageRig()
+	query := `subscription($p: ID!, $a: Uint64!) { auditEventRecorded(projectId: $p, afterSequence: $a) { sequence } }`
+	for _, vars := range []map[string]any{{"p": "p1"}, {"p": "p1", "a": nil}} {
+		served, _, _ := rig.serve(t, ast.Subscription, query, vars)
+		require.False(t, served, "%v", vars)
+	}
+	served, _, _ := rig.serve(t, ast.Subscription, query, map[string]any{"p": "p1", "a": "3"})
+	require.True(t, served)
 }

@@ -1,4 +1,4 @@
-package graph_test
+package fastpath_test
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"github.com/aetheriot/aether-audit/app"
 	"github.com/aetheriot/aether-audit/domain"
 	"github.com/aetheriot/aether-audit/graph"
+	"github.com/aetheriot/aether-audit/graph/fastpath"
 	"github.com/aetheriot/aether-audit/graph/generated"
 	"github.com/aetheriot/aether-audit/store"
 	"github.com/aetheriot/aether-audit/store/storetest"
@@ -24,14 +25,15 @@ import (
 
 func TestMain(m *testing.M) { storetest.Main(m) }
 
-func newHandler(a *app.App, fast bool) (http.Handler, *graph.Resolver) {
-	r := &graph.Resolver{App: a}
-	srv := handler.New(generated.NewExecutableSchema(generated.Config{Resolvers: r, Complexity: graph.Complexity()}))
+func newHandler(a *app.App, fast bool) (http.Handler, *fastpath.Paths) {
+	es := generated.NewExecutableSchema(generated.Config{Resolvers: &graph.Resolver{App: a}, Complexity: graph.Complexity()})
+	srv := handler.New(es)
 	srv.AddTransport(transport.POST{})
+	paths := fastpath.New(fastpath.Config{App: a, Schema: es, MaxDepth: 20, MaxComplexity: 1_000_000})
 	if fast {
-		srv.AroundRootFields(r.AuditEventsFastPath)
+		srv.AroundRootFields(paths.AroundRootFields)
 	}
-	return srv, r
+	return srv, paths
 }
 
 func post(t *testing.T, h http.Handler, id app.Identity, query string, vars map[string]any) string {
@@ -82,7 +84,7 @@ func TestAuditEventsFastPathMatchesExecutor(t *testing.T) {
 	require.NoError(t, err)
 
 	slow, _ := newHandler(a, false)
-	fast, resolver := newHandler(a, true)
+	fast, paths := newHandler(a, true)
 	const all = `id tenantId projectId sequence action occurredAt recordedAt
 		subject { type id displayName } resource { type id } outcome
 		governance { reason ticket risk confirmedBy } correlation { traceId requestId causationId }
@@ -116,14 +118,14 @@ func TestAuditEventsFastPathMatchesExecutor(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			before := resolver.FastPathPages()
+			before := paths.PagesServed()
 			want := post(t, slow, reader, tc.query, tc.vars)
 			got := post(t, fast, reader, tc.query, tc.vars)
 			require.Equal(t, want, got)
 			if tc.fast {
-				require.Greater(t, resolver.FastPathPages(), before, "the fast path served it")
+				require.Greater(t, paths.PagesServed(), before, "the fast path served it")
 			} else {
-				require.Equal(t, before, resolver.FastPathPages(), "the executor served it")
+				require.Equal(t, before, paths.PagesServed(), "the executor served it")
 			}
 		})
 	}

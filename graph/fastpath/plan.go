@@ -1,4 +1,4 @@
-package graph
+package fastpath
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/vektah/gqlparser/v2/validator/rules"
 
 	"github.com/aetheriot/aether-audit/app"
+	"github.com/aetheriot/aether-audit/graph"
 )
 
 // planCache remembers what a fast path makes of each document (and
@@ -112,8 +113,49 @@ func singleRootField(es graphql.ExecutableSchema, query, operationName string, k
 	if !isField || len(field.Directives) > 0 {
 		return nil, nil, nil, false
 	}
-	if SelectionDepth(op.SelectionSet) > maxDepth || complexity.Calculate(context.Background(), es, op, nil) > maxComplexity {
+	if graph.SelectionDepth(op.SelectionSet) > maxDepth || complexity.Calculate(context.Background(), es, op, nil) > maxComplexity {
 		return nil, nil, nil, false
 	}
 	return doc, op, field, true
+}
+
+// usesVariableDirectives reports whether any selection in set (fragments
+// expanded) has a directive taking a variable, such as @include(if: $x):
+// its shape then depends on the variables, so it cannot be planned once per
+// document.
+func usesVariableDirectives(set ast.SelectionSet) bool {
+	return variableDirectives(set, 0)
+}
+
+func variableDirectives(set ast.SelectionSet, visited int) bool {
+	if visited > 64 {
+		return true
+	}
+	check := func(dirs ast.DirectiveList) bool {
+		for _, d := range dirs {
+			for _, a := range d.Arguments {
+				if a.Value != nil && a.Value.Kind == ast.Variable {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for _, sel := range set {
+		switch s := sel.(type) {
+		case *ast.Field:
+			if check(s.Directives) || variableDirectives(s.SelectionSet, visited+1) {
+				return true
+			}
+		case *ast.InlineFragment:
+			if check(s.Directives) || variableDirectives(s.SelectionSet, visited+1) {
+				return true
+			}
+		case *ast.FragmentSpread:
+			if check(s.Directives) || (s.Definition != nil && variableDirectives(s.Definition.SelectionSet, visited+1)) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -1,4 +1,4 @@
-package graph
+package fastpath
 
 import (
 	"context"
@@ -12,40 +12,11 @@ import (
 	"github.com/aetheriot/aether-audit/graph/scalar"
 )
 
-// SubscribeFastPath serves the auditEventRecorded subscription without
-// gqlgen's per-field execution, which would otherwise run the selection set
-// once per subscriber per event: thousands of dashboards watching a project
-// would re-encode every event thousands of times. Here an event is encoded
-// once per distinct selection and the bytes are shared by every subscriber
-// with that selection.
-//
-// Like the other fast paths it serves an operation only when it answers
-// exactly as the executor would (a test holds the two equal): a valid
-// document with exactly this one subscription field, variables it reads
-// strictly, within the limits. Anything else, and any error opening the
-// subscription (opening has no side effects), is left to the executor,
-// which reports it.
-type SubscribeFastPath struct {
-	documents
-	resolver *Resolver
-	plans    *planCache[*subscribePlan]
-	// OnOpened, if set, is called for each subscription the path opened,
-	// with the operation's name ("" when anonymous): the generic server's
-	// operation middlewares never see them.
-	OnOpened func(ctx context.Context, operationName string)
-}
-
-// NewSubscribeFastPath returns the fast path for es with the server's limits.
-func NewSubscribeFastPath(r *Resolver, es graphql.ExecutableSchema, maxDepth, complexityLimit int) *SubscribeFastPath {
-	p := &SubscribeFastPath{documents: documents{es, maxDepth, complexityLimit}, resolver: r}
-	p.plans = newPlanCache(p.makePlan, func() *subscribePlan { return &subscribePlan{} })
-	return p
-}
-
 // subscribePlan is what one document means for the fast path.
 type subscribePlan struct {
 	eligible bool
-	name     string // the operation's name
+	required []string // the variables of non-null types
+	name     string   // the operation's name
 	field    *ast.Field
 	prefix   []byte // {"data":{"<alias>":
 	event    pageWriter
@@ -61,29 +32,46 @@ type subscribePlan struct {
 // encodedCacheSize is how many events' payloads a plan keeps.
 const encodedCacheSize = 1024
 
+// Open serves the auditEventRecorded subscription without gqlgen's
+// per-field execution, which would otherwise run the selection set once per
+// subscriber per event: thousands of dashboards watching a project would
+// re-encode every event thousands of times. Here an event is encoded once
+// per distinct selection and the bytes are shared by every subscriber with
+// that selection.
+//
 // Open starts serving the operation if it is the fast path's to serve; ok
-// reports whether it is. next returns each result payload, blocking until
-// an event commits, and more=false when the subscription ends; with
-// wait=false it returns at once, a nil payload when no result is at hand.
-// The subscription ends when ctx ends.
-func (p *SubscribeFastPath) Open(ctx context.Context, params *graphql.RawParams) (next func(ctx context.Context, wait bool) (payload []byte, more bool), ok bool) {
-	if len(params.Extensions) > 0 {
+// reports whether it is: a valid document with exactly this one
+// subscription field, variables it reads strictly, within the limits.
+// Anything else, and any error opening the subscription (opening has no
+// side effects), is left to the executor, which reports it. next returns
+// each result payload, blocking until an event commits, and more=false when
+// the subscription ends; with wait=false it returns at once, a nil payload
+// when no result is at hand. The subscription ends when ctx ends.
+// Operation middlewares of the generic server do not see the subscriptions
+// it opens (see Config.OnOpened).
+func (p *Paths) Open(ctx context.Context, params *graphql.RawParams) (next func(ctx context.Context, wait bool) (payload []byte, more bool), ok bool) {
+	if !p.subscribeOn || len(params.Extensions) > 0 {
 		return nil, false
 	}
-	plan := p.plans.get(params.Query, params.OperationName)
+	plan := p.subscribes.get(params.Query, params.OperationName)
 	if !plan.eligible {
 		return nil, false
+	}
+	for _, name := range plan.required {
+		if v, ok := params.Variables[name]; !ok || v == nil {
+			return nil, false // the executor refuses it
+		}
 	}
 	in, ok := subscribeArgs(plan.field, params.Variables)
 	if !ok {
 		return nil, false
 	}
-	stream, err := p.resolver.App.SubscribeAuditEvents(ctx, app.IdentityFromContext(ctx), in)
+	stream, err := p.cfg.App.SubscribeAuditEvents(ctx, app.IdentityFromContext(ctx), in)
 	if err != nil {
 		return nil, false // the executor reports it
 	}
-	if p.OnOpened != nil {
-		p.OnOpened(ctx, plan.name)
+	if p.cfg.OnOpened != nil {
+		p.cfg.OnOpened(ctx, plan.name)
 	}
 	// The subscription ends with ctx, also when the caller stops calling
 	// next (the connection closed while it waited to send, say).
@@ -141,9 +129,9 @@ func (w *bytesWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (p *SubscribeFastPath) makePlan(query, operationName string) *subscribePlan {
+func (p *Paths) makeSubscribePlan(query, operationName string) *subscribePlan {
 	no := &subscribePlan{}
-	doc, op, field, ok := p.singleRootField(query, operationName, ast.Subscription)
+	doc, op, field, ok := p.documents.singleRootField(query, operationName, ast.Subscription)
 	if !ok || field.Name != "auditEventRecorded" {
 		return no
 	}
@@ -155,6 +143,11 @@ func (p *SubscribeFastPath) makePlan(query, operationName string) *subscribePlan
 	w := &bytesWriter{b: []byte(`{"data":{`)}
 	graphql.MarshalString(field.Alias).MarshalGQL(w)
 	plan.prefix = append(w.b, ':')
+	for _, v := range op.VariableDefinitions {
+		if v.Type.NonNull {
+			plan.required = append(plan.required, v.Variable)
+		}
+	}
 	plan.eligible = true
 	return plan
 }

@@ -1,4 +1,4 @@
-package graph
+package fastpath
 
 // enumValue reads a GraphQL enum value given as a string (a variable or a
 // literal) into the domain type bound to it, reporting false for anything
