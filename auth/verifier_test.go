@@ -277,11 +277,7 @@ func TestVerifyNotBeforeWithinLeeway(t *testing.T) {
 
 func TestVerifyIssuerAndAudience(t *testing.T) {
 	v := newHMACVerifier(t, auth.VerifierConfig{Issuer: "https://issuer.example", Audience: "aether"})
-	cases := []struct {
-		name   string
-		change func(jwt.MapClaims)
-		msg    string // empty: accepted
-	}{
+	cases := []claimCase{
 		{"matching", func(c jwt.MapClaims) {}, ""},
 		{"audience list containing ours", func(c jwt.MapClaims) { c["aud"] = []any{"other", "aether"} }, ""},
 		{"wrong issuer", func(c jwt.MapClaims) { c["iss"] = "https://evil.example" }, "token issuer invalid"},
@@ -294,21 +290,10 @@ func TestVerifyIssuerAndAudience(t *testing.T) {
 			c["exp"] = time.Now().Add(-time.Hour).Unix()
 		}, "token issuer invalid"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			c := validClaims()
-			c["iss"] = "https://issuer.example"
-			c["aud"] = "aether"
-			tc.change(c)
-			tok := signHS256(t, testSecret, c)
-			_, err := v.Verify(tok)
-			if tc.msg == "" {
-				require.NoError(t, err)
-				return
-			}
-			requireInvalid(t, err, tc.msg, tok)
-		})
-	}
+	runClaimCases(t, v, func(c jwt.MapClaims) {
+		c["iss"] = "https://issuer.example"
+		c["aud"] = "aether"
+	}, cases)
 
 	// A verifier without issuer and audience ignores both claims.
 	c := validClaims()
@@ -428,22 +413,41 @@ func TestVerifyCacheHonoursExpiry(t *testing.T) {
 func TestVerifyMaxTTL(t *testing.T) {
 	v := newHMACVerifier(t, auth.VerifierConfig{MaxTTL: 24 * time.Hour})
 	now := time.Now()
-	cases := []struct {
-		name   string
-		change func(jwt.MapClaims)
-		msg    string // empty: accepted
-	}{
+	cases := []claimCase{
 		{"an hour", func(c jwt.MapClaims) {}, ""},
 		{"exactly the limit", func(c jwt.MapClaims) { c["exp"] = now.Add(24 * time.Hour).Unix() }, ""},
 		{"a day and a minute", func(c jwt.MapClaims) { c["exp"] = now.Add(24*time.Hour + time.Minute).Unix() }, "token lifetime exceeds the limit of 24h0m0s"},
 		{"the year 33658", func(c jwt.MapClaims) { c["exp"] = int64(1000000000000) }, "token lifetime exceeds the limit of 24h0m0s"},
 		{"no iat", func(c jwt.MapClaims) { delete(c, "iat") }, "token missing iat"},
 	}
+	runClaimCases(t, v, func(c jwt.MapClaims) {
+		c["iat"] = now.Unix()
+		c["exp"] = now.Add(time.Hour).Unix()
+	}, cases)
+
+	long := validClaims()
+	delete(long, "iat")
+	long["exp"] = int64(1000000000000)
+	_, err := newHMACVerifier(t, auth.VerifierConfig{}).Verify(signHS256(t, testSecret, long))
+	require.NoError(t, err, "no bound without MaxTTL")
+}
+
+// claimCase is a change to valid claims and the refusal it earns ("":
+// accepted).
+type claimCase struct {
+	name   string
+	change func(jwt.MapClaims)
+	msg    string
+}
+
+// runClaimCases signs valid claims, adjusted by base and then by each
+// case's change, and requires v to accept or refuse them as the case says.
+func runClaimCases(t *testing.T, v *auth.Verifier, base func(jwt.MapClaims), cases []claimCase) {
+	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := validClaims()
-			c["iat"] = now.Unix()
-			c["exp"] = now.Add(time.Hour).Unix()
+			base(c)
 			tc.change(c)
 			tok := signHS256(t, testSecret, c)
 			_, err := v.Verify(tok)
@@ -454,10 +458,4 @@ func TestVerifyMaxTTL(t *testing.T) {
 			requireInvalid(t, err, tc.msg, tok)
 		})
 	}
-
-	long := validClaims()
-	delete(long, "iat")
-	long["exp"] = int64(1000000000000)
-	_, err := newHMACVerifier(t, auth.VerifierConfig{}).Verify(signHS256(t, testSecret, long))
-	require.NoError(t, err, "no bound without MaxTTL")
 }

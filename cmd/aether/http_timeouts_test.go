@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/aetheriot/aether-audit/store/storetest"
 )
 
 // TestServeHTTPTimeouts drives the binary with short HTTP timeouts: a
@@ -23,19 +21,8 @@ import (
 // read and write timeouts as long as its client reads.
 func TestServeHTTPTimeouts(t *testing.T) {
 	t.Parallel()
-	dir := dataDir(t)
-	addr := freeAddr(t)
-	base := "http://" + addr
-	p := start(t, []string{
-		"DATABASE_URL=" + storetest.NewDatabase(t),
-		"AETHER_ADDR=" + addr,
-		"AETHER_DATA_DIR=" + dir,
-		"AETHER_LOG_LEVEL=warn",
-		"AETHER_HTTP_READ_TIMEOUT=1s",
-		"AETHER_HTTP_WRITE_TIMEOUT=1s",
-		"AETHER_SSE_HEARTBEAT=200ms",
-	}, "serve")
-	awaitReady(t, p, base, 60*time.Second)
+	s := serveReady(t, "AETHER_HTTP_READ_TIMEOUT=1s", "AETHER_HTTP_WRITE_TIMEOUT=1s", "AETHER_SSE_HEARTBEAT=200ms")
+	dir, addr, base := s.dir, s.addr, s.base
 	tok := mintToken(t, dir, "--tenant", "acme", "--project", "plant-1", "--permissions", "audit:read,audit:write")
 
 	// rawPost sends the headers of an 8 MB POST and the first bytes of its

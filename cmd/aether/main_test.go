@@ -310,6 +310,30 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
+// served is `aether serve` on a fresh database, answering /readyz.
+type served struct {
+	p         *process
+	addr, dir string
+	base      string // http://addr
+}
+
+// serveReady starts `aether serve` on a fresh database, a free loopback
+// address and a fresh data dir, with env added, and waits until it is
+// ready.
+func serveReady(t *testing.T, env ...string) served {
+	t.Helper()
+	s := served{dir: dataDir(t), addr: freeAddr(t)}
+	s.base = "http://" + s.addr
+	s.p = start(t, append([]string{
+		"DATABASE_URL=" + storetest.NewDatabase(t),
+		"AETHER_ADDR=" + s.addr,
+		"AETHER_DATA_DIR=" + s.dir,
+		"AETHER_LOG_LEVEL=warn",
+	}, env...), "serve")
+	awaitReady(t, s.p, s.base, 60*time.Second)
+	return s
+}
+
 // awaitReady polls base/readyz until it answers 200, failing if the
 // process ends or the deadline passes first.
 func awaitReady(t *testing.T, p *process, base string, timeout time.Duration) {
@@ -355,16 +379,8 @@ func postGraphQL(t *testing.T, base, token, query string, vars map[string]any) (
 
 func TestServe(t *testing.T) {
 	t.Parallel()
-	dir := dataDir(t)
-	addr := freeAddr(t)
-	base := "http://" + addr
-	p := start(t, []string{
-		"DATABASE_URL=" + storetest.NewDatabase(t),
-		"AETHER_ADDR=" + addr,
-		"AETHER_DATA_DIR=" + dir,
-		"AETHER_LOG_LEVEL=warn",
-	}, "serve")
-	awaitReady(t, p, base, 60*time.Second)
+	s := serveReady(t)
+	p, dir, base := s.p, s.dir, s.base
 
 	resp, err := http.Get(base + "/healthz")
 	require.NoError(t, err)
@@ -658,16 +674,8 @@ func fileDigest(t *testing.T, path string) (string, int64) {
 // tokens fail with a message and leave no file.
 func TestExportDownload(t *testing.T) {
 	t.Parallel()
-	dir := dataDir(t)
-	addr := freeAddr(t)
-	base := "http://" + addr
-	p := start(t, []string{
-		"DATABASE_URL=" + storetest.NewDatabase(t),
-		"AETHER_ADDR=" + addr,
-		"AETHER_DATA_DIR=" + dir,
-		"AETHER_LOG_LEVEL=warn",
-	}, "serve")
-	awaitReady(t, p, base, 60*time.Second)
+	s := serveReady(t)
+	dir, base := s.dir, s.base
 	tok := mintToken(t, dir, "--tenant", "acme", "--project", "plant-1",
 		"--permissions", "audit:read,audit:write,exports:read,exports:write,exports:download")
 
