@@ -132,6 +132,14 @@ func (s *Server) streamAuditEvents(w http.ResponseWriter, r *http.Request) {
 		s.writeAppError(w, r, err)
 		return
 	}
+	// A snapshot of a long history is a long stream too: it counts as a
+	// live connection of its identity while it runs.
+	release, err := s.countStream(r.Context())
+	if err != nil {
+		s.writeAppError(w, r, err)
+		return
+	}
+	defer release()
 	flusher, _ := w.(http.Flusher)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -158,6 +166,11 @@ func (s *Server) streamAuditEvents(w http.ResponseWriter, r *http.Request) {
 		if !page.HasNextPage || r.Context().Err() != nil {
 			return
 		}
+		if !id.ExpiresAt.IsZero() && !time.Now().Before(id.ExpiresAt) {
+			// The stream ends with its token; resume with Last-Event-ID.
+			_, _ = w.Write([]byte(sseTokenExpired))
+			return
+		}
 		in.After = page.EndCursor
 		in.AfterSequence = nil
 		page, err = s.cfg.App.SearchAuditEvents(r.Context(), id, in)
@@ -170,6 +183,9 @@ func (s *Server) streamAuditEvents(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 }
+
+// sseTokenExpired is the frame that ends an SSE stream whose token expired.
+const sseTokenExpired = "event: error\ndata: {\"code\":\"UNAUTHENTICATED\",\"message\":\"token expired\"}\n\n"
 
 // parseSearch reads the shared query parameters of the audit endpoints,
 // refusing unknown ones.
@@ -385,7 +401,7 @@ func (s *Server) followAuditEvents(w http.ResponseWriter, r *http.Request, in ap
 			}
 			flush()
 		case <-expired:
-			_, _ = w.Write([]byte("event: error\ndata: {\"code\":\"UNAUTHENTICATED\",\"message\":\"token expired\"}\n\n"))
+			_, _ = w.Write([]byte(sseTokenExpired))
 			flush()
 			return
 		case <-s.shutdown:

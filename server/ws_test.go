@@ -324,8 +324,9 @@ func TestWebSocketGoroutinesEnd(t *testing.T) {
 		"goroutines: %d before, %d now", before, runtime.NumGoroutine())
 }
 
-// TestLiveConnectionsPerIdentityCoverEventStreams: live SSE and graphql-sse
-// streams count with WebSockets against MaxWebSocketsPerIdentity; one too
+// TestLiveConnectionsPerIdentityCoverEventStreams: live and snapshot SSE
+// and graphql-sse streams count with WebSockets against
+// MaxWebSocketsPerIdentity; one too
 // many gets 429 QUOTA_EXCEEDED (a WebSocket closes with 4429). A graphql-sse
 // body that is not JSON is refused before it is streamed.
 func TestLiveConnectionsPerIdentityCoverEventStreams(t *testing.T) {
@@ -339,6 +340,8 @@ func TestLiveConnectionsPerIdentityCoverEventStreams(t *testing.T) {
 	require.Equal(t, http.StatusOK, first.StatusCode)
 	ws := b.dialWS(t, tok)
 	requireProblem(t, follow(), http.StatusTooManyRequests, "QUOTA_EXCEEDED")
+	// A snapshot stream counts too.
+	requireProblem(t, b.getPath(t, tok, "/api/v1/audit/events/stream?projectId="+projectA), http.StatusTooManyRequests, "QUOTA_EXCEEDED")
 
 	sse := func(body string) *gqlResult {
 		return b.graphqlRaw(t, tok, []byte(body), "Accept", "text/event-stream")
