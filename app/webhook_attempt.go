@@ -228,6 +228,14 @@ func (a *App) observeAttempts(changes []domain.WebhookDeliveryChange, preps []*p
 // and, when a retry is due, its job.
 func (a *App) attemptOutcome(prep *preparedAttempt, res webhook.Result, now time.Time) (domain.WebhookDeliveryChange, *domain.OutboxJob, error) {
 	d := prep.delivery
+	if unresolvable(res.ErrorClass) {
+		// The tenant sees one answer for a name that does not resolve and
+		// for one that resolves to a private address, or the attempt would
+		// tell which internal names exist; the operator log has which.
+		a.logger.Warn("webhook destination unreachable", "tenant_id", d.TenantID, "destination_id", d.DestinationID,
+			"delivery_id", d.ID, "error_class", res.ErrorClass, "error", res.Error)
+		res.ErrorClass, res.Error = webhook.ErrorClassDNS, unresolvableMessage
+	}
 	attempt := domain.WebhookDeliveryAttempt{
 		Number: d.AttemptCount, StartedAt: prep.started, FinishedAt: &now, Latency: res.Latency,
 		ErrorClass: string(res.ErrorClass), Error: res.Error, ResponseBody: cleanBody(res.Body),
@@ -271,6 +279,17 @@ func (a *App) attemptOutcome(prep *preparedAttempt, res webhook.Result, now time
 	}
 	job := webhookDeliveryJob(&d, at)
 	return change, &job, nil
+}
+
+// unresolvableMessage is what the tenant reads of an attempt whose host
+// name did not resolve, or resolved only to addresses the sender refuses.
+const unresolvableMessage = "host name does not resolve to a public address"
+
+// unresolvable reports whether class is a failure to find a public address
+// for the destination's host: not found in DNS, or found at a non-public
+// address (blocked against SSRF).
+func unresolvable(class webhook.ErrorClass) bool {
+	return class == webhook.ErrorClassDNS || class == webhook.ErrorClassSSRF
 }
 
 // attemptReason is the delivery's lastError for a failed attempt.

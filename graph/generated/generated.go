@@ -2344,7 +2344,7 @@ type WebhookDeliveryAttempt {
   "The receiver's HTTP status; null without a response."
   statusCode: Int
   latencyMs: Float
-  "Kind of failure: http_status, redirect, timeout, connect, dns, tls, ssrf_blocked, canceled, unknown, ..."
+  "Kind of failure: http_status, redirect, timeout, connect, dns (no public address: not found, or only non-public ones), tls, canceled, unknown, ..."
   errorClass: String!
   error: String!
   "At most 4 KiB of the receiver's response body."
