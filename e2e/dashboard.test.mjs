@@ -210,7 +210,10 @@ describe('dashboard: live feed, detail, reconnect, errors and exports', { timeou
     assert.equal(await page.evaluate(() => document.activeElement?.dataset.role), 'download-link');
     await screenshot(page, 'exports');
 
-    const href = await link.getAttribute('href');
+    // Without a public URL the link is relative; the browser resolves it
+    // against the page.
+    assert.match(await link.getAttribute('href'), /^\/api\/v1\/exports\/download\//);
+    const href = await link.evaluate((a) => a.href);
     assert.match(href, new RegExp(`^${server.httpURL}/api/v1/exports/download/`));
     const res = await fetch(href, { signal: AbortSignal.timeout(WAIT_MS) });
     assert.equal(res.status, 200);

@@ -13,7 +13,6 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
-	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 	gojson "github.com/goccy/go-json"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -25,6 +24,7 @@ import (
 	"github.com/aetheriot/aether-audit/graph"
 	"github.com/aetheriot/aether-audit/graph/fastpath"
 	"github.com/aetheriot/aether-audit/graph/generated"
+	"github.com/aetheriot/aether-audit/internal/doccache"
 	"github.com/aetheriot/aether-audit/server/wsgraphql"
 )
 
@@ -38,7 +38,8 @@ func (s *Server) graphQLHandler() *handler.Server {
 		Complexity: graph.Complexity(),
 	})
 	srv := handler.New(es)
-	fastCfg := fastpath.Config{App: s.cfg.App, Schema: es, MaxDepth: s.cfg.MaxDepth, MaxComplexity: s.cfg.ComplexityLimit, Logger: s.cfg.Logger}
+	fastCfg := fastpath.Config{App: s.cfg.App, Schema: es, MaxDepth: s.cfg.MaxDepth, MaxComplexity: s.cfg.ComplexityLimit,
+		MaxCachedDocumentBytes: s.cfg.MaxCachedDocumentBytes, Logger: s.cfg.Logger}
 	if s.cfg.Metrics != nil {
 		srv.Use(graphQLMetrics{s.cfg.Metrics})
 		instrumentFastPaths(s.cfg.Metrics, &fastCfg)
@@ -62,8 +63,8 @@ func (s *Server) graphQLHandler() *handler.Server {
 	srv.AddTransport(graphQLSSE{sse: transport.SSE{KeepAlivePingInterval: s.cfg.HeartbeatInterval}, shutdown: s.shutdown, admit: s.countStream, writeTimeout: s.cfg.WriteTimeout})
 	srv.AddTransport(jsonPOST{fast: fast, maxSelections: s.cfg.MaxRootFields})
 
-	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
-	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
+	srv.SetQueryCache(queryCache{doccache.New[*ast.QueryDocument](parsedDocumentCacheBytes, s.cfg.MaxCachedDocumentBytes)})
+	srv.Use(extension.AutomaticPersistedQuery{Cache: persistedQueries{doccache.New[string](persistedQueriesCacheBytes, s.cfg.MaxCachedDocumentBytes)}})
 	srv.Use(operationShape{max: s.cfg.MaxRootFields})
 	srv.Use(extension.FixedComplexityLimit(s.cfg.ComplexityLimit))
 	srv.Use(depthLimit{max: s.cfg.MaxDepth})

@@ -47,9 +47,13 @@ type Config struct {
 	// MaxDepth bounds a GraphQL operation's selection depth; default
 	// DefaultMaxDepth.
 	MaxDepth int
-	// MaxRootFields bounds a GraphQL operation's root fields, aliases
-	// included; default DefaultMaxRootFields.
+	// MaxRootFields bounds the selections of each selection set of a
+	// GraphQL document, the root's included; default DefaultMaxRootFields.
 	MaxRootFields int
+	// MaxCachedDocumentBytes is the largest GraphQL document cached in any
+	// form (parsed, persisted, fast-path plans); default
+	// DefaultMaxCachedDocumentBytes.
+	MaxCachedDocumentBytes int
 	// DisableIntrospection turns GraphQL introspection off.
 	DisableIntrospection bool
 	// HeartbeatInterval is how often a live SSE stream sends a heartbeat
@@ -149,6 +153,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.MaxRootFields <= 0 {
 		cfg.MaxRootFields = DefaultMaxRootFields
+	}
+	if cfg.MaxCachedDocumentBytes <= 0 {
+		cfg.MaxCachedDocumentBytes = DefaultMaxCachedDocumentBytes
 	}
 	if cfg.MaxWebSocketsPerIdentity <= 0 {
 		cfg.MaxWebSocketsPerIdentity = DefaultMaxWebSocketsPerIdentity

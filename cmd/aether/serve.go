@@ -35,6 +35,7 @@ type serveCmd struct {
 	MaxBodyBytes           int64         `name:"max-body-bytes" env:"AETHER_MAX_BODY_BYTES" default:"8388608" help:"Largest accepted request body, in bytes."`
 	GraphQLComplexityLimit int           `name:"graphql-complexity-limit" env:"AETHER_GRAPHQL_COMPLEXITY_LIMIT" default:"25000" help:"Largest accepted GraphQL operation complexity: each selected field counts 1, connections count their selection times the page size."`
 	GraphQLMaxDepth        int           `name:"graphql-max-depth" env:"AETHER_GRAPHQL_MAX_DEPTH" default:"12" help:"Deepest accepted GraphQL selection nesting."`
+	GraphQLCacheMaxDoc     int           `name:"graphql-cache-max-document-bytes" env:"AETHER_GRAPHQL_CACHE_MAX_DOCUMENT_BYTES" default:"16384" help:"Largest GraphQL document (bytes) cached in any form: parsed documents, persisted queries (per tenant) and fast-path plans; larger ones are parsed each time. Every cache is bounded in bytes."`
 	GraphQLMaxAliases      int           `name:"graphql-max-aliases" env:"AETHER_GRAPHQL_MAX_ALIASES" default:"32" help:"Most root fields of one GraphQL operation, aliases included (a document repeats a field under aliases); refused with BAD_USER_INPUT before validation. verifyAuditChain may appear once per operation."`
 	GraphQLIntrospection   bool          `name:"graphql-introspection" env:"AETHER_GRAPHQL_INTROSPECTION" default:"true" negatable:"" help:"Allow GraphQL introspection."`
 	AllowedOrigins         []string      `name:"allowed-origins" env:"AETHER_ALLOWED_ORIGINS" help:"Browser origins (scheme://host[:port], comma-separated, or *) allowed to open GraphQL WebSockets besides the server's own."`
@@ -147,6 +148,7 @@ func (c *serveCmd) Run() error {
 		ComplexityLimit:          c.GraphQLComplexityLimit,
 		MaxDepth:                 c.GraphQLMaxDepth,
 		MaxRootFields:            c.GraphQLMaxAliases,
+		MaxCachedDocumentBytes:   c.GraphQLCacheMaxDoc,
 		DisableIntrospection:     !c.GraphQLIntrospection,
 		HeartbeatInterval:        c.SSEHeartbeat,
 		AllowedOrigins:           c.AllowedOrigins,

@@ -55,6 +55,9 @@ type Config struct {
 	// them to the executor, which refuses them.
 	MaxDepth      int
 	MaxComplexity int
+	// MaxCachedDocumentBytes is the largest document the paths plan and
+	// cache; larger ones are left to the executor. Default 16 KiB.
+	MaxCachedDocumentBytes int
 	// Logger, if set, logs the internal causes of use case errors the
 	// ingest path answers, as the resolvers log theirs.
 	Logger *slog.Logger
@@ -90,8 +93,12 @@ type Paths struct {
 // off: it leaves every operation to the executor.
 func New(cfg Config) *Paths {
 	p := &Paths{cfg: cfg, documents: documents{cfg.Schema, cfg.MaxDepth, cfg.MaxComplexity}}
-	p.records = newPlanCache(p.makeRecordPlan, func() *recordPlan { return &recordPlan{} })
-	p.subscribes = newPlanCache(p.makeSubscribePlan, func() *subscribePlan { return &subscribePlan{} })
+	maxDoc := cfg.MaxCachedDocumentBytes
+	if maxDoc <= 0 {
+		maxDoc = defaultMaxCachedDocumentBytes
+	}
+	p.records = newPlanCache(p.makeRecordPlan, func() *recordPlan { return &recordPlan{} }, maxDoc)
+	p.subscribes = newPlanCache(p.makeSubscribePlan, func() *subscribePlan { return &subscribePlan{} }, maxDoc)
 	schema := cfg.Schema.Schema()
 	p.pagesOn = readsSchema(schema, "Query.auditEvents", "AuditEventFilter")
 	p.subscribeOn = readsSchema(schema, "Subscription.auditEventRecorded", "AuditEventFilter")

@@ -5,7 +5,6 @@ import (
 
 	"github.com/99designs/gqlgen/complexity"
 	"github.com/99designs/gqlgen/graphql"
-	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/parser"
 	"github.com/vektah/gqlparser/v2/validator"
@@ -13,28 +12,39 @@ import (
 
 	"github.com/aetheriot/aether-audit/app"
 	"github.com/aetheriot/aether-audit/graph"
+	"github.com/aetheriot/aether-audit/internal/doccache"
 )
 
 // planCache remembers what a fast path makes of each document (and
 // operation name), so a document is parsed, validated and planned once.
+// It holds documents of at most maxDocument bytes and planCacheBytes in
+// all, keyed by hash; a larger document is left to the executor without
+// being planned.
 type planCache[P any] struct {
-	cache *lru.Cache[string, P]
+	cache *doccache.Cache[P]
 	make  func(query, operationName string) P
 	none  func() P // the plan of a document the fast path leaves alone
 }
 
-func newPlanCache[P any](make func(query, operationName string) P, none func() P) *planCache[P] {
-	cache, err := lru.New[string, P](256)
-	if err != nil {
-		panic(err) // only for a non-positive size
-	}
-	return &planCache[P]{cache: cache, make: make, none: none}
+// planCacheBytes bounds the documents one plan cache holds.
+const planCacheBytes = 1 << 20
+
+// defaultMaxCachedDocumentBytes is the default of
+// Config.MaxCachedDocumentBytes.
+const defaultMaxCachedDocumentBytes = 16 << 10
+
+func newPlanCache[P any](make func(query, operationName string) P, none func() P, maxDocument int) *planCache[P] {
+	return &planCache[P]{cache: doccache.New[P](planCacheBytes, maxDocument), make: make, none: none}
 }
 
 // get returns the plan of a document; a panic of the AST helpers on a
 // document they do not expect makes it "not eligible".
 func (c *planCache[P]) get(query, operationName string) (plan P) {
-	key := operationName + "\x00" + query
+	size := len(query) + len(operationName)
+	if !c.cache.Cacheable(size) {
+		return c.none()
+	}
+	key := doccache.KeyOf(operationName, query)
 	if plan, ok := c.cache.Get(key); ok {
 		return plan
 	}
@@ -42,7 +52,7 @@ func (c *planCache[P]) get(query, operationName string) (plan P) {
 		if recover() != nil {
 			plan = c.none()
 		}
-		c.cache.Add(key, plan)
+		c.cache.Add(key, plan, size)
 	}()
 	return c.make(query, operationName)
 }
