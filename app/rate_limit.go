@@ -29,6 +29,13 @@ type RateLimitConfig struct {
 	// starts (not the events they deliver).
 	SubscriptionsPerIdentity RateLimit
 	SubscriptionsPerTenant   RateLimit
+	// EventsPerTenant bounds the audit events a tenant records, a batch
+	// counting its events (the command limits count it once); its Burst
+	// must hold the largest batch.
+	EventsPerTenant RateLimit
+	// VerificationsPerIdentity bounds verifyAuditChain calls, each of which
+	// re-reads and re-hashes a range of history.
+	VerificationsPerIdentity RateLimit
 }
 
 // rateLimitIdleTTL is how long an unused bucket is kept; a bucket idle that
@@ -59,10 +66,10 @@ func newLimiterSet(l RateLimit) *limiterSet {
 	return &limiterSet{limit: l, byKey: map[string]*limiterEntry{}}
 }
 
-// reserve takes one token from key's bucket at now. It reports how long
-// the caller would have to wait when the bucket is empty, in which case
-// nothing is taken; cancel gives a taken token back.
-func (s *limiterSet) reserve(key string, now time.Time) (wait time.Duration, cancel func()) {
+// reserve takes n tokens from key's bucket at now. It reports how long
+// the caller would have to wait when the bucket holds fewer, in which case
+// nothing is taken; cancel gives taken tokens back.
+func (s *limiterSet) reserve(key string, now time.Time, n int) (wait time.Duration, cancel func()) {
 	if s == nil {
 		return 0, func() {}
 	}
@@ -82,7 +89,11 @@ func (s *limiterSet) reserve(key string, now time.Time) (wait time.Duration, can
 		s.byKey[key] = e
 	}
 	e.used = now
-	r := e.lim.ReserveN(now, 1)
+	r := e.lim.ReserveN(now, n)
+	if !r.OK() {
+		// More than the burst at once: never within the limit.
+		return rateLimitIdleTTL, nil
+	}
 	if d := r.DelayFrom(now); d > 0 {
 		r.CancelAt(now)
 		return d, nil
@@ -94,6 +105,7 @@ func (s *limiterSet) reserve(key string, now time.Time) (wait time.Duration, can
 type rateLimiter struct {
 	commandsIdentity, commandsTenant           *limiterSet
 	subscriptionsIdentity, subscriptionsTenant *limiterSet
+	eventsTenant, verificationsIdentity        *limiterSet
 }
 
 func newRateLimiter(cfg RateLimitConfig) *rateLimiter {
@@ -102,16 +114,23 @@ func newRateLimiter(cfg RateLimitConfig) *rateLimiter {
 		commandsTenant:        newLimiterSet(cfg.CommandsPerTenant),
 		subscriptionsIdentity: newLimiterSet(cfg.SubscriptionsPerIdentity),
 		subscriptionsTenant:   newLimiterSet(cfg.SubscriptionsPerTenant),
+		eventsTenant:          newLimiterSet(cfg.EventsPerTenant),
+		verificationsIdentity: newLimiterSet(cfg.VerificationsPerIdentity),
 	}
 }
 
 // allow takes a token from the identity's bucket and the tenant's, or
 // neither: a request refused by one bucket does not use up the other.
 func allow(identity, tenant *limiterSet, id Identity, what string, now time.Time) error {
-	wait, undo := identity.reserve(id.TenantID+"\x00"+id.Subject, now)
+	return allowN(identity, tenant, id, 1, what, now)
+}
+
+// allowN is allow for n tokens at once (a batch of n events).
+func allowN(identity, tenant *limiterSet, id Identity, n int, what string, now time.Time) error {
+	wait, undo := identity.reserve(id.TenantID+"\x00"+id.Subject, now, n)
 	scope := "identity"
 	if wait == 0 {
-		if wait, _ = tenant.reserve(id.TenantID, now); wait > 0 {
+		if wait, _ = tenant.reserve(id.TenantID, now, n); wait > 0 {
 			undo()
 			scope = "tenant"
 		}

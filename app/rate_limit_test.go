@@ -100,3 +100,64 @@ func TestSubscriptionStartRateLimit(t *testing.T) {
 	_, err = a.SubscribeAuditEvents(ctx, reader, app.SubscribeAuditEventsInput{ProjectID: "p1"})
 	require.ErrorIs(t, err, app.ErrLiveUnavailable)
 }
+
+// TestEventVolumeRateLimit: a tenant's events are counted one by one, a
+// batch counting all of its events, beside the command limits that count
+// it once; a refused batch writes nothing.
+func TestEventVolumeRateLimit(t *testing.T) {
+	pool := storetest.NewPool(t)
+	clock := &manualClock{now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	a := app.New(store.New(pool), app.Config{Now: clock.Now, RateLimits: app.RateLimitConfig{
+		EventsPerTenant: app.RateLimit{Rate: 10, Burst: 25},
+	}})
+	ctx := context.Background()
+	writer := app.Identity{Subject: "svc", TenantID: "t1", ProjectIDs: []string{"p1"}, Permissions: []app.Permission{app.PermissionAuditWrite}}
+	batch := func(n int) app.RecordAuditEventsInput {
+		in := app.RecordAuditEventsInput{}
+		for range n {
+			in.Events = append(in.Events, draft("p1", "device.updated"))
+		}
+		return in
+	}
+	_, err := a.RecordAuditEvents(ctx, writer, batch(20))
+	require.NoError(t, err)
+	_, err = a.RecordAuditEvents(ctx, writer, batch(10))
+	requireCode(t, err, app.CodeRateLimited)
+	require.Contains(t, err.Error(), "events")
+	require.Equal(t, 500*time.Millisecond, app.ErrorOf(err).RetryAfter, "5 left, 10 wanted: 5 more at 10/s")
+	require.Equal(t, 20, countEvents(t, pool), "the refused batch wrote nothing")
+	_, err = a.RecordAuditEvents(ctx, writer, batch(5))
+	require.NoError(t, err)
+	_, err = a.RecordAuditEvents(ctx, writer, batch(26))
+	requireCode(t, err, app.CodeRateLimited) // more than the burst never passes
+
+	other := writer
+	other.TenantID = "t2"
+	_, err = a.RecordAuditEvents(ctx, other, batch(25))
+	require.NoError(t, err, "another tenant has its own bucket")
+}
+
+// TestVerificationRateLimit: each verifyAuditChain is charged to its
+// identity's bucket.
+func TestVerificationRateLimit(t *testing.T) {
+	pool := storetest.NewPool(t)
+	clock := &manualClock{now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	a := app.New(store.New(pool), app.Config{Now: clock.Now, RateLimits: app.RateLimitConfig{
+		VerificationsPerIdentity: app.RateLimit{Rate: 1, Burst: 2},
+	}})
+	ctx := context.Background()
+	reader := app.Identity{Subject: "auditor", TenantID: "t1", ProjectIDs: []string{"p1"}, Permissions: []app.Permission{app.PermissionAuditRead}}
+	for range 2 {
+		_, err := a.VerifyAuditChain(ctx, reader, "p1", nil, nil)
+		require.NoError(t, err)
+	}
+	_, err := a.VerifyAuditChain(ctx, reader, "p1", nil, nil)
+	requireCode(t, err, app.CodeRateLimited)
+	other := reader
+	other.Subject = "another"
+	_, err = a.VerifyAuditChain(ctx, other, "p1", nil, nil)
+	require.NoError(t, err, "per identity")
+	clock.Add(time.Second)
+	_, err = a.VerifyAuditChain(ctx, reader, "p1", nil, nil)
+	require.NoError(t, err)
+}

@@ -74,6 +74,10 @@ func (a *App) recordAuditEvents(ctx context.Context, id Identity, in RecordAudit
 	if err := checkIdempotencyKey(in.IdempotencyKey); err != nil {
 		return nil, err
 	}
+	// The tenant's event volume: a batch counts its events.
+	if err := allowN(nil, a.limits.eventsTenant, id, len(in.Events), "events", a.now()); err != nil {
+		return nil, err
+	}
 	now := a.now()
 	drafts := slices.Clone(in.Events)
 	for i := range drafts {

@@ -43,6 +43,9 @@ func (a *App) VerifyAuditChain(ctx context.Context, id Identity, projectID strin
 	if err := authorize(id, PermissionAuditRead, projectID); err != nil {
 		return ChainVerification{}, err
 	}
+	if err := allow(a.limits.verificationsIdentity, nil, id, "chain verifications", a.now()); err != nil {
+		return ChainVerification{}, err
+	}
 	for attempt := 0; ; attempt++ {
 		res, err := a.verifyAuditChain(ctx, id, projectID, from, to)
 		if err != nil || res.Valid || attempt > 0 {

@@ -42,6 +42,8 @@ type limitFlags struct {
 	RateCommands            rateFlag `name:"rate-commands" env:"AETHER_RATE_COMMANDS" default:"1000:2000" help:"Mutations one identity (tenant and subject) may run, as RATE:BURST per second (a batch of events counts once); 0 turns the limit off. Over it: RATE_LIMITED with a retry hint."`
 	RateTenantCommands      rateFlag `name:"rate-tenant-commands" env:"AETHER_RATE_TENANT_COMMANDS" default:"5000:10000" help:"Mutations one tenant (all its identities) may run, as RATE:BURST per second; 0 turns the limit off."`
 	RateSubscriptions       rateFlag `name:"rate-subscriptions" env:"AETHER_RATE_SUBSCRIPTIONS" default:"50:200" help:"Subscription starts (GraphQL over WebSocket or SSE, live REST streams) one identity may make, as RATE:BURST per second; 0 turns the limit off."`
+	RateTenantEvents        rateFlag `name:"rate-tenant-events" env:"AETHER_RATE_TENANT_EVENTS" default:"10000:50000" help:"Audit events one tenant may record, as RATE:BURST per second, a batch counting its events (BURST must hold the largest batch, 1,000); 0 turns the limit off."`
+	RateVerifications       rateFlag `name:"rate-verifications" env:"AETHER_RATE_VERIFICATIONS" default:"1:10" help:"verifyAuditChain calls one identity may make, as RATE:BURST per second (each re-reads and re-hashes up to a million events); 0 turns the limit off."`
 	RateTenantSubscriptions rateFlag `name:"rate-tenant-subscriptions" env:"AETHER_RATE_TENANT_SUBSCRIPTIONS" default:"200:1000" help:"Subscription starts one tenant may make, as RATE:BURST per second; 0 turns the limit off."`
 }
 
@@ -52,6 +54,8 @@ func (f limitFlags) config() app.RateLimitConfig {
 		CommandsPerTenant:        app.RateLimit(f.RateTenantCommands),
 		SubscriptionsPerIdentity: app.RateLimit(f.RateSubscriptions),
 		SubscriptionsPerTenant:   app.RateLimit(f.RateTenantSubscriptions),
+		EventsPerTenant:          app.RateLimit(f.RateTenantEvents),
+		VerificationsPerIdentity: app.RateLimit(f.RateVerifications),
 	}
 }
 
