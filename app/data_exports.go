@@ -406,6 +406,11 @@ func (a *App) CreateDataExportDownload(ctx context.Context, id Identity, exportI
 		expires := ceilSecond(now.Add(life))
 		if e.ExpiresAt != nil && expires.After(*e.ExpiresAt) {
 			expires = e.ExpiresAt.Truncate(time.Second)
+			if !now.Before(expires) {
+				// In the export's last fraction of a second a whole-second link
+				// would be dead on arrival: refuse, as for an expired export.
+				return &Error{Code: CodeInvalidState, Message: "the export has expired"}
+			}
 		}
 		details, _ := json.Marshal(map[string]any{"exportId": e.ID.String(), "expiresAt": expires})
 		if _, err := a.recordCommandEvent(ctx, tx, id, e.ProjectID, "export.download_created",

@@ -389,6 +389,7 @@ func TestCreateDataExportDownload(t *testing.T) {
 	t.Run("LifetimeBounds", func(t *testing.T) {
 		t.Parallel()
 		b := setupExports(t, app.ExportConfig{TTL: 30 * time.Minute})
+		b.clock.Add(250 * time.Millisecond) // the export then expires inside a second
 		e := b.ready(t, nil)
 		for _, ttl := range []time.Duration{0, -time.Second, app.MaxDownloadTTL + time.Second} {
 			_, err := b.app.CreateDataExportDownload(ctx, b.user, e.ID.String(), &ttl)
@@ -399,6 +400,15 @@ func TestCreateDataExportDownload(t *testing.T) {
 		link, err := b.app.CreateDataExportDownload(ctx, b.user, e.ID.String(), &ttl)
 		require.NoError(t, err)
 		require.Equal(t, e.ExpiresAt.Truncate(time.Second), link.ExpiresAt, "never later than the export's own expiry")
+
+		// In the export's last fraction of a second, a link (whole seconds)
+		// would be dead on arrival: refused, and nothing is audited.
+		require.NotEqual(t, e.ExpiresAt.Truncate(time.Second), *e.ExpiresAt, "the export expires inside a second")
+		before := len(auditEvents(t, b.app, b.user, "p1", "export.download_created"))
+		b.clock.Set(e.ExpiresAt.Add(-time.Microsecond))
+		_, err = b.app.CreateDataExportDownload(ctx, b.user, e.ID.String(), nil)
+		requireCode(t, err, app.CodeInvalidState)
+		require.Len(t, auditEvents(t, b.app, b.user, "p1", "export.download_created"), before)
 
 		b.clock.Set(*e.ExpiresAt)
 		_, err = b.app.CreateDataExportDownload(ctx, b.user, e.ID.String(), nil)
