@@ -48,3 +48,9 @@ func UnreadInputs(schema *ast.Schema) []string {
 	sort.Strings(out)
 	return out
 }
+
+// PlansCached returns how many documents the record and subscribe plan
+// caches hold, and the bytes of those documents.
+func (p *Paths) PlansCached() (documents, bytes int) {
+	return p.records.cache.Len() + p.subscribes.cache.Len(), p.records.cache.Bytes() + p.subscribes.cache.Bytes()
+}

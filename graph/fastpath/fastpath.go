@@ -97,8 +97,10 @@ func New(cfg Config) *Paths {
 	if maxDoc <= 0 {
 		maxDoc = defaultMaxCachedDocumentBytes
 	}
-	p.records = newPlanCache(p.makeRecordPlan, func() *recordPlan { return &recordPlan{} }, maxDoc)
-	p.subscribes = newPlanCache(p.makeSubscribePlan, func() *subscribePlan { return &subscribePlan{} }, maxDoc)
+	p.records = newPlanCache(p.makeRecordPlan, func() *recordPlan { return &recordPlan{} },
+		func(r *recordPlan) bool { return r != invalidRecordPlan }, maxDoc)
+	p.subscribes = newPlanCache(p.makeSubscribePlan, func() *subscribePlan { return &subscribePlan{} },
+		func(r *subscribePlan) bool { return r != invalidSubscribePlan }, maxDoc)
 	schema := cfg.Schema.Schema()
 	p.pagesOn = readsSchema(schema, "Query.auditEvents", "AuditEventFilter")
 	p.subscribeOn = readsSchema(schema, "Subscription.auditEventRecorded", "AuditEventFilter")

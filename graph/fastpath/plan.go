@@ -24,6 +24,10 @@ type planCache[P any] struct {
 	cache *doccache.Cache[P]
 	make  func(query, operationName string) P
 	none  func() P // the plan of a document the fast path leaves alone
+	// keep reports whether a plan may be cached: not the plan of a document
+	// that did not parse or validate (the executor answers those, and the
+	// cache holds only valid documents).
+	keep func(P) bool
 }
 
 // planCacheBytes bounds the documents one plan cache holds.
@@ -33,8 +37,8 @@ const planCacheBytes = 1 << 20
 // Config.MaxCachedDocumentBytes.
 const defaultMaxCachedDocumentBytes = 16 << 10
 
-func newPlanCache[P any](make func(query, operationName string) P, none func() P, maxDocument int) *planCache[P] {
-	return &planCache[P]{cache: doccache.New[P](planCacheBytes, maxDocument), make: make, none: none}
+func newPlanCache[P any](make func(query, operationName string) P, none func() P, keep func(P) bool, maxDocument int) *planCache[P] {
+	return &planCache[P]{cache: doccache.New[P](planCacheBytes, maxDocument), make: make, none: none, keep: keep}
 }
 
 // get returns the plan of a document; a panic of the AST helpers on a
@@ -52,7 +56,9 @@ func (c *planCache[P]) get(query, operationName string) (plan P) {
 		if recover() != nil {
 			plan = c.none()
 		}
-		c.cache.Add(key, plan, size)
+		if c.keep(plan) {
+			c.cache.Add(key, plan, size)
+		}
 	}()
 	return c.make(query, operationName)
 }
@@ -66,7 +72,7 @@ type documents struct {
 }
 
 // singleRootField is the package function for d's schema and limits.
-func (d documents) singleRootField(query, operationName string, kind ast.Operation) (*ast.QueryDocument, *ast.OperationDefinition, *ast.Field, bool) {
+func (d documents) singleRootField(query, operationName string, kind ast.Operation) (*ast.QueryDocument, *ast.OperationDefinition, *ast.Field, bool, bool) {
 	return singleRootField(d.es, query, operationName, kind, d.maxDepth, d.maxComplexity)
 }
 
@@ -102,31 +108,34 @@ func projectAndFilter(args map[string]any, project *string, filter *app.AuditEve
 // variable defaults, one root field without directives, a selection whose
 // shape does not depend on variables, within the depth and complexity
 // limits. ok is false otherwise.
-func singleRootField(es graphql.ExecutableSchema, query, operationName string, kind ast.Operation, maxDepth, maxComplexity int) (doc *ast.QueryDocument, op *ast.OperationDefinition, field *ast.Field, ok bool) {
+func singleRootField(es graphql.ExecutableSchema, query, operationName string, kind ast.Operation, maxDepth, maxComplexity int) (doc *ast.QueryDocument, op *ast.OperationDefinition, field *ast.Field, ok, valid bool) {
 	doc, err := parser.ParseQuery(&ast.Source{Input: query})
-	if err != nil || len(validator.ValidateWithRules(es.Schema(), doc, rules.NewDefaultRules())) > 0 || len(doc.Operations) != 1 {
-		return nil, nil, nil, false
+	if err != nil || len(validator.ValidateWithRules(es.Schema(), doc, rules.NewDefaultRules())) > 0 {
+		return nil, nil, nil, false, false
+	}
+	if len(doc.Operations) != 1 {
+		return nil, nil, nil, false, true
 	}
 	op = doc.Operations[0]
 	if operationName != "" && op.Name != operationName {
-		return nil, nil, nil, false
+		return nil, nil, nil, false, true
 	}
 	if op.Operation != kind || len(op.Directives) > 0 || len(op.SelectionSet) != 1 || usesVariableDirectives(op.SelectionSet) {
-		return nil, nil, nil, false
+		return nil, nil, nil, false, true
 	}
 	for _, v := range op.VariableDefinitions {
 		if v.DefaultValue != nil || len(v.Directives) > 0 {
-			return nil, nil, nil, false // the executor applies variable defaults
+			return nil, nil, nil, false, true // the executor applies variable defaults
 		}
 	}
 	field, isField := op.SelectionSet[0].(*ast.Field)
 	if !isField || len(field.Directives) > 0 {
-		return nil, nil, nil, false
+		return nil, nil, nil, false, true
 	}
 	if graph.SelectionDepth(op.SelectionSet) > maxDepth || complexity.Calculate(context.Background(), es, op, nil) > maxComplexity {
-		return nil, nil, nil, false
+		return nil, nil, nil, false, true
 	}
-	return doc, op, field, true
+	return doc, op, field, true, true
 }
 
 // usesVariableDirectives reports whether any selection in set (fragments

@@ -17,6 +17,10 @@ import (
 	"github.com/aetheriot/aether-audit/graph/model"
 )
 
+// invalidRecordPlan is the plan of a document that does not parse or
+// validate: not eligible, and not cached.
+var invalidRecordPlan = &recordPlan{}
+
 // recordPlan is what a query document means for the fast path, computed once
 // per document; eligible is false for documents it leaves to the executor.
 type recordPlan struct {
@@ -134,7 +138,10 @@ func (p *Paths) TryServe(ctx context.Context, w io.Writer, query, operationName 
 
 func (p *Paths) makeRecordPlan(query, operationName string) *recordPlan {
 	no := &recordPlan{}
-	doc, op, field, ok := p.documents.singleRootField(query, operationName, ast.Mutation)
+	doc, op, field, ok, valid := p.documents.singleRootField(query, operationName, ast.Mutation)
+	if !valid {
+		return invalidRecordPlan
+	}
 	if !ok || len(op.VariableDefinitions) != 1 || len(field.Arguments) != 1 {
 		return no
 	}

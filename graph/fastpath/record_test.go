@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -181,4 +183,27 @@ func TestRecordFastPathHonoursLimits(t *testing.T) {
 	require.False(t, fastpath.New(fastpath.Config{App: a, Schema: es, MaxDepth: 10, MaxComplexity: 2}).TryServe(ctx, &buf, query, "", vars), "too complex")
 	require.Zero(t, buf.Len())
 	require.True(t, fastpath.New(fastpath.Config{App: a, Schema: es, MaxDepth: 10, MaxComplexity: 1000}).TryServe(ctx, &buf, query, "", vars))
+}
+
+// TestPlanCacheHoldsOnlyValidSmallDocuments: a document that does not
+// parse or validate is not cached, nor one over the cached size; a valid
+// one, eligible or not, is planned once and kept.
+func TestPlanCacheHoldsOnlyValidSmallDocuments(t *testing.T) {
+	a := app.New(store.New(storetest.NewPool(t)), app.Config{})
+	es := generated.NewExecutableSchema(generated.Config{Resolvers: &graph.Resolver{App: a}, Complexity: graph.Complexity()})
+	p := fastpath.New(fastpath.Config{App: a, Schema: es, MaxDepth: 10, MaxComplexity: 1000, MaxCachedDocumentBytes: 1024})
+	ctx := app.ContextWithIdentity(context.Background(), app.Identity{TenantID: "t1", ProjectIDs: []string{"p1"}, Permissions: []app.Permission{app.PermissionAuditWrite}})
+	var buf bytes.Buffer
+	for i := range 20 {
+		require.False(t, p.TryServe(ctx, &buf, fmt.Sprintf("mutation { nope%d }", i), "", nil))
+		require.False(t, p.TryServe(ctx, &buf, fmt.Sprintf("{ unterminated%d", i), "", nil))
+	}
+	require.False(t, p.TryServe(ctx, &buf, "mutation { __typename "+strings.Repeat(" ", 2000)+"}", "", nil))
+	docs, _ := p.PlansCached()
+	require.Zero(t, docs, "invalid and oversized documents are not kept")
+
+	require.False(t, p.TryServe(ctx, &buf, "mutation { __typename }", "", nil), "valid, not eligible")
+	docs, size := p.PlansCached()
+	require.Equal(t, 1, docs)
+	require.Equal(t, len("mutation { __typename }"), size)
 }

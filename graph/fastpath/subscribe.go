@@ -12,6 +12,10 @@ import (
 	"github.com/aetheriot/aether-audit/graph/scalar"
 )
 
+// invalidSubscribePlan is the plan of a document that does not parse or
+// validate: not eligible, and not cached.
+var invalidSubscribePlan = &subscribePlan{}
+
 // subscribePlan is what one document means for the fast path.
 type subscribePlan struct {
 	eligible bool
@@ -131,7 +135,10 @@ func (w *bytesWriter) Write(p []byte) (int, error) {
 
 func (p *Paths) makeSubscribePlan(query, operationName string) *subscribePlan {
 	no := &subscribePlan{}
-	doc, op, field, ok := p.documents.singleRootField(query, operationName, ast.Subscription)
+	doc, op, field, ok, valid := p.documents.singleRootField(query, operationName, ast.Subscription)
+	if !valid {
+		return invalidSubscribePlan
+	}
 	if !ok || field.Name != "auditEventRecorded" {
 		return no
 	}
