@@ -101,7 +101,7 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 			graphQLError(w, http.StatusRequestEntityTooLarge, app.CodeBadUserInput, "request body exceeds the limit of "+formatBytes(limit))
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+		body, err := readBody(r, limit)
 		if err != nil {
 			graphQLError(w, http.StatusBadRequest, app.CodeBadUserInput, "could not read request body")
 			return
@@ -114,6 +114,21 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 		bodyRead(w)
 		next.ServeHTTP(w, r)
 	})
+}
+
+// readBody reads r's body, at most limit+1 bytes. A body of a declared
+// length is read into one buffer of that size (growing a buffer for a large
+// body costs more than the rest of refusing it); one of unknown length
+// grows as it comes.
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	if r.ContentLength <= 0 {
+		return io.ReadAll(io.LimitReader(r.Body, limit+1))
+	}
+	body := make([]byte, r.ContentLength)
+	if _, err := io.ReadFull(r.Body, body); err != nil {
+		return nil, err
+	}
+	return body, nil
 }
 
 // isWebSocketUpgrade reports whether r asks to upgrade to a WebSocket.
