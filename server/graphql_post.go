@@ -53,10 +53,23 @@ func (t jsonPOST) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphE
 	ctx := r.Context()
 	media := responseMedia(w, r)
 	start := graphql.Now()
+	raw, err := bodyBytes(r)
+	if err == nil {
+		if msg := rawShapeRefusal(raw, t.maxSelections); msg != "" {
+			// What operationShape answers, without decoding the body.
+			if media == mediaGraphQLResponse {
+				w.WriteHeader(http.StatusBadRequest)
+			}
+			writeRequestError(w, exec.DispatchError(ctx, gqlerror.List{shapeError(msg)}))
+			return
+		}
+	}
 	var body postBody
-	dec := gojson.NewDecoder(r.Body)
-	dec.UseNumber()
-	err := dec.Decode(&body)
+	if err == nil {
+		dec := gojson.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		err = dec.Decode(&body)
+	}
 	params := graphql.RawParams{Query: body.Query, OperationName: body.OperationName, Extensions: body.Extensions}
 	if err == nil && len(body.Extensions) == 0 && t.fast != nil && checkShape(body.Query, t.maxSelections) == "" &&
 		t.fast.TryServe(ctx, w, body.Query, body.OperationName, json.RawMessage(body.Variables)) {

@@ -1,6 +1,8 @@
 package server_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -43,7 +45,17 @@ func TestGraphQLOperationShape(t *testing.T) {
 	res := b.graphql(t, tok, aliases(server.DefaultMaxRootFields, "__typename"), nil)
 	require.Empty(t, res.Errors, "%.300s", res.Raw)
 	refused(aliases(server.DefaultMaxRootFields+1, "__typename"), "more than 32 selections")
-	refused(aliases(13000, verify), "verifyAuditChain may appear once per operation")
+	refused(aliases(13000, verify), "more than 32 selections")
+	// A large body refused for the start of its document is not read to
+	// its end: the answer closes the connection.
+	big, err := json.Marshal(map[string]any{"query": aliases(13000, verify)})
+	require.NoError(t, err)
+	req, err := http.NewRequest(http.MethodPost, b.url+"/graphql", bytes.NewReader(big))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	resp := do(t, req, tok)
+	require.True(t, resp.Close, "refused before the rest of the body is read")
+	require.Equal(t, "BAD_USER_INPUT", readGraphQL(t, resp).code(t))
 
 	// Fragments count as inlined.
 	var frag strings.Builder

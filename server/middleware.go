@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/gqlerror"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
@@ -101,6 +103,9 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 			graphQLError(w, http.StatusRequestEntityTooLarge, app.CodeBadUserInput, "request body exceeds the limit of "+formatBytes(limit))
 			return
 		}
+		if msg := s.refuseEarly(w, r); msg != "" {
+			return
+		}
 		body, err := readBody(r, limit)
 		if err != nil {
 			graphQLError(w, http.StatusBadRequest, app.CodeBadUserInput, "could not read request body")
@@ -110,7 +115,7 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 			graphQLError(w, http.StatusRequestEntityTooLarge, app.CodeBadUserInput, "request body exceeds the limit of "+formatBytes(limit))
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.Body = &readBodyBytes{Reader: bytes.NewReader(body), b: body}
 		bodyRead(w)
 		next.ServeHTTP(w, r)
 	})
@@ -125,10 +130,83 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 		return io.ReadAll(io.LimitReader(r.Body, limit+1))
 	}
 	body := make([]byte, r.ContentLength)
-	if _, err := io.ReadFull(r.Body, body); err != nil {
+	n := 0
+	if rb, ok := r.Body.(*headRead); ok {
+		n = copy(body, rb.head)
+		r.Body = rb.rest
+	}
+	if _, err := io.ReadFull(r.Body, body[n:]); err != nil {
 		return nil, err
 	}
 	return body, nil
+}
+
+// headRead is a request body whose first bytes refuseEarly has read.
+type headRead struct {
+	head []byte
+	rest io.ReadCloser
+}
+
+// Read implements io.Reader.
+func (h *headRead) Read(p []byte) (int, error) {
+	if len(h.head) > 0 {
+		n := copy(p, h.head)
+		h.head = h.head[n:]
+		return n, nil
+	}
+	return h.rest.Read(p)
+}
+
+// Close implements io.Closer.
+func (h *headRead) Close() error { return h.rest.Close() }
+
+// refuseEarly reads the first rawShapeMinBody bytes of a large GraphQL
+// POST and refuses it, as operationShape would, when the start of its
+// document already breaks the shape limits (rawShapeRefusal): the rest of
+// the body is never read, and the connection closes. Otherwise the head
+// read is kept for the whole body, and it returns "".
+func (s *Server) refuseEarly(w http.ResponseWriter, r *http.Request) string {
+	if r.Method != http.MethodPost || r.ContentLength <= rawShapeMinBody {
+		return ""
+	}
+	head := make([]byte, rawShapeMinBody)
+	n, err := io.ReadFull(r.Body, head)
+	r.Body = &headRead{head: head[:n], rest: r.Body}
+	if err != nil {
+		return ""
+	}
+	msg := rawShapeRefusal(head, s.cfg.MaxRootFields)
+	if msg == "" {
+		return ""
+	}
+	refuseUnread(w, r)
+	// A request error, as executeGraphQL answers it: 400 in
+	// application/graphql-response+json, 200 in application/json.
+	media := responseMedia(w, r)
+	if media == mediaGraphQLResponse {
+		w.WriteHeader(http.StatusBadRequest)
+	}
+	writeRequestError(w, &graphql.Response{Errors: gqlerror.List{shapeError(msg)}})
+	return msg
+}
+
+// readBodyBytes is a request body read whole by limitBody: handlers that
+// want its bytes take them (bodyBytes) instead of copying them again.
+type readBodyBytes struct {
+	*bytes.Reader
+	b []byte
+}
+
+// Close implements io.Closer.
+func (*readBodyBytes) Close() error { return nil }
+
+// bodyBytes returns the whole body of r: the bytes limitBody read, else
+// what is left to read.
+func bodyBytes(r *http.Request) ([]byte, error) {
+	if rb, ok := r.Body.(*readBodyBytes); ok {
+		return rb.b, nil
+	}
+	return io.ReadAll(r.Body)
 }
 
 // isWebSocketUpgrade reports whether r asks to upgrade to a WebSocket.

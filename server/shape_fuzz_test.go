@@ -1,9 +1,12 @@
 package server
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/parser"
@@ -115,4 +118,66 @@ func FuzzCoalesceRanges(f *testing.F) {
 			prev = last
 		}
 	})
+}
+
+// FuzzRawShapeRefusal: the early check of a large body refuses only what
+// the full check of its decoded document refuses, whatever the JSON around
+// it (members before "query", escapes).
+func FuzzRawShapeRefusal(f *testing.F) {
+	for _, seed := range []string{
+		`{ __typename }`,
+		"{" + strings.Repeat(" a: __typename", 40) + " }",
+		"{" + strings.Repeat(` x: f(s: "\"}{\\\"")`, 40) + " }",
+		`{ a: verifyAuditChain(projectId: "p") { valid } b: verifyAuditChain(projectId: "p") { valid } }`,
+		"{ é" + strings.Repeat(" a", 40) + " }",
+	} {
+		f.Add(seed, true)
+	}
+	f.Fuzz(func(t *testing.T, doc string, variablesFirst bool) {
+		padded := doc + "\n#" + strings.Repeat(" ", rawShapeMinBody)
+		members := []string{`"query":` + jsonString(padded), `"variables":{"a":[1,"}",{"b":null}],"c":true}`}
+		if variablesFirst {
+			members[0], members[1] = members[1], members[0]
+		}
+		body := []byte("{" + strings.Join(members, ",") + "}")
+		if early := rawShapeRefusal(body, 4); early != "" && checkShape(padded, 4) == "" {
+			t.Fatalf("refused early (%s) but not in full: %q", early, doc)
+		}
+	})
+}
+
+// jsonString is s as a JSON string, every non-ASCII character escaped.
+func jsonString(s string) string {
+	var sb strings.Builder
+	sb.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			sb.WriteByte('\\')
+			sb.WriteRune(r)
+		case r < 0x20 || r >= 0x7f:
+			fmt.Fprintf(&sb, `\u%04x`, r)
+		default:
+			sb.WriteRune(r)
+		}
+	}
+	sb.WriteByte('"')
+	return sb.String()
+}
+
+// TestRawShapeRefusal: a large body whose document starts with too many
+// selections is refused before it is decoded; a small one, one within the
+// limits, and a repeated verifyAuditChain are left to the full check.
+func TestRawShapeRefusal(t *testing.T) {
+	t.Parallel()
+	pad := "\n#" + strings.Repeat(" ", rawShapeMinBody)
+	body := func(doc string) []byte {
+		return []byte(`{"operationName":null,"variables":{"x":"}"},"query":` + jsonString(doc+pad) + `}`)
+	}
+	require.Contains(t, rawShapeRefusal(body("{"+strings.Repeat(" a: __typename", 33)+" }"), 32), "more than 32 selections")
+	require.Contains(t, rawShapeRefusal(body(strings.Repeat("{ a ", 70)), 32), "nested deeper")
+	require.Empty(t, rawShapeRefusal(body("{"+strings.Repeat(" a: __typename", 32)+" }"), 32))
+	require.Empty(t, rawShapeRefusal(body(`{ a: verifyAuditChain(projectId: "p") { valid } b: verifyAuditChain(projectId: "p") { valid } }`), 32))
+	require.Empty(t, rawShapeRefusal([]byte(`{"query":"{`+strings.Repeat(" a: __typename", 33)+` }"}`), 32), "small bodies are decoded")
+	require.Empty(t, rawShapeRefusal([]byte(strings.Repeat("[", rawShapeMinBody)), 32), "not an object")
 }
