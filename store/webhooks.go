@@ -13,17 +13,22 @@ import (
 	"github.com/aetheriot/aether-audit/store/dbsqlc"
 )
 
-const destinationColumns = `d.tenant_id, d.project_id, d.id, d.url, d.description, d.created_at, d.created_by,
-	d.secret_rotated_at, (SELECT count(*) FROM webhook_destination_secrets s
-		WHERE s.destination_id = d.id AND (s.expires_at IS NULL OR s.expires_at > clock_timestamp()))`
+// destinationFromRow is the domain destination of a stored row (the rows
+// of LockWebhookDestination and ListWebhookDestinations convert to
+// dbsqlc.GetWebhookDestinationRow).
+func destinationFromRow(r dbsqlc.GetWebhookDestinationRow) domain.WebhookDestination {
+	return domain.WebhookDestination{TenantID: r.TenantID, ProjectID: r.ProjectID, ID: r.ID, URL: r.Url,
+		Description: r.Description, CreatedAt: r.CreatedAt.UTC(), CreatedBy: r.CreatedBy,
+		SecretRotatedAt: utcPtr(r.SecretRotatedAt), ActiveSecrets: int(r.ActiveSecrets)}
+}
 
+// scanDestination decodes a row of dbsqlc.GetWebhookDestination queued in a
+// batch.
 func scanDestination(row pgx.CollectableRow) (domain.WebhookDestination, error) {
-	var d domain.WebhookDestination
-	err := row.Scan(&d.TenantID, &d.ProjectID, &d.ID, &d.URL, &d.Description, &d.CreatedAt, &d.CreatedBy,
-		&d.SecretRotatedAt, &d.ActiveSecrets)
-	d.CreatedAt = d.CreatedAt.UTC()
-	d.SecretRotatedAt = utcPtr(d.SecretRotatedAt)
-	return d, err
+	var r dbsqlc.GetWebhookDestinationRow
+	err := row.Scan(&r.TenantID, &r.ProjectID, &r.ID, &r.Url, &r.Description, &r.CreatedAt, &r.CreatedBy,
+		&r.SecretRotatedAt, &r.ActiveSecrets)
+	return destinationFromRow(r), err
 }
 
 func utcPtr(t *time.Time) *time.Time {
@@ -37,8 +42,7 @@ func utcPtr(t *time.Time) *time.Time {
 // InsertWebhookDestination stores a new destination with its first secret.
 func (t *Tx) InsertWebhookDestination(ctx context.Context, d domain.WebhookDestination, secret domain.SealedWebhookSecret) error {
 	b := &pgx.Batch{}
-	b.Queue(`INSERT INTO webhook_destinations (tenant_id, project_id, id, url, description, created_at, created_by)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`, d.TenantID, d.ProjectID, d.ID, d.URL, d.Description, d.CreatedAt, d.CreatedBy)
+	b.Queue(dbsqlc.InsertWebhookDestination, d.TenantID, d.ProjectID, d.ID, d.URL, d.Description, d.CreatedAt, d.CreatedBy)
 	b.Queue(`INSERT INTO webhook_destination_secrets (destination_id, id, sealed, created_at) VALUES ($1, $2, $3, $4)`,
 		d.ID, secret.ID, secret.Sealed, secret.CreatedAt)
 	if err := t.tx.SendBatch(ctx, b).Close(); err != nil {
@@ -51,22 +55,37 @@ func (t *Tx) InsertWebhookDestination(ctx context.Context, d domain.WebhookDesti
 // the tenant has none with this id. With lock, the row stays locked for the
 // rest of the transaction.
 func (q *queries) GetWebhookDestination(ctx context.Context, tenantID string, id uuid.UUID, lock bool) (domain.WebhookDestination, error) {
-	query := `SELECT ` + destinationColumns + ` FROM webhook_destinations d WHERE d.tenant_id = $1 AND d.id = $2`
+	var (
+		r   dbsqlc.GetWebhookDestinationRow
+		err error
+	)
 	if lock {
-		query += ` FOR UPDATE OF d`
+		var l dbsqlc.LockWebhookDestinationRow
+		l, err = q.sqlc.LockWebhookDestination(ctx, dbsqlc.LockWebhookDestinationParams{TenantID: tenantID, ID: id})
+		r = dbsqlc.GetWebhookDestinationRow(l)
+	} else {
+		r, err = q.sqlc.GetWebhookDestination(ctx, dbsqlc.GetWebhookDestinationParams{TenantID: tenantID, ID: id})
 	}
-	return getOne(ctx, q.db, "webhook destination", scanDestination, query, tenantID, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return domain.WebhookDestination{}, ErrNotFound
+	}
+	if err != nil {
+		return domain.WebhookDestination{}, fmt.Errorf("reading webhook destination: %w", err)
+	}
+	return destinationFromRow(r), nil
 }
 
 // ListWebhookDestinations returns up to limit destinations of tenant/project
 // with ids after after (uuid.Nil: from the start), oldest first.
 func (q *queries) ListWebhookDestinations(ctx context.Context, tenantID, projectID string, after uuid.UUID, limit int) ([]domain.WebhookDestination, error) {
-	rows, _ := q.db.Query(ctx, `SELECT `+destinationColumns+` FROM webhook_destinations d
-		WHERE d.tenant_id = $1 AND d.project_id = $2 AND d.id > $3 ORDER BY d.id LIMIT $4`,
-		tenantID, projectID, after, limit)
-	out, err := pgx.CollectRows(rows, scanDestination)
+	rows, err := q.sqlc.ListWebhookDestinations(ctx, dbsqlc.ListWebhookDestinationsParams{
+		TenantID: tenantID, ProjectID: projectID, AfterID: after, RowLimit: int64(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("listing webhook destinations: %w", err)
+	}
+	out := make([]domain.WebhookDestination, len(rows))
+	for i, r := range rows {
+		out[i] = destinationFromRow(dbsqlc.GetWebhookDestinationRow(r))
 	}
 	return out, nil
 }
@@ -80,7 +99,7 @@ func (t *Tx) RotateWebhookDestinationSecret(ctx context.Context, destinationID u
 		WHERE destination_id = $1 AND (expires_at IS NULL OR expires_at > $3)`, destinationID, graceUntil, secret.CreatedAt)
 	b.Queue(`INSERT INTO webhook_destination_secrets (destination_id, id, sealed, created_at) VALUES ($1, $2, $3, $4)`,
 		destinationID, secret.ID, secret.Sealed, secret.CreatedAt)
-	b.Queue(`UPDATE webhook_destinations SET secret_rotated_at = $2 WHERE id = $1`, destinationID, secret.CreatedAt)
+	b.Queue(dbsqlc.SetWebhookDestinationSecretRotated, destinationID, secret.CreatedAt)
 	if err := t.tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("rotating webhook secret: %w", err)
 	}
@@ -511,7 +530,7 @@ func (q *queries) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.
 func (q *queries) WebhookBatchSendContext(ctx context.Context, tenantID string, destinationID uuid.UUID, deliveryIDs, eventIDs []uuid.UUID, now time.Time) (domain.WebhookBatchSendContext, error) {
 	var out domain.WebhookBatchSendContext
 	b := &pgx.Batch{}
-	b.Queue(`SELECT `+destinationColumns+` FROM webhook_destinations d WHERE d.tenant_id = $1 AND d.id = $2`, tenantID, destinationID)
+	b.Queue(dbsqlc.GetWebhookDestination, tenantID, destinationID)
 	b.Queue(`SELECT id, sealed, created_at, expires_at FROM webhook_destination_secrets
 		WHERE destination_id = $1 AND (expires_at IS NULL OR expires_at > $2) ORDER BY created_at DESC, id DESC`, destinationID, now)
 	b.Queue(`SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE tenant_id = $1 AND id = ANY($2) AND destination_id = $3`,
