@@ -31,6 +31,19 @@ func scanDestination(row pgx.CollectableRow) (domain.WebhookDestination, error) 
 	return destinationFromRow(r), err
 }
 
+// scanSecret decodes a row of dbsqlc.ValidWebhookDestinationSecrets queued
+// in a batch.
+func scanSecret(row pgx.CollectableRow) (domain.SealedWebhookSecret, error) {
+	var r dbsqlc.ValidWebhookDestinationSecretsRow
+	err := row.Scan(&r.ID, &r.Sealed, &r.CreatedAt, &r.ExpiresAt)
+	return secretFromRow(r), err
+}
+
+// secretFromRow is the domain secret of a stored row.
+func secretFromRow(r dbsqlc.ValidWebhookDestinationSecretsRow) domain.SealedWebhookSecret {
+	return domain.SealedWebhookSecret{ID: r.ID, Sealed: r.Sealed, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt}
+}
+
 func utcPtr(t *time.Time) *time.Time {
 	if t == nil {
 		return nil
@@ -43,7 +56,7 @@ func utcPtr(t *time.Time) *time.Time {
 func (t *Tx) InsertWebhookDestination(ctx context.Context, d domain.WebhookDestination, secret domain.SealedWebhookSecret) error {
 	b := &pgx.Batch{}
 	b.Queue(dbsqlc.InsertWebhookDestination, d.TenantID, d.ProjectID, d.ID, d.URL, d.Description, d.CreatedAt, d.CreatedBy)
-	b.Queue(`INSERT INTO webhook_destination_secrets (destination_id, id, sealed, created_at) VALUES ($1, $2, $3, $4)`,
+	b.Queue(dbsqlc.InsertWebhookDestinationSecret,
 		d.ID, secret.ID, secret.Sealed, secret.CreatedAt)
 	if err := t.tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("inserting webhook destination: %w", err)
@@ -95,9 +108,8 @@ func (q *queries) ListWebhookDestinations(ctx context.Context, tenantID, project
 // earlier expiry).
 func (t *Tx) RotateWebhookDestinationSecret(ctx context.Context, destinationID uuid.UUID, secret domain.SealedWebhookSecret, graceUntil time.Time) error {
 	b := &pgx.Batch{}
-	b.Queue(`UPDATE webhook_destination_secrets SET expires_at = LEAST(COALESCE(expires_at, $2), $2)
-		WHERE destination_id = $1 AND (expires_at IS NULL OR expires_at > $3)`, destinationID, graceUntil, secret.CreatedAt)
-	b.Queue(`INSERT INTO webhook_destination_secrets (destination_id, id, sealed, created_at) VALUES ($1, $2, $3, $4)`,
+	b.Queue(dbsqlc.ExpireWebhookDestinationSecrets, destinationID, graceUntil, secret.CreatedAt)
+	b.Queue(dbsqlc.InsertWebhookDestinationSecret,
 		destinationID, secret.ID, secret.Sealed, secret.CreatedAt)
 	b.Queue(dbsqlc.SetWebhookDestinationSecretRotated, destinationID, secret.CreatedAt)
 	if err := t.tx.SendBatch(ctx, b).Close(); err != nil {
@@ -531,8 +543,7 @@ func (q *queries) WebhookBatchSendContext(ctx context.Context, tenantID string, 
 	var out domain.WebhookBatchSendContext
 	b := &pgx.Batch{}
 	b.Queue(dbsqlc.GetWebhookDestination, tenantID, destinationID)
-	b.Queue(`SELECT id, sealed, created_at, expires_at FROM webhook_destination_secrets
-		WHERE destination_id = $1 AND (expires_at IS NULL OR expires_at > $2) ORDER BY created_at DESC, id DESC`, destinationID, now)
+	b.Queue(dbsqlc.ValidWebhookDestinationSecrets, destinationID, now)
 	b.Queue(`SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE tenant_id = $1 AND id = ANY($2) AND destination_id = $3`,
 		tenantID, uuidArray(deliveryIDs), destinationID)
 	b.Queue(dbsqlc.FindAuditEventsByID, tenantID, uuidArray(eventIDs))
@@ -548,11 +559,7 @@ func (q *queries) WebhookBatchSendContext(ctx context.Context, tenantID string, 
 	}
 	out.Destination = d
 	rows, _ = br.Query()
-	out.Secrets, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.SealedWebhookSecret, error) {
-		var sec domain.SealedWebhookSecret
-		err := row.Scan(&sec.ID, &sec.Sealed, &sec.CreatedAt, &sec.ExpiresAt)
-		return sec, err
-	})
+	out.Secrets, err = pgx.CollectRows(rows, scanSecret)
 	if err != nil {
 		return out, fmt.Errorf("reading webhook secrets: %w", err)
 	}
