@@ -118,34 +118,34 @@ func (t *Tx) RotateWebhookDestinationSecret(ctx context.Context, destinationID u
 	return nil
 }
 
-const subscriptionColumns = `tenant_id, project_id, id, destination_id, event_types, description, state,
-	after_sequence, created_at, created_by, disabled_at, disabled_sequence`
-
-func scanSubscription(row pgx.CollectableRow) (domain.WebhookSubscription, error) {
-	var (
-		sub      domain.WebhookSubscription
-		state    string
-		after    int64
-		disabled *int64
-	)
-	err := row.Scan(&sub.TenantID, &sub.ProjectID, &sub.ID, &sub.DestinationID, &sub.EventTypes, &sub.Description,
-		&state, &after, &sub.CreatedAt, &sub.CreatedBy, &sub.DisabledAt, &disabled)
-	if disabled != nil {
-		sub.DisabledSequence = uint64(*disabled)
+// subscriptionFromRow is the domain subscription of a stored row.
+func subscriptionFromRow(r dbsqlc.WebhookSubscription) domain.WebhookSubscription {
+	sub := domain.WebhookSubscription{TenantID: r.TenantID, ProjectID: r.ProjectID, ID: r.ID,
+		DestinationID: r.DestinationID, EventTypes: r.EventTypes, Description: r.Description,
+		State: domain.WebhookSubscriptionState(r.State), AfterSequence: uint64(r.AfterSequence),
+		CreatedAt: r.CreatedAt.UTC(), CreatedBy: r.CreatedBy, DisabledAt: utcPtr(r.DisabledAt)}
+	if r.DisabledSequence != nil {
+		sub.DisabledSequence = uint64(*r.DisabledSequence)
 	}
-	sub.State = domain.WebhookSubscriptionState(state)
-	sub.AfterSequence = uint64(after)
-	sub.CreatedAt = sub.CreatedAt.UTC()
-	sub.DisabledAt = utcPtr(sub.DisabledAt)
-	return sub, err
+	return sub
+}
+
+// subscriptionsFromRows converts rows with subscriptionFromRow.
+func subscriptionsFromRows(rows []dbsqlc.WebhookSubscription) []domain.WebhookSubscription {
+	out := make([]domain.WebhookSubscription, len(rows))
+	for i := range rows {
+		out[i] = subscriptionFromRow(rows[i])
+	}
+	return out
 }
 
 // InsertWebhookSubscription stores a new subscription.
 func (t *Tx) InsertWebhookSubscription(ctx context.Context, sub domain.WebhookSubscription) error {
-	_, err := t.tx.Exec(ctx, `INSERT INTO webhook_subscriptions (`+subscriptionColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL)`,
-		sub.TenantID, sub.ProjectID, sub.ID, sub.DestinationID, sub.EventTypes, sub.Description, string(sub.State),
-		clampInt64(sub.AfterSequence), sub.CreatedAt, sub.CreatedBy, sub.DisabledAt)
+	err := t.sqlc.InsertWebhookSubscription(ctx, dbsqlc.InsertWebhookSubscriptionParams{
+		TenantID: sub.TenantID, ProjectID: sub.ProjectID, ID: sub.ID, DestinationID: sub.DestinationID,
+		EventTypes: sub.EventTypes, Description: sub.Description, State: string(sub.State),
+		AfterSequence: clampInt64(sub.AfterSequence), CreatedAt: sub.CreatedAt, CreatedBy: sub.CreatedBy,
+		DisabledAt: sub.DisabledAt})
 	if err != nil {
 		return fmt.Errorf("inserting webhook subscription: %w", err)
 	}
@@ -156,14 +156,29 @@ func (t *Tx) InsertWebhookSubscription(ctx context.Context, sub domain.WebhookSu
 // when the tenant has none with this id. With lock, the row stays locked for
 // the rest of the transaction.
 func (q *queries) GetWebhookSubscription(ctx context.Context, tenantID string, id uuid.UUID, lock bool) (domain.WebhookSubscription, error) {
-	return getOne(ctx, q.db, "webhook subscription", scanSubscription, forUpdate(
-		`SELECT `+subscriptionColumns+` FROM webhook_subscriptions WHERE tenant_id = $1 AND id = $2`, lock), tenantID, id)
+	var (
+		r   dbsqlc.WebhookSubscription
+		err error
+	)
+	if lock {
+		r, err = q.sqlc.LockWebhookSubscription(ctx, dbsqlc.LockWebhookSubscriptionParams{TenantID: tenantID, ID: id})
+	} else {
+		r, err = q.sqlc.GetWebhookSubscription(ctx, dbsqlc.GetWebhookSubscriptionParams{TenantID: tenantID, ID: id})
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return domain.WebhookSubscription{}, ErrNotFound
+	}
+	if err != nil {
+		return domain.WebhookSubscription{}, fmt.Errorf("reading webhook subscription: %w", err)
+	}
+	return subscriptionFromRow(r), nil
 }
 
 // DisableWebhookSubscription persists a subscription disabled by the domain.
 func (t *Tx) DisableWebhookSubscription(ctx context.Context, sub domain.WebhookSubscription) error {
-	_, err := t.tx.Exec(ctx, `UPDATE webhook_subscriptions SET state = $3, disabled_at = $4, disabled_sequence = $5
-		WHERE tenant_id = $1 AND id = $2`, sub.TenantID, sub.ID, string(sub.State), sub.DisabledAt, clampInt64(sub.DisabledSequence))
+	disabled := clampInt64(sub.DisabledSequence)
+	err := t.sqlc.DisableWebhookSubscription(ctx, dbsqlc.DisableWebhookSubscriptionParams{
+		TenantID: sub.TenantID, ID: sub.ID, State: string(sub.State), DisabledAt: sub.DisabledAt, DisabledSequence: &disabled})
 	if err != nil {
 		return fmt.Errorf("disabling webhook subscription: %w", err)
 	}
@@ -174,17 +189,21 @@ func (t *Tx) DisableWebhookSubscription(ctx context.Context, sub domain.WebhookS
 // tenant/project with ids after after, oldest first. With activeOnly, only
 // ACTIVE ones.
 func (q *queries) ListWebhookSubscriptions(ctx context.Context, tenantID, projectID string, activeOnly bool, after uuid.UUID, limit int) ([]domain.WebhookSubscription, error) {
-	query := `SELECT ` + subscriptionColumns + ` FROM webhook_subscriptions
-		WHERE tenant_id = $1 AND project_id = $2 AND id > $3`
+	var (
+		rows []dbsqlc.WebhookSubscription
+		err  error
+	)
 	if activeOnly {
-		query += ` AND state = 'ACTIVE'`
+		rows, err = q.sqlc.ListActiveWebhookSubscriptions(ctx, dbsqlc.ListActiveWebhookSubscriptionsParams{
+			TenantID: tenantID, ProjectID: projectID, AfterID: after, RowLimit: int64(limit)})
+	} else {
+		rows, err = q.sqlc.ListWebhookSubscriptions(ctx, dbsqlc.ListWebhookSubscriptionsParams{
+			TenantID: tenantID, ProjectID: projectID, AfterID: after, RowLimit: int64(limit)})
 	}
-	rows, _ := q.db.Query(ctx, query+` ORDER BY id LIMIT $4`, tenantID, projectID, after, limit)
-	out, err := pgx.CollectRows(rows, scanSubscription)
 	if err != nil {
 		return nil, fmt.Errorf("listing webhook subscriptions: %w", err)
 	}
-	return out, nil
+	return subscriptionsFromRows(rows), nil
 }
 
 // AuditEventRefs returns id, sequence and action of the events of
@@ -583,13 +602,11 @@ func (q *queries) WebhookBatchSendContext(ctx context.Context, tenantID string, 
 // that may want events with sequences in [from, to]: created before to, and
 // active or disabled after from (at most limit).
 func (q *queries) FanOutWebhookSubscriptions(ctx context.Context, tenantID, projectID string, from, to uint64, limit int) ([]domain.WebhookSubscription, error) {
-	rows, _ := q.db.Query(ctx, `SELECT `+subscriptionColumns+` FROM webhook_subscriptions
-		WHERE tenant_id = $1 AND project_id = $2 AND after_sequence < $4
-			AND (state = 'ACTIVE' OR disabled_sequence > $3)
-		ORDER BY id LIMIT $5`, tenantID, projectID, clampInt64(from), clampInt64(to), limit)
-	out, err := pgx.CollectRows(rows, scanSubscription)
+	rows, err := q.sqlc.FanOutWebhookSubscriptions(ctx, dbsqlc.FanOutWebhookSubscriptionsParams{
+		TenantID: tenantID, ProjectID: projectID, FromSequence: clampInt64(from), ToSequence: clampInt64(to),
+		RowLimit: int64(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("listing webhook subscriptions to fan out to: %w", err)
 	}
-	return out, nil
+	return subscriptionsFromRows(rows), nil
 }
