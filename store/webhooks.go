@@ -224,6 +224,8 @@ func (q *queries) AuditEventRefs(ctx context.Context, tenantID, projectID string
 // InsertWebhookDeliveries stores new deliveries, skipping any whose
 // (subscription, event) already has one, and returns the ids of those it
 // inserted. This is what makes the fan-out exactly-once.
+//
+// Hand-written, not in queries/: sqlc cannot type its multi-argument unnest.
 func (t *Tx) InsertWebhookDeliveries(ctx context.Context, ds []domain.WebhookDelivery) ([]uuid.UUID, error) {
 	if len(ds) == 0 {
 		return nil, nil
@@ -277,43 +279,63 @@ func rowToUUID(row pgx.CollectableRow) (uuid.UUID, error) {
 	return id, err
 }
 
+// deliveryColumns are the columns of dbsqlc.WebhookDelivery, for the
+// filtered search, whose conditions depend on the filter (store.filtered).
 const deliveryColumns = `tenant_id, project_id, id, subscription_id, destination_id, event_id, event_sequence,
 	event_type, idempotency_key, state, attempt_count, max_attempts, next_attempt_at, created_at, updated_at,
 	delivered_at, dead_lettered_at, last_error`
 
+// deliveryFromRow is the domain delivery (without attempts) of a stored row.
+func deliveryFromRow(r *dbsqlc.WebhookDelivery) domain.WebhookDelivery {
+	return domain.WebhookDelivery{TenantID: r.TenantID, ProjectID: r.ProjectID, ID: r.ID,
+		SubscriptionID: r.SubscriptionID, DestinationID: r.DestinationID, EventID: r.EventID,
+		EventSequence: uint64(r.EventSequence), EventType: r.EventType, IdempotencyKey: r.IdempotencyKey,
+		State: domain.WebhookDeliveryState(r.State), AttemptCount: int(r.AttemptCount), MaxAttempts: int(r.MaxAttempts),
+		NextAttemptAt: utcPtr(r.NextAttemptAt), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+		DeliveredAt: utcPtr(r.DeliveredAt), DeadLetteredAt: utcPtr(r.DeadLetteredAt), LastError: r.LastError}
+}
+
+// scanDelivery decodes a whole delivery from a query sqlc does not run (the
+// filtered search, dbsqlc.BatchSendWebhookDeliveries queued in a batch),
+// its uuids binary, directly.
 func scanDelivery(row pgx.CollectableRow) (domain.WebhookDelivery, error) {
-	var (
-		d     domain.WebhookDelivery
-		seq   int64
-		state string
-	)
-	err := row.Scan(&d.TenantID, &d.ProjectID, (*[16]byte)(&d.ID), (*[16]byte)(&d.SubscriptionID),
-		(*[16]byte)(&d.DestinationID), (*[16]byte)(&d.EventID), &seq,
-		&d.EventType, &d.IdempotencyKey, &state, &d.AttemptCount, &d.MaxAttempts, &d.NextAttemptAt,
-		&d.CreatedAt, &d.UpdatedAt, &d.DeliveredAt, &d.DeadLetteredAt, &d.LastError)
-	d.EventSequence = uint64(seq)
-	d.State = domain.WebhookDeliveryState(state)
-	d.CreatedAt, d.UpdatedAt = d.CreatedAt.UTC(), d.UpdatedAt.UTC()
-	d.NextAttemptAt, d.DeliveredAt, d.DeadLetteredAt = utcPtr(d.NextAttemptAt), utcPtr(d.DeliveredAt), utcPtr(d.DeadLetteredAt)
-	return d, err
+	var r dbsqlc.WebhookDelivery
+	err := row.Scan(&r.TenantID, &r.ProjectID, (*[16]byte)(&r.ID), (*[16]byte)(&r.SubscriptionID),
+		(*[16]byte)(&r.DestinationID), (*[16]byte)(&r.EventID), &r.EventSequence,
+		&r.EventType, &r.IdempotencyKey, &r.State, &r.AttemptCount, &r.MaxAttempts, &r.NextAttemptAt,
+		&r.CreatedAt, &r.UpdatedAt, &r.DeliveredAt, &r.DeadLetteredAt, &r.LastError)
+	return deliveryFromRow(&r), err
 }
 
 // GetWebhookDelivery returns a delivery of the tenant (without attempts);
 // ErrNotFound when the tenant has none with this id. With lock, the row stays
 // locked for the rest of the transaction.
 func (q *queries) GetWebhookDelivery(ctx context.Context, tenantID string, id uuid.UUID, lock bool) (domain.WebhookDelivery, error) {
-	return getOne(ctx, q.db, "webhook delivery", scanDelivery, forUpdate(
-		`SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE tenant_id = $1 AND id = $2`, lock), tenantID, id)
+	var (
+		r   dbsqlc.WebhookDelivery
+		err error
+	)
+	if lock {
+		r, err = q.sqlc.LockWebhookDelivery(ctx, dbsqlc.LockWebhookDeliveryParams{TenantID: tenantID, ID: id})
+	} else {
+		r, err = q.sqlc.GetWebhookDelivery(ctx, dbsqlc.GetWebhookDeliveryParams{TenantID: tenantID, ID: id})
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return domain.WebhookDelivery{}, ErrNotFound
+	}
+	if err != nil {
+		return domain.WebhookDelivery{}, fmt.Errorf("reading webhook delivery: %w", err)
+	}
+	return deliveryFromRow(&r), nil
 }
 
 // UpdateWebhookDelivery persists the state fields of a delivery changed by
 // the domain.
 func (t *Tx) UpdateWebhookDelivery(ctx context.Context, d domain.WebhookDelivery) error {
-	_, err := t.tx.Exec(ctx, `UPDATE webhook_deliveries SET state = $3, attempt_count = $4, max_attempts = $5,
-			next_attempt_at = $6, updated_at = $7, delivered_at = $8, dead_lettered_at = $9, last_error = $10
-		WHERE tenant_id = $1 AND id = $2`,
-		d.TenantID, d.ID, string(d.State), d.AttemptCount, d.MaxAttempts, d.NextAttemptAt, d.UpdatedAt,
-		d.DeliveredAt, d.DeadLetteredAt, d.LastError)
+	err := t.sqlc.UpdateWebhookDelivery(ctx, dbsqlc.UpdateWebhookDeliveryParams{
+		TenantID: d.TenantID, ID: d.ID, State: string(d.State), AttemptCount: int32(d.AttemptCount),
+		MaxAttempts: int32(d.MaxAttempts), NextAttemptAt: d.NextAttemptAt, UpdatedAt: d.UpdatedAt,
+		DeliveredAt: d.DeliveredAt, DeadLetteredAt: d.DeadLetteredAt, LastError: d.LastError})
 	if err != nil {
 		return fmt.Errorf("updating webhook delivery: %w", err)
 	}
@@ -455,6 +477,8 @@ func (t *Tx) SaveWebhookAttempt(ctx context.Context, deliveryID uuid.UUID, a dom
 // that starting writes one row per delivery. Ending inserts the finished
 // attempt's row. An attempt row is thus written once, never updated: one
 // row version per attempt instead of two.
+//
+// Hand-written, not in queries/: sqlc cannot type their multi-argument unnest.
 func (q *queries) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.WebhookDeliveryChange) ([]uuid.UUID, error) {
 	if len(changes) == 0 {
 		return nil, nil
@@ -563,8 +587,7 @@ func (q *queries) WebhookBatchSendContext(ctx context.Context, tenantID string, 
 	b := &pgx.Batch{}
 	b.Queue(dbsqlc.GetWebhookDestination, tenantID, destinationID)
 	b.Queue(dbsqlc.ValidWebhookDestinationSecrets, destinationID, now)
-	b.Queue(`SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE tenant_id = $1 AND id = ANY($2) AND destination_id = $3`,
-		tenantID, uuidArray(deliveryIDs), destinationID)
+	b.Queue(dbsqlc.BatchSendWebhookDeliveries, tenantID, uuidArray(deliveryIDs), destinationID)
 	b.Queue(dbsqlc.FindAuditEventsByID, tenantID, uuidArray(eventIDs))
 	br := q.db.SendBatch(ctx, b)
 	defer br.Close()
