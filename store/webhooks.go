@@ -385,6 +385,8 @@ func (q *queries) WebhookDeliveryWithAttempts(ctx context.Context, tenantID stri
 	return ds[0], nil
 }
 
+// attemptColumns are the columns of dbsqlc.WebhookDeliveryAttempt after
+// delivery_id, for the attempts SaveWebhookDeliveriesIf inserts.
 const attemptColumns = `number, outcome, started_at, finished_at, status_code, latency_us, error_class, error, response_body`
 
 func (q *queries) fillAttempts(ctx context.Context, ds []domain.WebhookDelivery) error {
@@ -398,39 +400,13 @@ func (q *queries) fillAttempts(ctx context.Context, ds []domain.WebhookDelivery)
 		index[ds[i].ID] = i
 		ds[i].Attempts = []domain.WebhookDeliveryAttempt{}
 	}
-	rows, err := q.db.Query(ctx, `SELECT delivery_id, `+attemptColumns+` FROM webhook_delivery_attempts
-		WHERE delivery_id = ANY($1) ORDER BY delivery_id, number`, ids)
+	rows, err := q.sqlc.ListWebhookDeliveryAttempts(ctx, ids)
 	if err != nil {
 		return fmt.Errorf("reading webhook attempts: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var (
-			id      uuid.UUID
-			a       domain.WebhookDeliveryAttempt
-			outcome string
-			latency *int64
-			status  *int32
-		)
-		if err := rows.Scan(&id, &a.Number, &outcome, &a.StartedAt, &a.FinishedAt, &status, &latency,
-			&a.ErrorClass, &a.Error, &a.ResponseBody); err != nil {
-			return fmt.Errorf("reading webhook attempts: %w", err)
-		}
-		a.Outcome = domain.WebhookAttemptOutcome(outcome)
-		a.StartedAt = a.StartedAt.UTC()
-		a.FinishedAt = utcPtr(a.FinishedAt)
-		if status != nil {
-			code := int(*status)
-			a.StatusCode = &code
-		}
-		if latency != nil {
-			a.Latency = time.Duration(*latency) * time.Microsecond
-		}
-		i := index[id]
-		ds[i].Attempts = append(ds[i].Attempts, a)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("reading webhook attempts: %w", err)
+	for j := range rows {
+		i := index[rows[j].DeliveryID]
+		ds[i].Attempts = append(ds[i].Attempts, attemptFromRow(&rows[j]))
 	}
 	// An attempt under way has no row yet (rows written before
 	// SaveWebhookDeliveriesIf stopped writing one at the start still do).
@@ -443,6 +419,21 @@ func (q *queries) fillAttempts(ctx context.Context, ds []domain.WebhookDelivery)
 	return nil
 }
 
+// attemptFromRow is the domain attempt of a stored row.
+func attemptFromRow(r *dbsqlc.WebhookDeliveryAttempt) domain.WebhookDeliveryAttempt {
+	a := domain.WebhookDeliveryAttempt{Number: int(r.Number), Outcome: domain.WebhookAttemptOutcome(r.Outcome),
+		StartedAt: r.StartedAt.UTC(), FinishedAt: utcPtr(r.FinishedAt), ErrorClass: r.ErrorClass, Error: r.Error,
+		ResponseBody: r.ResponseBody}
+	if r.StatusCode != nil {
+		code := int(*r.StatusCode)
+		a.StatusCode = &code
+	}
+	if r.LatencyUs != nil {
+		a.Latency = time.Duration(*r.LatencyUs) * time.Microsecond
+	}
+	return a
+}
+
 // SaveWebhookAttempt inserts or updates (by number) an attempt of a delivery.
 func (t *Tx) SaveWebhookAttempt(ctx context.Context, deliveryID uuid.UUID, a domain.WebhookDeliveryAttempt) error {
 	var latency *int64
@@ -450,13 +441,15 @@ func (t *Tx) SaveWebhookAttempt(ctx context.Context, deliveryID uuid.UUID, a dom
 		us := a.Latency.Microseconds()
 		latency = &us
 	}
-	_, err := t.tx.Exec(ctx, `INSERT INTO webhook_delivery_attempts (delivery_id, `+attemptColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-		ON CONFLICT (delivery_id, number) DO UPDATE SET outcome = EXCLUDED.outcome, finished_at = EXCLUDED.finished_at,
-			status_code = EXCLUDED.status_code, latency_us = EXCLUDED.latency_us, error_class = EXCLUDED.error_class,
-			error = EXCLUDED.error, response_body = EXCLUDED.response_body`,
-		deliveryID, a.Number, string(a.Outcome), a.StartedAt, a.FinishedAt, a.StatusCode, latency,
-		a.ErrorClass, a.Error, a.ResponseBody)
+	var status *int32
+	if a.StatusCode != nil {
+		code := int32(*a.StatusCode)
+		status = &code
+	}
+	err := t.sqlc.SaveWebhookDeliveryAttempt(ctx, dbsqlc.SaveWebhookDeliveryAttemptParams{
+		DeliveryID: deliveryID, Number: int32(a.Number), Outcome: string(a.Outcome), StartedAt: a.StartedAt,
+		FinishedAt: a.FinishedAt, StatusCode: status, LatencyUs: latency, ErrorClass: a.ErrorClass, Error: a.Error,
+		ResponseBody: a.ResponseBody})
 	if err != nil {
 		return fmt.Errorf("saving webhook attempt: %w", err)
 	}
