@@ -232,26 +232,18 @@ func (q *queries) StreamAuditEventsByTime(ctx context.Context, tenantID, project
 // StreamAlarmHistory calls fn for each alarm record of tenant/project with
 // occurredAt in [from, to), in time order, streaming.
 func (q *queries) StreamAlarmHistory(ctx context.Context, tenantID, projectID string, from, to time.Time, fn func(*domain.AlarmRecord) error) error {
-	rows, err := q.db.Query(ctx, `SELECT tenant_id, project_id, id, occurred_at, alarm_id, device_id, severity, state,
-			message, details::text
-		FROM alarm_history WHERE tenant_id = $1 AND project_id = $2 AND occurred_at >= $3 AND occurred_at < $4
-		ORDER BY occurred_at, id`, tenantID, projectID, from, to)
+	rows, err := q.db.Query(ctx, dbsqlc.StreamAlarmHistory, tenantID, projectID, from, to)
 	if err != nil {
 		return fmt.Errorf("streaming alarm history: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var (
-			a               domain.AlarmRecord
-			severity, state string
-			details         string
-		)
-		if err := rows.Scan(&a.TenantID, &a.ProjectID, &a.ID, &a.OccurredAt, &a.AlarmID, &a.DeviceID, &severity, &state,
-			&a.Message, &details); err != nil {
+		var r dbsqlc.StreamAlarmHistoryRow
+		if err := rows.Scan(&r.TenantID, &r.ProjectID, &r.ID, &r.OccurredAt, &r.AlarmID, &r.DeviceID, &r.Severity, &r.State,
+			&r.Message, &r.Details); err != nil {
 			return fmt.Errorf("streaming alarm history: %w", err)
 		}
-		a.OccurredAt = a.OccurredAt.UTC()
-		a.Severity, a.State, a.Details = domain.AlarmSeverity(severity), domain.AlarmState(state), json.RawMessage(details)
+		a := alarmFromRow(&r)
 		if err := fn(&a); err != nil {
 			return err
 		}
@@ -260,6 +252,13 @@ func (q *queries) StreamAlarmHistory(ctx context.Context, tenantID, projectID st
 		return fmt.Errorf("streaming alarm history: %w", err)
 	}
 	return nil
+}
+
+// alarmFromRow is the domain alarm record of a stored row.
+func alarmFromRow(r *dbsqlc.StreamAlarmHistoryRow) domain.AlarmRecord {
+	return domain.AlarmRecord{TenantID: r.TenantID, ProjectID: r.ProjectID, ID: r.ID, OccurredAt: r.OccurredAt.UTC(),
+		AlarmID: r.AlarmID, DeviceID: r.DeviceID, Severity: domain.AlarmSeverity(r.Severity),
+		State: domain.AlarmState(r.State), Message: r.Message, Details: json.RawMessage(r.Details)}
 }
 
 // StreamTelemetryHistory calls fn for each telemetry point of
@@ -291,6 +290,8 @@ func (q *queries) StreamTelemetryHistory(ctx context.Context, tenantID, projectI
 // AppendAlarmHistory inserts alarm records; a record whose id the tenant
 // already has is skipped (idempotent retries). It returns how many it
 // inserted.
+//
+// Hand-written, not in queries/: sqlc cannot type its multi-argument unnest.
 func (q *queries) AppendAlarmHistory(ctx context.Context, records []domain.AlarmRecord) (int64, error) {
 	n := len(records)
 	tenants, projects, alarmIDs, devices, severities, states, messages, details :=
