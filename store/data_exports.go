@@ -264,19 +264,17 @@ func alarmFromRow(r *dbsqlc.StreamAlarmHistoryRow) domain.AlarmRecord {
 // StreamTelemetryHistory calls fn for each telemetry point of
 // tenant/project with occurredAt in [from, to), in time order, streaming.
 func (q *queries) StreamTelemetryHistory(ctx context.Context, tenantID, projectID string, from, to time.Time, fn func(*domain.TelemetryPoint) error) error {
-	rows, err := q.db.Query(ctx, `SELECT tenant_id, project_id, device_id, metric, occurred_at, value, unit
-		FROM telemetry_history WHERE tenant_id = $1 AND project_id = $2 AND occurred_at >= $3 AND occurred_at < $4
-		ORDER BY occurred_at, device_id, metric`, tenantID, projectID, from, to)
+	rows, err := q.db.Query(ctx, dbsqlc.StreamTelemetryHistory, tenantID, projectID, from, to)
 	if err != nil {
 		return fmt.Errorf("streaming telemetry history: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var p domain.TelemetryPoint
-		if err := rows.Scan(&p.TenantID, &p.ProjectID, &p.DeviceID, &p.Metric, &p.OccurredAt, &p.Value, &p.Unit); err != nil {
+		var r dbsqlc.TelemetryHistory
+		if err := rows.Scan(&r.TenantID, &r.ProjectID, &r.DeviceID, &r.Metric, &r.OccurredAt, &r.Value, &r.Unit); err != nil {
 			return fmt.Errorf("streaming telemetry history: %w", err)
 		}
-		p.OccurredAt = p.OccurredAt.UTC()
+		p := telemetryFromRow(&r)
 		if err := fn(&p); err != nil {
 			return err
 		}
@@ -285,6 +283,12 @@ func (q *queries) StreamTelemetryHistory(ctx context.Context, tenantID, projectI
 		return fmt.Errorf("streaming telemetry history: %w", err)
 	}
 	return nil
+}
+
+// telemetryFromRow is the domain telemetry point of a stored row.
+func telemetryFromRow(r *dbsqlc.TelemetryHistory) domain.TelemetryPoint {
+	return domain.TelemetryPoint{TenantID: r.TenantID, ProjectID: r.ProjectID, DeviceID: r.DeviceID, Metric: r.Metric,
+		OccurredAt: r.OccurredAt.UTC(), Value: r.Value, Unit: r.Unit}
 }
 
 // AppendAlarmHistory inserts alarm records; a record whose id the tenant
@@ -316,6 +320,8 @@ func (q *queries) AppendAlarmHistory(ctx context.Context, records []domain.Alarm
 // AppendTelemetryHistory inserts telemetry points; a point the project
 // already has (same time, device and metric) is skipped. It returns how many
 // it inserted.
+//
+// Hand-written, not in queries/: sqlc cannot type its multi-argument unnest.
 func (q *queries) AppendTelemetryHistory(ctx context.Context, points []domain.TelemetryPoint) (int64, error) {
 	n := len(points)
 	tenants, projects, devices, metrics, units := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
