@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -25,26 +26,43 @@ type DataExportNotification struct {
 	ExportID uuid.UUID `json:"e"`
 }
 
+// dataExportColumns are the columns of dbsqlc.DataExport, for the filtered
+// list, whose conditions depend on the filter (store.filtered).
 const dataExportColumns = `tenant_id, project_id, id, kind, format, compression, range_from, range_to, state,
 	requested_by, requested_at, started_at, progress_rows, progress_bytes, object_ref, content_digest, byte_length,
 	row_count, ready_at, expires_at, failed_at, failure_reason, expired_at, updated_at`
 
+// dataExportFromRow is the domain export of a stored row.
+func dataExportFromRow(r *dbsqlc.DataExport) domain.DataExport {
+	return domain.DataExport{TenantID: r.TenantID, ProjectID: r.ProjectID, ID: r.ID,
+		Kind: domain.DataExportKind(r.Kind), Format: domain.DataExportFormat(r.Format),
+		Compression: domain.DataExportCompression(r.Compression), From: r.RangeFrom.UTC(), To: r.RangeTo.UTC(),
+		State: domain.DataExportState(r.State), RequestedBy: r.RequestedBy, RequestedAt: r.RequestedAt.UTC(),
+		StartedAt: utcPtr(r.StartedAt), ProgressRows: uint64(r.ProgressRows), ProgressBytes: uint64(r.ProgressBytes),
+		ObjectRef: r.ObjectRef, ContentDigest: r.ContentDigest, ByteLength: uint64(r.ByteLength),
+		RowCount: uint64(r.RowCount), ReadyAt: utcPtr(r.ReadyAt), ExpiresAt: utcPtr(r.ExpiresAt),
+		FailedAt: utcPtr(r.FailedAt), FailureReason: r.FailureReason, ExpiredAt: utcPtr(r.ExpiredAt),
+		UpdatedAt: r.UpdatedAt.UTC()}
+}
+
+// dataExportsFromRows converts rows with dataExportFromRow.
+func dataExportsFromRows(rows []dbsqlc.DataExport) []domain.DataExport {
+	out := make([]domain.DataExport, len(rows))
+	for i := range rows {
+		out[i] = dataExportFromRow(&rows[i])
+	}
+	return out
+}
+
+// scanDataExport decodes a whole export from the filtered list, which sqlc
+// does not run.
 func scanDataExport(row pgx.CollectableRow) (domain.DataExport, error) {
-	var (
-		e                                      domain.DataExport
-		kind, format, compression, state       string
-		progressRows, progressBytes, n, length int64
-	)
-	err := row.Scan(&e.TenantID, &e.ProjectID, &e.ID, &kind, &format, &compression, &e.From, &e.To, &state,
-		&e.RequestedBy, &e.RequestedAt, &e.StartedAt, &progressRows, &progressBytes, &e.ObjectRef, &e.ContentDigest,
-		&length, &n, &e.ReadyAt, &e.ExpiresAt, &e.FailedAt, &e.FailureReason, &e.ExpiredAt, &e.UpdatedAt)
-	e.Kind, e.Format, e.Compression, e.State = domain.DataExportKind(kind), domain.DataExportFormat(format),
-		domain.DataExportCompression(compression), domain.DataExportState(state)
-	e.ProgressRows, e.ProgressBytes, e.RowCount, e.ByteLength = uint64(progressRows), uint64(progressBytes), uint64(n), uint64(length)
-	e.From, e.To, e.RequestedAt, e.UpdatedAt = e.From.UTC(), e.To.UTC(), e.RequestedAt.UTC(), e.UpdatedAt.UTC()
-	e.StartedAt, e.ReadyAt, e.ExpiresAt, e.FailedAt, e.ExpiredAt = utcPtr(e.StartedAt), utcPtr(e.ReadyAt),
-		utcPtr(e.ExpiresAt), utcPtr(e.FailedAt), utcPtr(e.ExpiredAt)
-	return e, err
+	var r dbsqlc.DataExport
+	err := row.Scan(&r.TenantID, &r.ProjectID, &r.ID, &r.Kind, &r.Format, &r.Compression, &r.RangeFrom, &r.RangeTo,
+		&r.State, &r.RequestedBy, &r.RequestedAt, &r.StartedAt, &r.ProgressRows, &r.ProgressBytes, &r.ObjectRef,
+		&r.ContentDigest, &r.ByteLength, &r.RowCount, &r.ReadyAt, &r.ExpiresAt, &r.FailedAt, &r.FailureReason,
+		&r.ExpiredAt, &r.UpdatedAt)
+	return dataExportFromRow(&r), err
 }
 
 func dataExportValues(e *domain.DataExport) []any {
@@ -57,14 +75,13 @@ func dataExportValues(e *domain.DataExport) []any {
 // notifyDataExport queues the change notification of an export in batch b.
 func notifyDataExport(b *pgx.Batch, tenantID string, id uuid.UUID) {
 	note, _ := json.Marshal(DataExportNotification{TenantID: tenantID, ExportID: id})
-	b.Queue(`SELECT pg_notify('`+DataExportsChannel+`', $1)`, string(note))
+	b.Queue(dbsqlc.NotifyDataExport, DataExportsChannel, string(note))
 }
 
 // InsertDataExport stores a new export and announces it.
 func (t *Tx) InsertDataExport(ctx context.Context, e domain.DataExport) error {
 	b := &pgx.Batch{}
-	b.Queue(`INSERT INTO data_exports (`+dataExportColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
-		$11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)`, dataExportValues(&e)...)
+	b.Queue(dbsqlc.InsertDataExport, dataExportValues(&e)...)
 	notifyDataExport(b, e.TenantID, e.ID)
 	if err := t.tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("inserting data export: %w", err)
@@ -77,10 +94,7 @@ func (t *Tx) InsertDataExport(ctx context.Context, e domain.DataExport) error {
 func (t *Tx) UpdateDataExport(ctx context.Context, e domain.DataExport) error {
 	b := &pgx.Batch{}
 	// Only the lifecycle columns change; the request's are immutable.
-	b.Queue(`UPDATE data_exports SET state = $3, started_at = $4, progress_rows = $5, progress_bytes = $6,
-			object_ref = $7, content_digest = $8, byte_length = $9, row_count = $10, ready_at = $11, expires_at = $12,
-			failed_at = $13, failure_reason = $14, expired_at = $15, updated_at = $16
-		WHERE tenant_id = $1 AND id = $2`, e.TenantID, e.ID, string(e.State), e.StartedAt, clampInt64(e.ProgressRows),
+	b.Queue(dbsqlc.UpdateDataExport, e.TenantID, e.ID, string(e.State), e.StartedAt, clampInt64(e.ProgressRows),
 		clampInt64(e.ProgressBytes), e.ObjectRef, e.ContentDigest, clampInt64(e.ByteLength), clampInt64(e.RowCount),
 		e.ReadyAt, e.ExpiresAt, e.FailedAt, e.FailureReason, e.ExpiredAt, e.UpdatedAt)
 	notifyDataExport(b, e.TenantID, e.ID)
@@ -94,8 +108,7 @@ func (t *Tx) UpdateDataExport(ctx context.Context, e domain.DataExport) error {
 // announces it.
 func (q *queries) UpdateDataExportProgress(ctx context.Context, tenantID string, id uuid.UUID, rows, bytes uint64, now time.Time) error {
 	b := &pgx.Batch{}
-	b.Queue(`UPDATE data_exports SET progress_rows = $3, progress_bytes = $4, updated_at = $5
-		WHERE tenant_id = $1 AND id = $2 AND state = 'RUNNING'`, tenantID, id, clampInt64(rows), clampInt64(bytes), now)
+	b.Queue(dbsqlc.UpdateDataExportProgress, tenantID, id, clampInt64(rows), clampInt64(bytes), now)
 	notifyDataExport(b, tenantID, id)
 	if err := q.db.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("updating data export progress: %w", err)
@@ -107,15 +120,29 @@ func (q *queries) UpdateDataExportProgress(ctx context.Context, tenantID string,
 // has none with this id. With lock, the row stays locked for the rest of the
 // transaction.
 func (q *queries) GetDataExport(ctx context.Context, tenantID string, id uuid.UUID, lock bool) (domain.DataExport, error) {
-	return getOne(ctx, q.db, "data export", scanDataExport, forUpdate(
-		`SELECT `+dataExportColumns+` FROM data_exports WHERE tenant_id = $1 AND id = $2`, lock), tenantID, id)
+	var (
+		r   dbsqlc.DataExport
+		err error
+	)
+	if lock {
+		r, err = q.sqlc.LockDataExport(ctx, dbsqlc.LockDataExportParams{TenantID: tenantID, ID: id})
+	} else {
+		r, err = q.sqlc.GetDataExport(ctx, dbsqlc.GetDataExportParams{TenantID: tenantID, ID: id})
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return domain.DataExport{}, ErrNotFound
+	}
+	if err != nil {
+		return domain.DataExport{}, fmt.Errorf("reading data export: %w", err)
+	}
+	return dataExportFromRow(&r), nil
 }
 
 // LockTenantDataExports serializes, until the end of the transaction, the
 // requests of a tenant's exports, so that its quota of active exports is
 // counted exactly.
 func (t *Tx) LockTenantDataExports(ctx context.Context, tenantID string) error {
-	if _, err := t.tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('data_exports:' || $1, 0))`, tenantID); err != nil {
+	if err := t.sqlc.LockTenantDataExports(ctx, tenantID); err != nil {
 		return fmt.Errorf("locking tenant exports: %w", err)
 	}
 	return nil
@@ -123,12 +150,11 @@ func (t *Tx) LockTenantDataExports(ctx context.Context, tenantID string) error {
 
 // CountActiveDataExports counts the tenant's QUEUED and RUNNING exports.
 func (q *queries) CountActiveDataExports(ctx context.Context, tenantID string) (int, error) {
-	var n int
-	if err := q.db.QueryRow(ctx, `SELECT count(*) FROM data_exports
-		WHERE tenant_id = $1 AND state IN ('QUEUED', 'RUNNING')`, tenantID).Scan(&n); err != nil {
+	n, err := q.sqlc.CountActiveDataExports(ctx, tenantID)
+	if err != nil {
 		return 0, fmt.Errorf("counting active exports: %w", err)
 	}
-	return n, nil
+	return int(n), nil
 }
 
 // ListDataExports returns up to limit exports of tenant/project matching f,
@@ -157,16 +183,12 @@ func (q *queries) ListDataExports(ctx context.Context, tenantID, projectID strin
 // expire at now: READY ones whose expiresAt has passed, and FAILED ones that
 // failed before failedBefore.
 func (q *queries) DueDataExportExpiries(ctx context.Context, now, failedBefore time.Time, limit int) ([]domain.DataExport, error) {
-	rows, _ := q.db.Query(ctx, `(SELECT `+dataExportColumns+` FROM data_exports
-			WHERE state = 'READY' AND expires_at <= $1 ORDER BY expires_at LIMIT $3)
-		UNION ALL
-		(SELECT `+dataExportColumns+` FROM data_exports
-			WHERE state = 'FAILED' AND failed_at <= $2 ORDER BY failed_at LIMIT $3)`, now, failedBefore, limit)
-	out, err := pgx.CollectRows(rows, scanDataExport)
+	rows, err := q.sqlc.DueDataExportExpiries(ctx, dbsqlc.DueDataExportExpiriesParams{
+		Now: now, FailedBefore: failedBefore, RowLimit: int64(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("reading due export expiries: %w", err)
 	}
-	return out, nil
+	return dataExportsFromRows(rows), nil
 }
 
 // StreamAuditEventsByTime calls fn for each audit event of tenant/project
@@ -210,26 +232,18 @@ func (q *queries) StreamAuditEventsByTime(ctx context.Context, tenantID, project
 // StreamAlarmHistory calls fn for each alarm record of tenant/project with
 // occurredAt in [from, to), in time order, streaming.
 func (q *queries) StreamAlarmHistory(ctx context.Context, tenantID, projectID string, from, to time.Time, fn func(*domain.AlarmRecord) error) error {
-	rows, err := q.db.Query(ctx, `SELECT tenant_id, project_id, id, occurred_at, alarm_id, device_id, severity, state,
-			message, details::text
-		FROM alarm_history WHERE tenant_id = $1 AND project_id = $2 AND occurred_at >= $3 AND occurred_at < $4
-		ORDER BY occurred_at, id`, tenantID, projectID, from, to)
+	rows, err := q.db.Query(ctx, dbsqlc.StreamAlarmHistory, tenantID, projectID, from, to)
 	if err != nil {
 		return fmt.Errorf("streaming alarm history: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var (
-			a               domain.AlarmRecord
-			severity, state string
-			details         string
-		)
-		if err := rows.Scan(&a.TenantID, &a.ProjectID, &a.ID, &a.OccurredAt, &a.AlarmID, &a.DeviceID, &severity, &state,
-			&a.Message, &details); err != nil {
+		var r dbsqlc.StreamAlarmHistoryRow
+		if err := rows.Scan(&r.TenantID, &r.ProjectID, &r.ID, &r.OccurredAt, &r.AlarmID, &r.DeviceID, &r.Severity, &r.State,
+			&r.Message, &r.Details); err != nil {
 			return fmt.Errorf("streaming alarm history: %w", err)
 		}
-		a.OccurredAt = a.OccurredAt.UTC()
-		a.Severity, a.State, a.Details = domain.AlarmSeverity(severity), domain.AlarmState(state), json.RawMessage(details)
+		a := alarmFromRow(&r)
 		if err := fn(&a); err != nil {
 			return err
 		}
@@ -240,22 +254,27 @@ func (q *queries) StreamAlarmHistory(ctx context.Context, tenantID, projectID st
 	return nil
 }
 
+// alarmFromRow is the domain alarm record of a stored row.
+func alarmFromRow(r *dbsqlc.StreamAlarmHistoryRow) domain.AlarmRecord {
+	return domain.AlarmRecord{TenantID: r.TenantID, ProjectID: r.ProjectID, ID: r.ID, OccurredAt: r.OccurredAt.UTC(),
+		AlarmID: r.AlarmID, DeviceID: r.DeviceID, Severity: domain.AlarmSeverity(r.Severity),
+		State: domain.AlarmState(r.State), Message: r.Message, Details: json.RawMessage(r.Details)}
+}
+
 // StreamTelemetryHistory calls fn for each telemetry point of
 // tenant/project with occurredAt in [from, to), in time order, streaming.
 func (q *queries) StreamTelemetryHistory(ctx context.Context, tenantID, projectID string, from, to time.Time, fn func(*domain.TelemetryPoint) error) error {
-	rows, err := q.db.Query(ctx, `SELECT tenant_id, project_id, device_id, metric, occurred_at, value, unit
-		FROM telemetry_history WHERE tenant_id = $1 AND project_id = $2 AND occurred_at >= $3 AND occurred_at < $4
-		ORDER BY occurred_at, device_id, metric`, tenantID, projectID, from, to)
+	rows, err := q.db.Query(ctx, dbsqlc.StreamTelemetryHistory, tenantID, projectID, from, to)
 	if err != nil {
 		return fmt.Errorf("streaming telemetry history: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var p domain.TelemetryPoint
-		if err := rows.Scan(&p.TenantID, &p.ProjectID, &p.DeviceID, &p.Metric, &p.OccurredAt, &p.Value, &p.Unit); err != nil {
+		var r dbsqlc.TelemetryHistory
+		if err := rows.Scan(&r.TenantID, &r.ProjectID, &r.DeviceID, &r.Metric, &r.OccurredAt, &r.Value, &r.Unit); err != nil {
 			return fmt.Errorf("streaming telemetry history: %w", err)
 		}
-		p.OccurredAt = p.OccurredAt.UTC()
+		p := telemetryFromRow(&r)
 		if err := fn(&p); err != nil {
 			return err
 		}
@@ -266,9 +285,17 @@ func (q *queries) StreamTelemetryHistory(ctx context.Context, tenantID, projectI
 	return nil
 }
 
+// telemetryFromRow is the domain telemetry point of a stored row.
+func telemetryFromRow(r *dbsqlc.TelemetryHistory) domain.TelemetryPoint {
+	return domain.TelemetryPoint{TenantID: r.TenantID, ProjectID: r.ProjectID, DeviceID: r.DeviceID, Metric: r.Metric,
+		OccurredAt: r.OccurredAt.UTC(), Value: r.Value, Unit: r.Unit}
+}
+
 // AppendAlarmHistory inserts alarm records; a record whose id the tenant
 // already has is skipped (idempotent retries). It returns how many it
 // inserted.
+//
+// Hand-written, not in queries/: sqlc cannot type its multi-argument unnest.
 func (q *queries) AppendAlarmHistory(ctx context.Context, records []domain.AlarmRecord) (int64, error) {
 	n := len(records)
 	tenants, projects, alarmIDs, devices, severities, states, messages, details :=
@@ -293,6 +320,8 @@ func (q *queries) AppendAlarmHistory(ctx context.Context, records []domain.Alarm
 // AppendTelemetryHistory inserts telemetry points; a point the project
 // already has (same time, device and metric) is skipped. It returns how many
 // it inserted.
+//
+// Hand-written, not in queries/: sqlc cannot type its multi-argument unnest.
 func (q *queries) AppendTelemetryHistory(ctx context.Context, points []domain.TelemetryPoint) (int64, error) {
 	n := len(points)
 	tenants, projects, devices, metrics, units := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)

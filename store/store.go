@@ -136,25 +136,3 @@ func (t *Tx) CommitWithoutFlush(ctx context.Context) error {
 	}
 	return nil
 }
-
-// getOne reads the one row query q returns with scan: ErrNotFound when there
-// is none, other errors wrapped as "reading <what>".
-func getOne[T any](ctx context.Context, db querier, what string, scan pgx.RowToFunc[T], q string, args ...any) (T, error) {
-	rows, _ := db.Query(ctx, q, args...)
-	v, err := pgx.CollectExactlyOneRow(rows, scan)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return v, ErrNotFound
-	}
-	if err != nil {
-		return v, fmt.Errorf("reading %s: %w", what, err)
-	}
-	return v, nil
-}
-
-// forUpdate appends FOR UPDATE to q when lock is set.
-func forUpdate(q string, lock bool) string {
-	if lock {
-		return q + " FOR UPDATE"
-	}
-	return q
-}

@@ -13,17 +13,35 @@ import (
 	"github.com/aetheriot/aether-audit/store/dbsqlc"
 )
 
-const destinationColumns = `d.tenant_id, d.project_id, d.id, d.url, d.description, d.created_at, d.created_by,
-	d.secret_rotated_at, (SELECT count(*) FROM webhook_destination_secrets s
-		WHERE s.destination_id = d.id AND (s.expires_at IS NULL OR s.expires_at > clock_timestamp()))`
+// destinationFromRow is the domain destination of a stored row (the rows
+// of LockWebhookDestination and ListWebhookDestinations convert to
+// dbsqlc.GetWebhookDestinationRow).
+func destinationFromRow(r dbsqlc.GetWebhookDestinationRow) domain.WebhookDestination {
+	return domain.WebhookDestination{TenantID: r.TenantID, ProjectID: r.ProjectID, ID: r.ID, URL: r.Url,
+		Description: r.Description, CreatedAt: r.CreatedAt.UTC(), CreatedBy: r.CreatedBy,
+		SecretRotatedAt: utcPtr(r.SecretRotatedAt), ActiveSecrets: int(r.ActiveSecrets)}
+}
 
+// scanDestination decodes a row of dbsqlc.GetWebhookDestination queued in a
+// batch.
 func scanDestination(row pgx.CollectableRow) (domain.WebhookDestination, error) {
-	var d domain.WebhookDestination
-	err := row.Scan(&d.TenantID, &d.ProjectID, &d.ID, &d.URL, &d.Description, &d.CreatedAt, &d.CreatedBy,
-		&d.SecretRotatedAt, &d.ActiveSecrets)
-	d.CreatedAt = d.CreatedAt.UTC()
-	d.SecretRotatedAt = utcPtr(d.SecretRotatedAt)
-	return d, err
+	var r dbsqlc.GetWebhookDestinationRow
+	err := row.Scan(&r.TenantID, &r.ProjectID, &r.ID, &r.Url, &r.Description, &r.CreatedAt, &r.CreatedBy,
+		&r.SecretRotatedAt, &r.ActiveSecrets)
+	return destinationFromRow(r), err
+}
+
+// scanSecret decodes a row of dbsqlc.ValidWebhookDestinationSecrets queued
+// in a batch.
+func scanSecret(row pgx.CollectableRow) (domain.SealedWebhookSecret, error) {
+	var r dbsqlc.ValidWebhookDestinationSecretsRow
+	err := row.Scan(&r.ID, &r.Sealed, &r.CreatedAt, &r.ExpiresAt)
+	return secretFromRow(r), err
+}
+
+// secretFromRow is the domain secret of a stored row.
+func secretFromRow(r dbsqlc.ValidWebhookDestinationSecretsRow) domain.SealedWebhookSecret {
+	return domain.SealedWebhookSecret{ID: r.ID, Sealed: r.Sealed, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt}
 }
 
 func utcPtr(t *time.Time) *time.Time {
@@ -37,9 +55,8 @@ func utcPtr(t *time.Time) *time.Time {
 // InsertWebhookDestination stores a new destination with its first secret.
 func (t *Tx) InsertWebhookDestination(ctx context.Context, d domain.WebhookDestination, secret domain.SealedWebhookSecret) error {
 	b := &pgx.Batch{}
-	b.Queue(`INSERT INTO webhook_destinations (tenant_id, project_id, id, url, description, created_at, created_by)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`, d.TenantID, d.ProjectID, d.ID, d.URL, d.Description, d.CreatedAt, d.CreatedBy)
-	b.Queue(`INSERT INTO webhook_destination_secrets (destination_id, id, sealed, created_at) VALUES ($1, $2, $3, $4)`,
+	b.Queue(dbsqlc.InsertWebhookDestination, d.TenantID, d.ProjectID, d.ID, d.URL, d.Description, d.CreatedAt, d.CreatedBy)
+	b.Queue(dbsqlc.InsertWebhookDestinationSecret,
 		d.ID, secret.ID, secret.Sealed, secret.CreatedAt)
 	if err := t.tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("inserting webhook destination: %w", err)
@@ -51,22 +68,37 @@ func (t *Tx) InsertWebhookDestination(ctx context.Context, d domain.WebhookDesti
 // the tenant has none with this id. With lock, the row stays locked for the
 // rest of the transaction.
 func (q *queries) GetWebhookDestination(ctx context.Context, tenantID string, id uuid.UUID, lock bool) (domain.WebhookDestination, error) {
-	query := `SELECT ` + destinationColumns + ` FROM webhook_destinations d WHERE d.tenant_id = $1 AND d.id = $2`
+	var (
+		r   dbsqlc.GetWebhookDestinationRow
+		err error
+	)
 	if lock {
-		query += ` FOR UPDATE OF d`
+		var l dbsqlc.LockWebhookDestinationRow
+		l, err = q.sqlc.LockWebhookDestination(ctx, dbsqlc.LockWebhookDestinationParams{TenantID: tenantID, ID: id})
+		r = dbsqlc.GetWebhookDestinationRow(l)
+	} else {
+		r, err = q.sqlc.GetWebhookDestination(ctx, dbsqlc.GetWebhookDestinationParams{TenantID: tenantID, ID: id})
 	}
-	return getOne(ctx, q.db, "webhook destination", scanDestination, query, tenantID, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return domain.WebhookDestination{}, ErrNotFound
+	}
+	if err != nil {
+		return domain.WebhookDestination{}, fmt.Errorf("reading webhook destination: %w", err)
+	}
+	return destinationFromRow(r), nil
 }
 
 // ListWebhookDestinations returns up to limit destinations of tenant/project
 // with ids after after (uuid.Nil: from the start), oldest first.
 func (q *queries) ListWebhookDestinations(ctx context.Context, tenantID, projectID string, after uuid.UUID, limit int) ([]domain.WebhookDestination, error) {
-	rows, _ := q.db.Query(ctx, `SELECT `+destinationColumns+` FROM webhook_destinations d
-		WHERE d.tenant_id = $1 AND d.project_id = $2 AND d.id > $3 ORDER BY d.id LIMIT $4`,
-		tenantID, projectID, after, limit)
-	out, err := pgx.CollectRows(rows, scanDestination)
+	rows, err := q.sqlc.ListWebhookDestinations(ctx, dbsqlc.ListWebhookDestinationsParams{
+		TenantID: tenantID, ProjectID: projectID, AfterID: after, RowLimit: int64(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("listing webhook destinations: %w", err)
+	}
+	out := make([]domain.WebhookDestination, len(rows))
+	for i, r := range rows {
+		out[i] = destinationFromRow(dbsqlc.GetWebhookDestinationRow(r))
 	}
 	return out, nil
 }
@@ -76,45 +108,44 @@ func (q *queries) ListWebhookDestinations(ctx context.Context, tenantID, project
 // earlier expiry).
 func (t *Tx) RotateWebhookDestinationSecret(ctx context.Context, destinationID uuid.UUID, secret domain.SealedWebhookSecret, graceUntil time.Time) error {
 	b := &pgx.Batch{}
-	b.Queue(`UPDATE webhook_destination_secrets SET expires_at = LEAST(COALESCE(expires_at, $2), $2)
-		WHERE destination_id = $1 AND (expires_at IS NULL OR expires_at > $3)`, destinationID, graceUntil, secret.CreatedAt)
-	b.Queue(`INSERT INTO webhook_destination_secrets (destination_id, id, sealed, created_at) VALUES ($1, $2, $3, $4)`,
+	b.Queue(dbsqlc.ExpireWebhookDestinationSecrets, destinationID, graceUntil, secret.CreatedAt)
+	b.Queue(dbsqlc.InsertWebhookDestinationSecret,
 		destinationID, secret.ID, secret.Sealed, secret.CreatedAt)
-	b.Queue(`UPDATE webhook_destinations SET secret_rotated_at = $2 WHERE id = $1`, destinationID, secret.CreatedAt)
+	b.Queue(dbsqlc.SetWebhookDestinationSecretRotated, destinationID, secret.CreatedAt)
 	if err := t.tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("rotating webhook secret: %w", err)
 	}
 	return nil
 }
 
-const subscriptionColumns = `tenant_id, project_id, id, destination_id, event_types, description, state,
-	after_sequence, created_at, created_by, disabled_at, disabled_sequence`
-
-func scanSubscription(row pgx.CollectableRow) (domain.WebhookSubscription, error) {
-	var (
-		sub      domain.WebhookSubscription
-		state    string
-		after    int64
-		disabled *int64
-	)
-	err := row.Scan(&sub.TenantID, &sub.ProjectID, &sub.ID, &sub.DestinationID, &sub.EventTypes, &sub.Description,
-		&state, &after, &sub.CreatedAt, &sub.CreatedBy, &sub.DisabledAt, &disabled)
-	if disabled != nil {
-		sub.DisabledSequence = uint64(*disabled)
+// subscriptionFromRow is the domain subscription of a stored row.
+func subscriptionFromRow(r dbsqlc.WebhookSubscription) domain.WebhookSubscription {
+	sub := domain.WebhookSubscription{TenantID: r.TenantID, ProjectID: r.ProjectID, ID: r.ID,
+		DestinationID: r.DestinationID, EventTypes: r.EventTypes, Description: r.Description,
+		State: domain.WebhookSubscriptionState(r.State), AfterSequence: uint64(r.AfterSequence),
+		CreatedAt: r.CreatedAt.UTC(), CreatedBy: r.CreatedBy, DisabledAt: utcPtr(r.DisabledAt)}
+	if r.DisabledSequence != nil {
+		sub.DisabledSequence = uint64(*r.DisabledSequence)
 	}
-	sub.State = domain.WebhookSubscriptionState(state)
-	sub.AfterSequence = uint64(after)
-	sub.CreatedAt = sub.CreatedAt.UTC()
-	sub.DisabledAt = utcPtr(sub.DisabledAt)
-	return sub, err
+	return sub
+}
+
+// subscriptionsFromRows converts rows with subscriptionFromRow.
+func subscriptionsFromRows(rows []dbsqlc.WebhookSubscription) []domain.WebhookSubscription {
+	out := make([]domain.WebhookSubscription, len(rows))
+	for i := range rows {
+		out[i] = subscriptionFromRow(rows[i])
+	}
+	return out
 }
 
 // InsertWebhookSubscription stores a new subscription.
 func (t *Tx) InsertWebhookSubscription(ctx context.Context, sub domain.WebhookSubscription) error {
-	_, err := t.tx.Exec(ctx, `INSERT INTO webhook_subscriptions (`+subscriptionColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL)`,
-		sub.TenantID, sub.ProjectID, sub.ID, sub.DestinationID, sub.EventTypes, sub.Description, string(sub.State),
-		clampInt64(sub.AfterSequence), sub.CreatedAt, sub.CreatedBy, sub.DisabledAt)
+	err := t.sqlc.InsertWebhookSubscription(ctx, dbsqlc.InsertWebhookSubscriptionParams{
+		TenantID: sub.TenantID, ProjectID: sub.ProjectID, ID: sub.ID, DestinationID: sub.DestinationID,
+		EventTypes: sub.EventTypes, Description: sub.Description, State: string(sub.State),
+		AfterSequence: clampInt64(sub.AfterSequence), CreatedAt: sub.CreatedAt, CreatedBy: sub.CreatedBy,
+		DisabledAt: sub.DisabledAt})
 	if err != nil {
 		return fmt.Errorf("inserting webhook subscription: %w", err)
 	}
@@ -125,14 +156,29 @@ func (t *Tx) InsertWebhookSubscription(ctx context.Context, sub domain.WebhookSu
 // when the tenant has none with this id. With lock, the row stays locked for
 // the rest of the transaction.
 func (q *queries) GetWebhookSubscription(ctx context.Context, tenantID string, id uuid.UUID, lock bool) (domain.WebhookSubscription, error) {
-	return getOne(ctx, q.db, "webhook subscription", scanSubscription, forUpdate(
-		`SELECT `+subscriptionColumns+` FROM webhook_subscriptions WHERE tenant_id = $1 AND id = $2`, lock), tenantID, id)
+	var (
+		r   dbsqlc.WebhookSubscription
+		err error
+	)
+	if lock {
+		r, err = q.sqlc.LockWebhookSubscription(ctx, dbsqlc.LockWebhookSubscriptionParams{TenantID: tenantID, ID: id})
+	} else {
+		r, err = q.sqlc.GetWebhookSubscription(ctx, dbsqlc.GetWebhookSubscriptionParams{TenantID: tenantID, ID: id})
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return domain.WebhookSubscription{}, ErrNotFound
+	}
+	if err != nil {
+		return domain.WebhookSubscription{}, fmt.Errorf("reading webhook subscription: %w", err)
+	}
+	return subscriptionFromRow(r), nil
 }
 
 // DisableWebhookSubscription persists a subscription disabled by the domain.
 func (t *Tx) DisableWebhookSubscription(ctx context.Context, sub domain.WebhookSubscription) error {
-	_, err := t.tx.Exec(ctx, `UPDATE webhook_subscriptions SET state = $3, disabled_at = $4, disabled_sequence = $5
-		WHERE tenant_id = $1 AND id = $2`, sub.TenantID, sub.ID, string(sub.State), sub.DisabledAt, clampInt64(sub.DisabledSequence))
+	disabled := clampInt64(sub.DisabledSequence)
+	err := t.sqlc.DisableWebhookSubscription(ctx, dbsqlc.DisableWebhookSubscriptionParams{
+		TenantID: sub.TenantID, ID: sub.ID, State: string(sub.State), DisabledAt: sub.DisabledAt, DisabledSequence: &disabled})
 	if err != nil {
 		return fmt.Errorf("disabling webhook subscription: %w", err)
 	}
@@ -143,17 +189,21 @@ func (t *Tx) DisableWebhookSubscription(ctx context.Context, sub domain.WebhookS
 // tenant/project with ids after after, oldest first. With activeOnly, only
 // ACTIVE ones.
 func (q *queries) ListWebhookSubscriptions(ctx context.Context, tenantID, projectID string, activeOnly bool, after uuid.UUID, limit int) ([]domain.WebhookSubscription, error) {
-	query := `SELECT ` + subscriptionColumns + ` FROM webhook_subscriptions
-		WHERE tenant_id = $1 AND project_id = $2 AND id > $3`
+	var (
+		rows []dbsqlc.WebhookSubscription
+		err  error
+	)
 	if activeOnly {
-		query += ` AND state = 'ACTIVE'`
+		rows, err = q.sqlc.ListActiveWebhookSubscriptions(ctx, dbsqlc.ListActiveWebhookSubscriptionsParams{
+			TenantID: tenantID, ProjectID: projectID, AfterID: after, RowLimit: int64(limit)})
+	} else {
+		rows, err = q.sqlc.ListWebhookSubscriptions(ctx, dbsqlc.ListWebhookSubscriptionsParams{
+			TenantID: tenantID, ProjectID: projectID, AfterID: after, RowLimit: int64(limit)})
 	}
-	rows, _ := q.db.Query(ctx, query+` ORDER BY id LIMIT $4`, tenantID, projectID, after, limit)
-	out, err := pgx.CollectRows(rows, scanSubscription)
 	if err != nil {
 		return nil, fmt.Errorf("listing webhook subscriptions: %w", err)
 	}
-	return out, nil
+	return subscriptionsFromRows(rows), nil
 }
 
 // AuditEventRefs returns id, sequence and action of the events of
@@ -174,6 +224,8 @@ func (q *queries) AuditEventRefs(ctx context.Context, tenantID, projectID string
 // InsertWebhookDeliveries stores new deliveries, skipping any whose
 // (subscription, event) already has one, and returns the ids of those it
 // inserted. This is what makes the fan-out exactly-once.
+//
+// Hand-written, not in queries/: sqlc cannot type its multi-argument unnest.
 func (t *Tx) InsertWebhookDeliveries(ctx context.Context, ds []domain.WebhookDelivery) ([]uuid.UUID, error) {
 	if len(ds) == 0 {
 		return nil, nil
@@ -227,43 +279,63 @@ func rowToUUID(row pgx.CollectableRow) (uuid.UUID, error) {
 	return id, err
 }
 
+// deliveryColumns are the columns of dbsqlc.WebhookDelivery, for the
+// filtered search, whose conditions depend on the filter (store.filtered).
 const deliveryColumns = `tenant_id, project_id, id, subscription_id, destination_id, event_id, event_sequence,
 	event_type, idempotency_key, state, attempt_count, max_attempts, next_attempt_at, created_at, updated_at,
 	delivered_at, dead_lettered_at, last_error`
 
+// deliveryFromRow is the domain delivery (without attempts) of a stored row.
+func deliveryFromRow(r *dbsqlc.WebhookDelivery) domain.WebhookDelivery {
+	return domain.WebhookDelivery{TenantID: r.TenantID, ProjectID: r.ProjectID, ID: r.ID,
+		SubscriptionID: r.SubscriptionID, DestinationID: r.DestinationID, EventID: r.EventID,
+		EventSequence: uint64(r.EventSequence), EventType: r.EventType, IdempotencyKey: r.IdempotencyKey,
+		State: domain.WebhookDeliveryState(r.State), AttemptCount: int(r.AttemptCount), MaxAttempts: int(r.MaxAttempts),
+		NextAttemptAt: utcPtr(r.NextAttemptAt), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+		DeliveredAt: utcPtr(r.DeliveredAt), DeadLetteredAt: utcPtr(r.DeadLetteredAt), LastError: r.LastError}
+}
+
+// scanDelivery decodes a whole delivery from a query sqlc does not run (the
+// filtered search, dbsqlc.BatchSendWebhookDeliveries queued in a batch),
+// its uuids binary, directly.
 func scanDelivery(row pgx.CollectableRow) (domain.WebhookDelivery, error) {
-	var (
-		d     domain.WebhookDelivery
-		seq   int64
-		state string
-	)
-	err := row.Scan(&d.TenantID, &d.ProjectID, (*[16]byte)(&d.ID), (*[16]byte)(&d.SubscriptionID),
-		(*[16]byte)(&d.DestinationID), (*[16]byte)(&d.EventID), &seq,
-		&d.EventType, &d.IdempotencyKey, &state, &d.AttemptCount, &d.MaxAttempts, &d.NextAttemptAt,
-		&d.CreatedAt, &d.UpdatedAt, &d.DeliveredAt, &d.DeadLetteredAt, &d.LastError)
-	d.EventSequence = uint64(seq)
-	d.State = domain.WebhookDeliveryState(state)
-	d.CreatedAt, d.UpdatedAt = d.CreatedAt.UTC(), d.UpdatedAt.UTC()
-	d.NextAttemptAt, d.DeliveredAt, d.DeadLetteredAt = utcPtr(d.NextAttemptAt), utcPtr(d.DeliveredAt), utcPtr(d.DeadLetteredAt)
-	return d, err
+	var r dbsqlc.WebhookDelivery
+	err := row.Scan(&r.TenantID, &r.ProjectID, (*[16]byte)(&r.ID), (*[16]byte)(&r.SubscriptionID),
+		(*[16]byte)(&r.DestinationID), (*[16]byte)(&r.EventID), &r.EventSequence,
+		&r.EventType, &r.IdempotencyKey, &r.State, &r.AttemptCount, &r.MaxAttempts, &r.NextAttemptAt,
+		&r.CreatedAt, &r.UpdatedAt, &r.DeliveredAt, &r.DeadLetteredAt, &r.LastError)
+	return deliveryFromRow(&r), err
 }
 
 // GetWebhookDelivery returns a delivery of the tenant (without attempts);
 // ErrNotFound when the tenant has none with this id. With lock, the row stays
 // locked for the rest of the transaction.
 func (q *queries) GetWebhookDelivery(ctx context.Context, tenantID string, id uuid.UUID, lock bool) (domain.WebhookDelivery, error) {
-	return getOne(ctx, q.db, "webhook delivery", scanDelivery, forUpdate(
-		`SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE tenant_id = $1 AND id = $2`, lock), tenantID, id)
+	var (
+		r   dbsqlc.WebhookDelivery
+		err error
+	)
+	if lock {
+		r, err = q.sqlc.LockWebhookDelivery(ctx, dbsqlc.LockWebhookDeliveryParams{TenantID: tenantID, ID: id})
+	} else {
+		r, err = q.sqlc.GetWebhookDelivery(ctx, dbsqlc.GetWebhookDeliveryParams{TenantID: tenantID, ID: id})
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return domain.WebhookDelivery{}, ErrNotFound
+	}
+	if err != nil {
+		return domain.WebhookDelivery{}, fmt.Errorf("reading webhook delivery: %w", err)
+	}
+	return deliveryFromRow(&r), nil
 }
 
 // UpdateWebhookDelivery persists the state fields of a delivery changed by
 // the domain.
 func (t *Tx) UpdateWebhookDelivery(ctx context.Context, d domain.WebhookDelivery) error {
-	_, err := t.tx.Exec(ctx, `UPDATE webhook_deliveries SET state = $3, attempt_count = $4, max_attempts = $5,
-			next_attempt_at = $6, updated_at = $7, delivered_at = $8, dead_lettered_at = $9, last_error = $10
-		WHERE tenant_id = $1 AND id = $2`,
-		d.TenantID, d.ID, string(d.State), d.AttemptCount, d.MaxAttempts, d.NextAttemptAt, d.UpdatedAt,
-		d.DeliveredAt, d.DeadLetteredAt, d.LastError)
+	err := t.sqlc.UpdateWebhookDelivery(ctx, dbsqlc.UpdateWebhookDeliveryParams{
+		TenantID: d.TenantID, ID: d.ID, State: string(d.State), AttemptCount: int32(d.AttemptCount),
+		MaxAttempts: int32(d.MaxAttempts), NextAttemptAt: d.NextAttemptAt, UpdatedAt: d.UpdatedAt,
+		DeliveredAt: d.DeliveredAt, DeadLetteredAt: d.DeadLetteredAt, LastError: d.LastError})
 	if err != nil {
 		return fmt.Errorf("updating webhook delivery: %w", err)
 	}
@@ -313,6 +385,8 @@ func (q *queries) WebhookDeliveryWithAttempts(ctx context.Context, tenantID stri
 	return ds[0], nil
 }
 
+// attemptColumns are the columns of dbsqlc.WebhookDeliveryAttempt after
+// delivery_id, for the attempts SaveWebhookDeliveriesIf inserts.
 const attemptColumns = `number, outcome, started_at, finished_at, status_code, latency_us, error_class, error, response_body`
 
 func (q *queries) fillAttempts(ctx context.Context, ds []domain.WebhookDelivery) error {
@@ -326,39 +400,13 @@ func (q *queries) fillAttempts(ctx context.Context, ds []domain.WebhookDelivery)
 		index[ds[i].ID] = i
 		ds[i].Attempts = []domain.WebhookDeliveryAttempt{}
 	}
-	rows, err := q.db.Query(ctx, `SELECT delivery_id, `+attemptColumns+` FROM webhook_delivery_attempts
-		WHERE delivery_id = ANY($1) ORDER BY delivery_id, number`, ids)
+	rows, err := q.sqlc.ListWebhookDeliveryAttempts(ctx, ids)
 	if err != nil {
 		return fmt.Errorf("reading webhook attempts: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var (
-			id      uuid.UUID
-			a       domain.WebhookDeliveryAttempt
-			outcome string
-			latency *int64
-			status  *int32
-		)
-		if err := rows.Scan(&id, &a.Number, &outcome, &a.StartedAt, &a.FinishedAt, &status, &latency,
-			&a.ErrorClass, &a.Error, &a.ResponseBody); err != nil {
-			return fmt.Errorf("reading webhook attempts: %w", err)
-		}
-		a.Outcome = domain.WebhookAttemptOutcome(outcome)
-		a.StartedAt = a.StartedAt.UTC()
-		a.FinishedAt = utcPtr(a.FinishedAt)
-		if status != nil {
-			code := int(*status)
-			a.StatusCode = &code
-		}
-		if latency != nil {
-			a.Latency = time.Duration(*latency) * time.Microsecond
-		}
-		i := index[id]
-		ds[i].Attempts = append(ds[i].Attempts, a)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("reading webhook attempts: %w", err)
+	for j := range rows {
+		i := index[rows[j].DeliveryID]
+		ds[i].Attempts = append(ds[i].Attempts, attemptFromRow(&rows[j]))
 	}
 	// An attempt under way has no row yet (rows written before
 	// SaveWebhookDeliveriesIf stopped writing one at the start still do).
@@ -371,6 +419,21 @@ func (q *queries) fillAttempts(ctx context.Context, ds []domain.WebhookDelivery)
 	return nil
 }
 
+// attemptFromRow is the domain attempt of a stored row.
+func attemptFromRow(r *dbsqlc.WebhookDeliveryAttempt) domain.WebhookDeliveryAttempt {
+	a := domain.WebhookDeliveryAttempt{Number: int(r.Number), Outcome: domain.WebhookAttemptOutcome(r.Outcome),
+		StartedAt: r.StartedAt.UTC(), FinishedAt: utcPtr(r.FinishedAt), ErrorClass: r.ErrorClass, Error: r.Error,
+		ResponseBody: r.ResponseBody}
+	if r.StatusCode != nil {
+		code := int(*r.StatusCode)
+		a.StatusCode = &code
+	}
+	if r.LatencyUs != nil {
+		a.Latency = time.Duration(*r.LatencyUs) * time.Microsecond
+	}
+	return a
+}
+
 // SaveWebhookAttempt inserts or updates (by number) an attempt of a delivery.
 func (t *Tx) SaveWebhookAttempt(ctx context.Context, deliveryID uuid.UUID, a domain.WebhookDeliveryAttempt) error {
 	var latency *int64
@@ -378,13 +441,15 @@ func (t *Tx) SaveWebhookAttempt(ctx context.Context, deliveryID uuid.UUID, a dom
 		us := a.Latency.Microseconds()
 		latency = &us
 	}
-	_, err := t.tx.Exec(ctx, `INSERT INTO webhook_delivery_attempts (delivery_id, `+attemptColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-		ON CONFLICT (delivery_id, number) DO UPDATE SET outcome = EXCLUDED.outcome, finished_at = EXCLUDED.finished_at,
-			status_code = EXCLUDED.status_code, latency_us = EXCLUDED.latency_us, error_class = EXCLUDED.error_class,
-			error = EXCLUDED.error, response_body = EXCLUDED.response_body`,
-		deliveryID, a.Number, string(a.Outcome), a.StartedAt, a.FinishedAt, a.StatusCode, latency,
-		a.ErrorClass, a.Error, a.ResponseBody)
+	var status *int32
+	if a.StatusCode != nil {
+		code := int32(*a.StatusCode)
+		status = &code
+	}
+	err := t.sqlc.SaveWebhookDeliveryAttempt(ctx, dbsqlc.SaveWebhookDeliveryAttemptParams{
+		DeliveryID: deliveryID, Number: int32(a.Number), Outcome: string(a.Outcome), StartedAt: a.StartedAt,
+		FinishedAt: a.FinishedAt, StatusCode: status, LatencyUs: latency, ErrorClass: a.ErrorClass, Error: a.Error,
+		ResponseBody: a.ResponseBody})
 	if err != nil {
 		return fmt.Errorf("saving webhook attempt: %w", err)
 	}
@@ -405,6 +470,8 @@ func (t *Tx) SaveWebhookAttempt(ctx context.Context, deliveryID uuid.UUID, a dom
 // that starting writes one row per delivery. Ending inserts the finished
 // attempt's row. An attempt row is thus written once, never updated: one
 // row version per attempt instead of two.
+//
+// Hand-written, not in queries/: sqlc cannot type their multi-argument unnest.
 func (q *queries) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.WebhookDeliveryChange) ([]uuid.UUID, error) {
 	if len(changes) == 0 {
 		return nil, nil
@@ -511,11 +578,9 @@ func (q *queries) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.
 func (q *queries) WebhookBatchSendContext(ctx context.Context, tenantID string, destinationID uuid.UUID, deliveryIDs, eventIDs []uuid.UUID, now time.Time) (domain.WebhookBatchSendContext, error) {
 	var out domain.WebhookBatchSendContext
 	b := &pgx.Batch{}
-	b.Queue(`SELECT `+destinationColumns+` FROM webhook_destinations d WHERE d.tenant_id = $1 AND d.id = $2`, tenantID, destinationID)
-	b.Queue(`SELECT id, sealed, created_at, expires_at FROM webhook_destination_secrets
-		WHERE destination_id = $1 AND (expires_at IS NULL OR expires_at > $2) ORDER BY created_at DESC, id DESC`, destinationID, now)
-	b.Queue(`SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE tenant_id = $1 AND id = ANY($2) AND destination_id = $3`,
-		tenantID, uuidArray(deliveryIDs), destinationID)
+	b.Queue(dbsqlc.GetWebhookDestination, tenantID, destinationID)
+	b.Queue(dbsqlc.ValidWebhookDestinationSecrets, destinationID, now)
+	b.Queue(dbsqlc.BatchSendWebhookDeliveries, tenantID, uuidArray(deliveryIDs), destinationID)
 	b.Queue(dbsqlc.FindAuditEventsByID, tenantID, uuidArray(eventIDs))
 	br := q.db.SendBatch(ctx, b)
 	defer br.Close()
@@ -529,11 +594,7 @@ func (q *queries) WebhookBatchSendContext(ctx context.Context, tenantID string, 
 	}
 	out.Destination = d
 	rows, _ = br.Query()
-	out.Secrets, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.SealedWebhookSecret, error) {
-		var sec domain.SealedWebhookSecret
-		err := row.Scan(&sec.ID, &sec.Sealed, &sec.CreatedAt, &sec.ExpiresAt)
-		return sec, err
-	})
+	out.Secrets, err = pgx.CollectRows(rows, scanSecret)
 	if err != nil {
 		return out, fmt.Errorf("reading webhook secrets: %w", err)
 	}
@@ -557,13 +618,11 @@ func (q *queries) WebhookBatchSendContext(ctx context.Context, tenantID string, 
 // that may want events with sequences in [from, to]: created before to, and
 // active or disabled after from (at most limit).
 func (q *queries) FanOutWebhookSubscriptions(ctx context.Context, tenantID, projectID string, from, to uint64, limit int) ([]domain.WebhookSubscription, error) {
-	rows, _ := q.db.Query(ctx, `SELECT `+subscriptionColumns+` FROM webhook_subscriptions
-		WHERE tenant_id = $1 AND project_id = $2 AND after_sequence < $4
-			AND (state = 'ACTIVE' OR disabled_sequence > $3)
-		ORDER BY id LIMIT $5`, tenantID, projectID, clampInt64(from), clampInt64(to), limit)
-	out, err := pgx.CollectRows(rows, scanSubscription)
+	rows, err := q.sqlc.FanOutWebhookSubscriptions(ctx, dbsqlc.FanOutWebhookSubscriptionsParams{
+		TenantID: tenantID, ProjectID: projectID, FromSequence: clampInt64(from), ToSequence: clampInt64(to),
+		RowLimit: int64(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("listing webhook subscriptions to fan out to: %w", err)
 	}
-	return out, nil
+	return subscriptionsFromRows(rows), nil
 }

@@ -8,7 +8,64 @@ package dbsqlc
 import (
 	"context"
 	"time"
+
+	"github.com/google/uuid"
 )
+
+const BatchSendWebhookDeliveries = `-- name: BatchSendWebhookDeliveries :many
+SELECT tenant_id, project_id, id, subscription_id, destination_id, event_id, event_sequence,
+    event_type, idempotency_key, state, attempt_count, max_attempts, next_attempt_at, created_at, updated_at,
+    delivered_at, dead_lettered_at, last_error
+FROM webhook_deliveries WHERE tenant_id = $1 AND id = ANY($2::uuid[]) AND destination_id = $3
+`
+
+type BatchSendWebhookDeliveriesParams struct {
+	TenantID      string
+	Column2       []uuid.UUID
+	DestinationID uuid.UUID
+}
+
+// The tenant's deliveries among ids ($2) to one destination ($3). Queued by
+// WebhookBatchSendContext in its batch, ids as [16]byte arrays: positional
+// parameters.
+func (q *Queries) BatchSendWebhookDeliveries(ctx context.Context, arg BatchSendWebhookDeliveriesParams) ([]WebhookDelivery, error) {
+	rows, err := q.db.Query(ctx, BatchSendWebhookDeliveries, arg.TenantID, arg.Column2, arg.DestinationID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []WebhookDelivery{}
+	for rows.Next() {
+		var i WebhookDelivery
+		if err := rows.Scan(
+			&i.TenantID,
+			&i.ProjectID,
+			&i.ID,
+			&i.SubscriptionID,
+			&i.DestinationID,
+			&i.EventID,
+			&i.EventSequence,
+			&i.EventType,
+			&i.IdempotencyKey,
+			&i.State,
+			&i.AttemptCount,
+			&i.MaxAttempts,
+			&i.NextAttemptAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.DeliveredAt,
+			&i.DeadLetteredAt,
+			&i.LastError,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
 
 const DeadLetterPurgedWebhookDeliveries = `-- name: DeadLetterPurgedWebhookDeliveries :execrows
 UPDATE webhook_deliveries d SET state = 'DEAD_LETTERED', dead_lettered_at = $1::timestamptz,
@@ -38,4 +95,119 @@ func (q *Queries) DeadLetterPurgedWebhookDeliveries(ctx context.Context, arg Dea
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const GetWebhookDelivery = `-- name: GetWebhookDelivery :one
+SELECT tenant_id, project_id, id, subscription_id, destination_id, event_id, event_sequence,
+    event_type, idempotency_key, state, attempt_count, max_attempts, next_attempt_at, created_at, updated_at,
+    delivered_at, dead_lettered_at, last_error
+FROM webhook_deliveries WHERE tenant_id = $1 AND id = $2
+`
+
+type GetWebhookDeliveryParams struct {
+	TenantID string
+	ID       uuid.UUID
+}
+
+// The tenant's delivery with this id. Queries of whole deliveries select
+// every column in table order: sqlc gives them dbsqlc.WebhookDelivery.
+func (q *Queries) GetWebhookDelivery(ctx context.Context, arg GetWebhookDeliveryParams) (WebhookDelivery, error) {
+	row := q.db.QueryRow(ctx, GetWebhookDelivery, arg.TenantID, arg.ID)
+	var i WebhookDelivery
+	err := row.Scan(
+		&i.TenantID,
+		&i.ProjectID,
+		&i.ID,
+		&i.SubscriptionID,
+		&i.DestinationID,
+		&i.EventID,
+		&i.EventSequence,
+		&i.EventType,
+		&i.IdempotencyKey,
+		&i.State,
+		&i.AttemptCount,
+		&i.MaxAttempts,
+		&i.NextAttemptAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.DeliveredAt,
+		&i.DeadLetteredAt,
+		&i.LastError,
+	)
+	return i, err
+}
+
+const LockWebhookDelivery = `-- name: LockWebhookDelivery :one
+SELECT tenant_id, project_id, id, subscription_id, destination_id, event_id, event_sequence,
+    event_type, idempotency_key, state, attempt_count, max_attempts, next_attempt_at, created_at, updated_at,
+    delivered_at, dead_lettered_at, last_error
+FROM webhook_deliveries WHERE tenant_id = $1 AND id = $2 FOR UPDATE
+`
+
+type LockWebhookDeliveryParams struct {
+	TenantID string
+	ID       uuid.UUID
+}
+
+// GetWebhookDelivery, locking the row for the rest of the transaction.
+func (q *Queries) LockWebhookDelivery(ctx context.Context, arg LockWebhookDeliveryParams) (WebhookDelivery, error) {
+	row := q.db.QueryRow(ctx, LockWebhookDelivery, arg.TenantID, arg.ID)
+	var i WebhookDelivery
+	err := row.Scan(
+		&i.TenantID,
+		&i.ProjectID,
+		&i.ID,
+		&i.SubscriptionID,
+		&i.DestinationID,
+		&i.EventID,
+		&i.EventSequence,
+		&i.EventType,
+		&i.IdempotencyKey,
+		&i.State,
+		&i.AttemptCount,
+		&i.MaxAttempts,
+		&i.NextAttemptAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.DeliveredAt,
+		&i.DeadLetteredAt,
+		&i.LastError,
+	)
+	return i, err
+}
+
+const UpdateWebhookDelivery = `-- name: UpdateWebhookDelivery :exec
+UPDATE webhook_deliveries SET state = $1, attempt_count = $2, max_attempts = $3,
+    next_attempt_at = $4, updated_at = $5, delivered_at = $6,
+    dead_lettered_at = $7, last_error = $8
+WHERE tenant_id = $9 AND id = $10
+`
+
+type UpdateWebhookDeliveryParams struct {
+	State          string
+	AttemptCount   int32
+	MaxAttempts    int32
+	NextAttemptAt  *time.Time
+	UpdatedAt      time.Time
+	DeliveredAt    *time.Time
+	DeadLetteredAt *time.Time
+	LastError      string
+	TenantID       string
+	ID             uuid.UUID
+}
+
+func (q *Queries) UpdateWebhookDelivery(ctx context.Context, arg UpdateWebhookDeliveryParams) error {
+	_, err := q.db.Exec(ctx, UpdateWebhookDelivery,
+		arg.State,
+		arg.AttemptCount,
+		arg.MaxAttempts,
+		arg.NextAttemptAt,
+		arg.UpdatedAt,
+		arg.DeliveredAt,
+		arg.DeadLetteredAt,
+		arg.LastError,
+		arg.TenantID,
+		arg.ID,
+	)
+	return err
 }

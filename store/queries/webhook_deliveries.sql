@@ -6,3 +6,33 @@ UPDATE webhook_deliveries d SET state = 'DEAD_LETTERED', dead_lettered_at = @now
 FROM audit_project_heads h
 WHERE h.tenant_id = @tenant_id AND h.project_id = @project_id AND d.tenant_id = @tenant_id AND d.project_id = @project_id
   AND d.state IN ('PENDING', 'RETRYING') AND d.event_sequence <= h.purged_through;
+
+-- name: GetWebhookDelivery :one
+-- The tenant's delivery with this id. Queries of whole deliveries select
+-- every column in table order: sqlc gives them dbsqlc.WebhookDelivery.
+SELECT tenant_id, project_id, id, subscription_id, destination_id, event_id, event_sequence,
+    event_type, idempotency_key, state, attempt_count, max_attempts, next_attempt_at, created_at, updated_at,
+    delivered_at, dead_lettered_at, last_error
+FROM webhook_deliveries WHERE tenant_id = @tenant_id AND id = @id;
+
+-- name: LockWebhookDelivery :one
+-- GetWebhookDelivery, locking the row for the rest of the transaction.
+SELECT tenant_id, project_id, id, subscription_id, destination_id, event_id, event_sequence,
+    event_type, idempotency_key, state, attempt_count, max_attempts, next_attempt_at, created_at, updated_at,
+    delivered_at, dead_lettered_at, last_error
+FROM webhook_deliveries WHERE tenant_id = @tenant_id AND id = @id FOR UPDATE;
+
+-- name: BatchSendWebhookDeliveries :many
+-- The tenant's deliveries among ids ($2) to one destination ($3). Queued by
+-- WebhookBatchSendContext in its batch, ids as [16]byte arrays: positional
+-- parameters.
+SELECT tenant_id, project_id, id, subscription_id, destination_id, event_id, event_sequence,
+    event_type, idempotency_key, state, attempt_count, max_attempts, next_attempt_at, created_at, updated_at,
+    delivered_at, dead_lettered_at, last_error
+FROM webhook_deliveries WHERE tenant_id = $1 AND id = ANY($2::uuid[]) AND destination_id = $3;
+
+-- name: UpdateWebhookDelivery :exec
+UPDATE webhook_deliveries SET state = @state, attempt_count = @attempt_count, max_attempts = @max_attempts,
+    next_attempt_at = @next_attempt_at, updated_at = @updated_at, delivered_at = @delivered_at,
+    dead_lettered_at = @dead_lettered_at, last_error = @last_error
+WHERE tenant_id = @tenant_id AND id = @id;
