@@ -54,16 +54,6 @@ func (t jsonPOST) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphE
 	media := responseMedia(w, r)
 	start := graphql.Now()
 	raw, err := bodyBytes(r)
-	if err == nil {
-		if msg := rawShapeRefusal(raw, t.maxSelections); msg != "" {
-			// What operationShape answers, without decoding the body.
-			if media == mediaGraphQLResponse {
-				w.WriteHeader(http.StatusBadRequest)
-			}
-			writeRequestError(w, exec.DispatchError(ctx, gqlerror.List{shapeError(msg)}))
-			return
-		}
-	}
 	var body postBody
 	if err == nil {
 		dec := gojson.NewDecoder(bytes.NewReader(raw))
@@ -71,9 +61,12 @@ func (t jsonPOST) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphE
 		err = dec.Decode(&body)
 	}
 	params := graphql.RawParams{Query: body.Query, OperationName: body.OperationName, Extensions: body.Extensions}
-	if err == nil && len(body.Extensions) == 0 && t.fast != nil && checkShape(body.Query, t.maxSelections) == "" &&
-		t.fast.TryServe(ctx, w, body.Query, body.OperationName, json.RawMessage(body.Variables)) {
-		return
+	if err == nil && len(body.Extensions) == 0 && t.fast != nil && checkShape(body.Query, t.maxSelections) == "" {
+		// Checked once: operationShape does not scan this document again.
+		ctx = context.WithValue(ctx, shapeCheckedKey{}, body.Query)
+		if t.fast.TryServe(ctx, w, body.Query, body.OperationName, json.RawMessage(body.Variables)) {
+			return
+		}
 	}
 	if err == nil && len(body.Variables) > 0 && string(body.Variables) != "null" {
 		vars := gojson.NewDecoder(bytes.NewReader(body.Variables))

@@ -53,12 +53,19 @@ func (operationShape) ExtensionName() string { return "OperationShape" }
 func (operationShape) Validate(graphql.ExecutableSchema) error { return nil }
 
 // MutateOperationParameters implements graphql.OperationParameterMutator.
-func (o operationShape) MutateOperationParameters(_ context.Context, p *graphql.RawParams) *gqlerror.Error {
+func (o operationShape) MutateOperationParameters(ctx context.Context, p *graphql.RawParams) *gqlerror.Error {
+	if checked, ok := ctx.Value(shapeCheckedKey{}).(string); ok && checked == p.Query {
+		return nil // the POST transport checked this very document
+	}
 	if msg := checkShape(p.Query, o.max); msg != "" {
 		return shapeError(msg)
 	}
 	return nil
 }
+
+// shapeCheckedKey marks, in a request's context, the document whose shape
+// was already found acceptable.
+type shapeCheckedKey struct{}
 
 // shapeError is the request error of a document refused for its shape.
 func shapeError(msg string) *gqlerror.Error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -57,8 +58,8 @@ func (p *Paths) TryServe(ctx context.Context, w io.Writer, query, operationName 
 	if p.cfg.OnServed != nil {
 		start = time.Now()
 	}
-	if !p.recordOn {
-		return false
+	if !p.recordOn || !strings.Contains(query, "mutation") {
+		return false // only mutations are planned: a query is not even looked up
 	}
 	plan := p.records.get(query, operationName)
 	if !plan.eligible {
