@@ -81,6 +81,17 @@ type Correlation struct {
 	CausationID string `json:"causationId"`
 }
 
+// Recorder is who recorded an audit event, as its verified token says: the
+// issuer ("iss"), subject ("sub"), token id ("jti", or the first 16 hex
+// digits of the token's SHA-256 when it has none) and client ("azp" or
+// "client_id", when present). Clients cannot set it.
+type Recorder struct {
+	Issuer   string `json:"issuer"`
+	Subject  string `json:"subject"`
+	TokenID  string `json:"tokenId"`
+	ClientID string `json:"clientId"`
+}
+
 // EvidenceDigest is the digest of a piece of evidence kept elsewhere.
 type EvidenceDigest struct {
 	Algorithm string `json:"algorithm"`
@@ -118,6 +129,12 @@ type AuditEvent struct {
 	// Details is a canonical JSON object (see CanonicalJSON).
 	Details   json.RawMessage `json:"details"`
 	ChainHash Hash            `json:"chainHash"`
+	// ChainVersion is the canonical encoding the event was sealed with
+	// (ChainVersionOriginal or ChainVersionRecordedBy).
+	ChainVersion int `json:"chainVersion"`
+	// RecordedBy is who recorded the event, from the verified token; nil
+	// for version 1 events, which predate it.
+	RecordedBy *Recorder `json:"recordedBy"`
 	// InputFingerprint is the Fingerprint of the draft the event was recorded
 	// from; a resubmission with the same id must match it. Never published.
 	InputFingerprint Hash `json:"-"`

@@ -55,6 +55,11 @@ type AuditEventDraft struct {
 	EvidenceDigests []EvidenceDigest
 	// Details is any JSON object (nil means {}); Normalize makes it canonical.
 	Details json.RawMessage
+	// RecordedBy is who records the event, taken from the verified token by
+	// the application, never from the client's input. It is not part of
+	// the Fingerprint: a producer that retries with a refreshed token
+	// resends the same event.
+	RecordedBy *Recorder
 }
 
 // Normalize validates every field against the documented limits and brings
@@ -174,6 +179,9 @@ func (d *AuditEventDraft) Fingerprint() Hash {
 		ProjectID:       d.ProjectID,
 		Resource:        d.Resource,
 		Subject:         d.Subject,
+		// Fingerprints stay on the first encoding, so that events stored
+		// before version 2 still match their resubmissions.
+		Version: ChainVersionOriginal,
 	}
 	return sha256.Sum256(c.encode())
 }

@@ -7,9 +7,20 @@ import (
 	"time"
 )
 
-// ChainVersion identifies the canonical encoding below. It is part of every
-// encoded event so that a future encoding can never collide with this one.
-const ChainVersion = 1
+// ChainVersion identifies the canonical encoding of newly recorded events.
+// It is part of every encoded event so that two encodings can never
+// collide: version 1 has no recordedBy; version 2 adds it after recordedAt.
+// Events keep the version they were sealed with, so a chain crosses the
+// boundary and v1 events verify exactly as before.
+const ChainVersion = ChainVersionRecordedBy
+
+// The canonical encoding versions.
+const (
+	// ChainVersionOriginal is the first encoding, without recordedBy.
+	ChainVersionOriginal = 1
+	// ChainVersionRecordedBy adds recordedBy, who recorded the event.
+	ChainVersionRecordedBy = 2
+)
 
 // canonicalEvent fixes the canonical encoding of an audit event: a JSON object
 // whose keys appear in this (lexicographic) order, with no white space and no
@@ -27,6 +38,7 @@ type canonicalEvent struct {
 	Outcome         Outcome          `json:"outcome"`
 	ProjectID       string           `json:"projectId"`
 	RecordedAt      string           `json:"recordedAt,omitempty"`
+	RecordedBy      *Recorder        `json:"recordedBy,omitempty"`
 	Resource        Resource         `json:"resource"`
 	Sequence        string           `json:"sequence,omitempty"`
 	Subject         Subject          `json:"subject"`
@@ -98,6 +110,17 @@ func (c canonicalEvent) encode() []byte {
 		b = append(b, `,"recordedAt":`...)
 		b = appendJSONString(b, c.RecordedAt)
 	}
+	if r := c.RecordedBy; r != nil {
+		b = append(b, `,"recordedBy":{"issuer":`...)
+		b = appendJSONString(b, r.Issuer)
+		b = append(b, `,"subject":`...)
+		b = appendJSONString(b, r.Subject)
+		b = append(b, `,"tokenId":`...)
+		b = appendJSONString(b, r.TokenID)
+		b = append(b, `,"clientId":`...)
+		b = appendJSONString(b, r.ClientID)
+		b = append(b, '}')
+	}
 	b = append(b, `,"resource":{"type":`...)
 	b = appendJSONString(b, c.Resource.Type)
 	b = append(b, `,"id":`...)
@@ -119,7 +142,7 @@ func (c canonicalEvent) encode() []byte {
 		b = appendJSONString(b, c.TenantID)
 	}
 	b = append(b, `,"v":`...)
-	b = strconv.AppendInt(b, ChainVersion, 10)
+	b = strconv.AppendInt(b, int64(c.Version), 10)
 	return append(b, '}')
 }
 
@@ -147,13 +170,16 @@ func formatTime(t time.Time) string {
 
 // CanonicalBytes returns the event's canonical encoding: the JSON object
 // {"action","correlation","details","evidenceDigests","governance","id",
-// "occurredAt","outcome","projectId","recordedAt","resource","sequence",
-// "subject","tenantId","v"} in that key order, with no white space and no
-// HTML escaping. Times are RFC 3339 UTC with six fractional digits, the
-// sequence a decimal string, details canonical JSON, absent optional objects
-// null, "v" the ChainVersion. This is what ChainHash covers.
+// "occurredAt","outcome","projectId","recordedAt","recordedBy","resource",
+// "sequence","subject","tenantId","v"} in that key order, with no white
+// space and no HTML escaping. Times are RFC 3339 UTC with six fractional
+// digits, the sequence a decimal string, details canonical JSON, absent
+// optional objects null, "v" the event's ChainVersion. recordedBy
+// ({"issuer","subject","tokenId","clientId"}) is present from version 2 on;
+// a version 1 event encodes exactly as it always did. This is what
+// ChainHash covers.
 func (e *AuditEvent) CanonicalBytes() []byte {
-	return canonicalEvent{
+	c := canonicalEvent{
 		Action:          e.Action,
 		Correlation:     e.Correlation,
 		Details:         e.Details,
@@ -168,7 +194,19 @@ func (e *AuditEvent) CanonicalBytes() []byte {
 		Sequence:        strconv.FormatUint(e.Sequence, 10),
 		Subject:         e.Subject,
 		TenantID:        e.TenantID,
-	}.encode()
+		Version:         e.ChainVersion,
+	}
+	switch {
+	case e.ChainVersion < ChainVersionRecordedBy:
+		// Version 1 (and the zero value of events built by hand) has no
+		// recordedBy, whatever the event carries.
+		c.Version = ChainVersionOriginal
+	case e.RecordedBy == nil:
+		c.RecordedBy = &Recorder{}
+	default:
+		c.RecordedBy = e.RecordedBy
+	}
+	return c.encode()
 }
 
 // ComputeChainHash returns SHA-256(prev || e.CanonicalBytes()), where prev is
@@ -214,6 +252,11 @@ func (h ChainHead) Append(tenantID string, drafts []AuditEventDraft, recordedAt 
 			Correlation:     d.Correlation,
 			EvidenceDigests: d.EvidenceDigests,
 			Details:         d.Details,
+			RecordedBy:      d.RecordedBy,
+			ChainVersion:    ChainVersion,
+		}
+		if ev.RecordedBy == nil {
+			ev.RecordedBy = &Recorder{}
 		}
 		if ev.EvidenceDigests == nil {
 			ev.EvidenceDigests = []EvidenceDigest{}

@@ -41,14 +41,55 @@ func TestAppendAssignsDenseSequencesAndChains(t *testing.T) {
 func TestCanonicalBytesAreStable(t *testing.T) {
 	d := validDraft()
 	require.NoError(t, d.Normalize("", testNow))
+	d.RecordedBy = &Recorder{Issuer: "https://idp.example", Subject: "svc-1", TokenID: "j-1", ClientID: "c-1"}
 	events, _ := ChainHead{}.Append("t1", []AuditEventDraft{d}, testNow)
-	// The documented canonical encoding, byte for byte: changing it breaks
-	// every stored chain, so this test pins it.
-	const want = `{"action":"device.firmware.updated","correlation":null,"details":{"a":{"y":[1,2.50,"x"],"z":true},"b":1},` +
+	// The documented canonical encodings, byte for byte: changing either
+	// breaks every stored chain, so this test pins both.
+	const v1 = `{"action":"device.firmware.updated","correlation":null,"details":{"a":{"y":[1,2.50,"x"],"z":true},"b":1},` +
 		`"evidenceDigests":[],"governance":null,"id":"0193f3c4-0000-7000-8000-000000000001","occurredAt":"2026-11-30T11:59:00.000000Z",` +
 		`"outcome":"SUCCESS","projectId":"p1","recordedAt":"2026-11-30T12:00:00.000000Z","resource":{"type":"device","id":"d1"},` +
 		`"sequence":"1","subject":{"type":"USER","id":"u1","displayName":"Ada"},"tenantId":"t1","v":1}`
-	require.Equal(t, want, string(events[0].CanonicalBytes()))
+	const v2 = `{"action":"device.firmware.updated","correlation":null,"details":{"a":{"y":[1,2.50,"x"],"z":true},"b":1},` +
+		`"evidenceDigests":[],"governance":null,"id":"0193f3c4-0000-7000-8000-000000000001","occurredAt":"2026-11-30T11:59:00.000000Z",` +
+		`"outcome":"SUCCESS","projectId":"p1","recordedAt":"2026-11-30T12:00:00.000000Z",` +
+		`"recordedBy":{"issuer":"https://idp.example","subject":"svc-1","tokenId":"j-1","clientId":"c-1"},"resource":{"type":"device","id":"d1"},` +
+		`"sequence":"1","subject":{"type":"USER","id":"u1","displayName":"Ada"},"tenantId":"t1","v":2}`
+	require.Equal(t, ChainVersionRecordedBy, events[0].ChainVersion)
+	require.Equal(t, v2, string(events[0].CanonicalBytes()))
+
+	// An event stored under version 1 encodes exactly as it always did,
+	// whatever else it carries.
+	old := events[0]
+	old.ChainVersion = ChainVersionOriginal
+	require.Equal(t, v1, string(old.CanonicalBytes()))
+	old.RecordedBy = nil
+	require.Equal(t, v1, string(old.CanonicalBytes()))
+}
+
+// TestChainCrossesVersions: a chain of version 1 events continued by
+// version 2 events links across the boundary, and changing who recorded a
+// version 2 event breaks its hash.
+func TestChainCrossesVersions(t *testing.T) {
+	d := validDraft()
+	require.NoError(t, d.Normalize("", testNow))
+	first, head := ChainHead{}.Append("t1", []AuditEventDraft{d}, testNow)
+	first[0].ChainVersion, first[0].RecordedBy = ChainVersionOriginal, nil
+	first[0].ChainHash = first[0].ComputeChainHash(Hash{})
+	head.Hash = first[0].ChainHash
+
+	d.ID[15] = 2
+	d.RecordedBy = &Recorder{Subject: "svc-1"}
+	second, _ := head.Append("t1", []AuditEventDraft{d}, testNow)
+	require.Equal(t, second[0].ChainHash, second[0].ComputeChainHash(first[0].ChainHash))
+	require.Equal(t, first[0].ChainHash, first[0].ComputeChainHash(Hash{}))
+
+	forged := second[0]
+	forged.RecordedBy = &Recorder{Subject: "someone-else"}
+	require.NotEqual(t, second[0].ChainHash, forged.ComputeChainHash(first[0].ChainHash))
+	// Fingerprints ignore the recorder: a retry with another token matches.
+	other := d
+	other.RecordedBy = &Recorder{Subject: "svc-1", TokenID: "refreshed"}
+	require.Equal(t, d.Fingerprint(), other.Fingerprint())
 }
 
 // TestCanonicalEncoderMatchesEncodingJSON holds the hand-written encoder to
@@ -82,8 +123,12 @@ func TestCanonicalEncoderMatchesEncodingJSON(t *testing.T) {
 		for range rng.IntN(3) {
 			c.EvidenceDigests = append(c.EvidenceDigests, EvidenceDigest{Algorithm: str(), Value: str(), Label: str()})
 		}
+		c.Version = ChainVersionOriginal
+		if rng.IntN(2) == 0 {
+			c.Version = ChainVersionRecordedBy
+			c.RecordedBy = &Recorder{Issuer: str(), Subject: str(), TokenID: str(), ClientID: str()}
+		}
 		ref := c
-		ref.Version = ChainVersion
 		if ref.EvidenceDigests == nil {
 			ref.EvidenceDigests = []EvidenceDigest{}
 		}

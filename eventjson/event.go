@@ -108,7 +108,21 @@ func Append(b []byte, e *domain.AuditEvent) ([]byte, error) {
 	}
 	b = append(b, `,"chainHash":"`...)
 	b = appendHex(b, e.ChainHash[:])
-	b = append(b, `"}`...)
+	b = append(b, `","chainVersion":`...)
+	b = strconv.AppendInt(b, int64(e.ChainVersion), 10)
+	if r := e.RecordedBy; r == nil {
+		b = append(b, `,"recordedBy":null}`...)
+	} else {
+		b = append(b, `,"recordedBy":{"issuer":`...)
+		b = appendMarshalString(b, r.Issuer)
+		b = append(b, `,"subject":`...)
+		b = appendMarshalString(b, r.Subject)
+		b = append(b, `,"tokenId":`...)
+		b = appendMarshalString(b, r.TokenID)
+		b = append(b, `,"clientId":`...)
+		b = appendMarshalString(b, r.ClientID)
+		b = append(b, `}}`...)
+	}
 	return b, nil
 }
 

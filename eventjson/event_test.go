@@ -69,6 +69,8 @@ func fullJSONEvent() domain.AuditEvent {
 		},
 		Details:          json.RawMessage(`{"after":{"mode":"eco"},"before":{"mode":"boost"},"n":[1,-2.5e3,0,true,null]}`),
 		ChainHash:        domain.Hash{0xde, 0xad, 0xbe, 0xef, 31: 0xff},
+		ChainVersion:     domain.ChainVersionRecordedBy,
+		RecordedBy:       &domain.Recorder{Issuer: "https://idp.example/<a>", Subject: "svc \u2028 1", TokenID: "j-1", ClientID: "c\"1"},
 		InputFingerprint: domain.Hash{1, 2, 3},
 	}
 }
@@ -85,6 +87,8 @@ func TestAppendMatchesMarshal(t *testing.T) {
 		"nil optionals": func(e *domain.AuditEvent) {
 			e.Governance, e.Correlation, e.EvidenceDigests, e.Details = nil, nil, nil, nil
 		},
+		"v1 no recorder":    func(e *domain.AuditEvent) { e.ChainVersion, e.RecordedBy = domain.ChainVersionOriginal, nil },
+		"empty recorder":    func(e *domain.AuditEvent) { e.RecordedBy = &domain.Recorder{} },
 		"empty digests":     func(e *domain.AuditEvent) { e.EvidenceDigests = []domain.EvidenceDigest{} },
 		"zero governance":   func(e *domain.AuditEvent) { e.Governance = &domain.Governance{} },
 		"zero correlation":  func(e *domain.AuditEvent) { e.Correlation = &domain.Correlation{} },
