@@ -73,6 +73,7 @@ func TestPurgeExpiredAuditEvents(t *testing.T) {
 	require.Equal(t, purges[0].ThroughHash.String(), details.ThroughHash)
 	require.Len(t, details.ThroughHash, 64)
 	require.Equal(t, "system:retention", page.Edges[0].Event.Subject.ID)
+	require.Equal(t, &domain.Recorder{Issuer: app.ServiceIssuer, Subject: "system:retention"}, page.Edges[0].Event.RecordedBy)
 
 	// What remains: p1's two younger events and the two purge events.
 	var remaining []uint64

@@ -22,7 +22,7 @@ func (a *App) recordCommandEvent(ctx context.Context, tx Tx, id Identity, projec
 // commandSubject is the audit subject of a command's identity: the system
 // for the service's own identities ("system:..."), else the token's subject.
 func commandSubject(id Identity) domain.Subject {
-	if strings.HasPrefix(id.Subject, "system:") {
+	if strings.HasPrefix(id.Subject, domain.SystemSubjectPrefix) {
 		return domain.Subject{Type: domain.SubjectSystem, ID: id.Subject}
 	}
 	if id.Subject == "" {
@@ -32,7 +32,13 @@ func commandSubject(id Identity) domain.Subject {
 }
 
 // recordCommandEventWith is recordCommandEvent with full governance.
+//
+// The action must be one of domain.ServiceActions, the reserved table that
+// clients may not write and docs/api.md lists.
 func (a *App) recordCommandEventWith(ctx context.Context, tx Tx, id Identity, projectID, action string, resource domain.Resource, gov domain.Governance, details string, now time.Time) (domain.AuditEvent, error) {
+	if !domain.IsServiceAction(action) {
+		return domain.AuditEvent{}, fmt.Errorf("recording %s: not in domain.ServiceActions, the reserved table", action)
+	}
 	draft := domain.AuditEventDraft{
 		ID:         uuid.Must(uuid.NewV7()),
 		ProjectID:  projectID,
@@ -43,6 +49,7 @@ func (a *App) recordCommandEventWith(ctx context.Context, tx Tx, id Identity, pr
 		Outcome:    domain.OutcomeSuccess,
 		Governance: &gov,
 		Details:    []byte(details),
+		RecordedBy: id.Recorder(),
 	}
 	if t := TraceIDFromContext(ctx); t != "" {
 		draft.Correlation = &domain.Correlation{TraceID: t}

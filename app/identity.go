@@ -2,7 +2,10 @@ package app
 
 import (
 	"slices"
+	"strings"
 	"time"
+
+	"github.com/aetheriot/aether-audit/domain"
 )
 
 // Permission names one capability an identity may hold. Tokens carry them in
@@ -36,6 +39,14 @@ const AllProjects = "*"
 type Identity struct {
 	// Subject is the token's "sub" claim.
 	Subject string
+	// Issuer is the token's "iss" claim ("" when it has none).
+	Issuer string
+	// TokenID identifies the token: its "jti" claim, or, when it has none,
+	// the first 16 hex digits of the SHA-256 of the token.
+	TokenID string
+	// ClientID is the token's "azp" claim, else its "client_id"; "" when
+	// it has neither.
+	ClientID string
 	// TenantID is the tenant every read and write is scoped to.
 	TenantID string
 	// ProjectIDs lists the projects the identity may access; AllProjects
@@ -45,6 +56,19 @@ type Identity struct {
 	Permissions []Permission
 	// ExpiresAt is when the token stops being valid.
 	ExpiresAt time.Time
+}
+
+// ServiceIssuer is the recordedBy issuer of events the service records under
+// its own identities (subjects "system:…"), which come from no token.
+const ServiceIssuer = "urn:aether:service"
+
+// Recorder is who records events for the identity: the verified token's
+// issuer, subject, token id and client, or the service itself.
+func (id Identity) Recorder() *domain.Recorder {
+	if strings.HasPrefix(id.Subject, domain.SystemSubjectPrefix) && id.Issuer == "" && id.TokenID == "" {
+		return &domain.Recorder{Issuer: ServiceIssuer, Subject: id.Subject}
+	}
+	return &domain.Recorder{Issuer: id.Issuer, Subject: id.Subject, TokenID: id.TokenID, ClientID: id.ClientID}
 }
 
 // HasPermission reports whether the identity holds p. The admin permission

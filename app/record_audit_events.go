@@ -88,6 +88,9 @@ func (a *App) recordAuditEvents(ctx context.Context, id Identity, in RecordAudit
 		if err := drafts[i].Normalize(p, now); err != nil {
 			return nil, err
 		}
+		if err := drafts[i].CheckClientWritable(p); err != nil {
+			return nil, err
+		}
 		if !id.CanAccessProject(drafts[i].ProjectID) {
 			return nil, ErrProjectNotFound
 		}
@@ -107,7 +110,11 @@ func (a *App) recordAuditEvents(ctx context.Context, id Identity, in RecordAudit
 	}
 	fingerprints := make([]domain.Hash, len(drafts))
 	clientIDs := false
+	// Who records the events comes from the verified token, never from the
+	// input; it is outside the fingerprints.
+	recorder := id.Recorder()
 	for i := range drafts {
+		drafts[i].RecordedBy = recorder
 		if drafts[i].ID == uuid.Nil {
 			drafts[i].ID = uuid.Must(uuid.NewV7())
 		} else {

@@ -32,6 +32,12 @@ type AuditEventFilterInput struct {
 	// SequenceFrom and SequenceTo are inclusive.
 	SequenceFrom *uint64
 	SequenceTo   *uint64
+	// RecordedBySubject is the exact recordedBy.subject.
+	RecordedBySubject string
+	// TraceID, RequestID and CausationID are exact correlation ids.
+	TraceID     string
+	RequestID   string
+	CausationID string
 }
 
 // SearchAuditEventsInput is one page request of SearchAuditEvents.
@@ -121,6 +127,11 @@ func ParseAuditEventFilter(in AuditEventFilterInput) (domain.AuditEventFilter, e
 		OccurredTo:   in.OccurredTo,
 		SequenceFrom: in.SequenceFrom,
 		SequenceTo:   in.SequenceTo,
+
+		RecordedBySubject: in.RecordedBySubject,
+		TraceID:           in.TraceID,
+		RequestID:         in.RequestID,
+		CausationID:       in.CausationID,
 	}
 	if in.Action != "" {
 		p, err := domain.ParseActionPattern("filter.action", in.Action)
@@ -131,6 +142,8 @@ func ParseAuditEventFilter(in AuditEventFilterInput) (domain.AuditEventFilter, e
 	}
 	for _, s := range []struct{ field, v string }{
 		{"filter.subjectId", in.SubjectID}, {"filter.resourceType", in.ResourceType}, {"filter.resourceId", in.ResourceID},
+		{"filter.recordedBySubject", in.RecordedBySubject}, {"filter.correlation.traceId", in.TraceID},
+		{"filter.correlation.requestId", in.RequestID}, {"filter.correlation.causationId", in.CausationID},
 	} {
 		// Text no event can carry (invalid UTF-8, NUL) is refused rather
 		// than handed to PostgreSQL, which rejects it.

@@ -3,11 +3,14 @@ package auth
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/google/uuid"
 
 	"github.com/aetheriot/aether-audit/app"
+	"github.com/aetheriot/aether-audit/domain"
 )
 
 // TokenRequest describes a token for MintHS256.
@@ -57,8 +60,11 @@ func MintHS256(secret []byte, req TokenRequest, now time.Time) (string, error) {
 	}
 	c := mintClaims{
 		RegisteredClaims: jwt.RegisteredClaims{
-			Subject:   req.Subject,
-			Issuer:    req.Issuer,
+			Subject: req.Subject,
+			Issuer:  req.Issuer,
+			// Every minted token has its own id: events it records name it
+			// in recordedBy.tokenId.
+			ID:        uuid.NewString(),
 			IssuedAt:  jwt.NewNumericDate(now),
 			ExpiresAt: jwt.NewNumericDate(now.Add(req.TTL)),
 		},
@@ -82,6 +88,8 @@ func (r TokenRequest) validate() error {
 	switch {
 	case !isNotBlank(r.Subject):
 		return errors.New("subject is blank")
+	case strings.HasPrefix(r.Subject, domain.SystemSubjectPrefix):
+		return errors.New("subject starts with system:, reserved for the service's own identities")
 	case !isNotBlank(r.TenantID):
 		return errors.New("tenant id is blank")
 	case len(r.ProjectIDs) == 0:

@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -266,6 +267,10 @@ type claims struct {
 	TenantID    json.RawMessage `json:"tenant_id"`
 	ProjectIDs  json.RawMessage `json:"project_ids"`
 	Permissions json.RawMessage `json:"permissions"`
+	// AuthorizedParty and ClientID name the client the token was issued
+	// to (OIDC "azp", RFC 9068 "client_id"); either may be absent.
+	AuthorizedParty json.RawMessage `json:"azp"`
+	ClientID        json.RawMessage `json:"client_id"`
 }
 
 // Verify checks token (without the "Bearer " prefix) and returns the
@@ -297,6 +302,10 @@ func (v *Verifier) Verify(token string) (app.Identity, error) {
 	id, err := identityFrom(&c)
 	if err != nil {
 		return app.Identity{}, err
+	}
+	if id.TokenID == "" {
+		// No jti: the token itself, by a digest that cannot be reversed.
+		id.TokenID = hex.EncodeToString(key[:8])
 	}
 	until := now.Add(verifiedCacheTTL)
 	if id.ExpiresAt.Before(until) {
@@ -419,6 +428,23 @@ func identityFrom(c *claims) (app.Identity, error) {
 	if domain.ValidateText("sub", c.Subject, domain.MaxIDLength, true, true) != nil {
 		return app.Identity{}, invalid("token sub must be an identifier without control characters or surrounding white space, at most 256 bytes")
 	}
+	if strings.HasPrefix(c.Subject, domain.SystemSubjectPrefix) {
+		// The service's own identities are never tokens: a token may not
+		// pass for one in the evidence it records.
+		return app.Identity{}, invalid("token sub must not start with system:")
+	}
+	// Who recorded an event is taken from these claims and kept in the
+	// chain: they must be storable text like the subject.
+	if c.Issuer != "" && domain.ValidateText("iss", c.Issuer, domain.MaxIDLength, true, true) != nil {
+		return app.Identity{}, invalid("token iss must be text without control characters or surrounding white space, at most 256 bytes")
+	}
+	if c.ID != "" && domain.ValidateText("jti", c.ID, domain.MaxIDLength, true, true) != nil {
+		return app.Identity{}, invalid("token jti must be text without control characters or surrounding white space, at most 256 bytes")
+	}
+	client, err := clientClaim(c)
+	if err != nil {
+		return app.Identity{}, err
+	}
 
 	if isAbsent(c.ProjectIDs) {
 		return app.Identity{}, invalid("token missing project_ids")
@@ -449,11 +475,35 @@ func identityFrom(c *claims) (app.Identity, error) {
 
 	return app.Identity{
 		Subject:     c.Subject,
+		Issuer:      c.Issuer,
+		TokenID:     c.ID,
+		ClientID:    client,
 		TenantID:    tenant,
 		ProjectIDs:  projects,
 		Permissions: perms,
 		ExpiresAt:   c.ExpiresAt.UTC(),
 	}, nil
+}
+
+// clientClaim returns the client the token was issued to: "azp", else
+// "client_id", else "". A present claim must be a storable string.
+func clientClaim(c *claims) (string, error) {
+	for _, raw := range []struct {
+		name string
+		v    json.RawMessage
+	}{{"azp", c.AuthorizedParty}, {"client_id", c.ClientID}} {
+		if isAbsent(raw.v) {
+			continue
+		}
+		var s string
+		if json.Unmarshal(raw.v, &s) != nil || domain.ValidateText(raw.name, s, domain.MaxIDLength, false, true) != nil {
+			return "", invalid("token " + raw.name + " must be a string without control characters or surrounding white space, at most 256 bytes")
+		}
+		if s != "" {
+			return s, nil
+		}
+	}
+	return "", nil
 }
 
 // isAbsent reports whether a raw claim is missing or JSON null.

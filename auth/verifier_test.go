@@ -2,6 +2,8 @@ package auth_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/base64"
 	"encoding/json"
 	"strings"
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aetheriot/aether-audit/app"
@@ -79,7 +82,10 @@ func TestMintVerifyRoundTrip(t *testing.T) {
 
 	id, err := v.Verify(tok)
 	require.NoError(t, err)
+	_, err = uuid.Parse(id.TokenID)
+	require.NoError(t, err, "a minted token has a jti")
 	require.Equal(t, app.Identity{
+		TokenID:     id.TokenID,
 		Subject:     "user-1",
 		TenantID:    "tenant-1",
 		ProjectIDs:  []string{"proj-a", "proj-b"},
@@ -458,4 +464,44 @@ func runClaimCases(t *testing.T, v *auth.Verifier, base func(jwt.MapClaims), cas
 			requireInvalid(t, err, tc.msg, tok)
 		})
 	}
+}
+
+// TestVerifyRecorderClaims: who records events comes from the token: iss,
+// jti (or a digest of the token), azp or client_id; a token may not pass for
+// one of the service's own "system:" identities.
+func TestVerifyRecorderClaims(t *testing.T) {
+	v := newHMACVerifier(t, auth.VerifierConfig{})
+
+	c := validClaims()
+	c["iss"], c["jti"], c["azp"], c["client_id"] = "https://idp.example", "tok-7", "dashboard", "ignored"
+	id, err := v.Verify(signHS256(t, testSecret, c))
+	require.NoError(t, err)
+	require.Equal(t, "https://idp.example", id.Issuer)
+	require.Equal(t, "tok-7", id.TokenID)
+	require.Equal(t, "dashboard", id.ClientID)
+
+	c = validClaims()
+	c["client_id"] = "cli-2"
+	tok := signHS256(t, testSecret, c)
+	id, err = v.Verify(tok)
+	require.NoError(t, err)
+	require.Equal(t, "cli-2", id.ClientID)
+	require.Empty(t, id.Issuer)
+	sum := sha256.Sum256([]byte(tok))
+	require.Equal(t, hex.EncodeToString(sum[:])[:16], id.TokenID, "without jti, the token's digest")
+
+	for name, edit := range map[string]func(jwt.MapClaims){
+		"system subject":   func(c jwt.MapClaims) { c["sub"] = "system:retention" },
+		"azp not a string": func(c jwt.MapClaims) { c["azp"] = 7 },
+		"client_id ctrl":   func(c jwt.MapClaims) { c["client_id"] = "a\x00b" },
+		"jti ctrl":         func(c jwt.MapClaims) { c["jti"] = "a\nb" },
+	} {
+		c := validClaims()
+		edit(c)
+		_, err := v.Verify(signHS256(t, testSecret, c))
+		require.ErrorIs(t, err, auth.ErrInvalidToken, name)
+	}
+
+	_, err = auth.MintHS256(testSecret, auth.TokenRequest{Subject: "system:x", TenantID: "t", ProjectIDs: []string{"p"}, TTL: time.Hour}, time.Now())
+	require.Error(t, err)
 }

@@ -9,6 +9,14 @@ type AuditEventFilter struct {
 	Action *ActionPattern
 	// SubjectID is the exact subject id.
 	SubjectID string
+	// RecordedBySubject is the exact subject of the token that recorded
+	// the event (version 1 events have none and never match).
+	RecordedBySubject string
+	// TraceID, RequestID and CausationID match the event's correlation
+	// ids exactly.
+	TraceID     string
+	RequestID   string
+	CausationID string
 	// ResourceType and ResourceID are exact; either may be given alone.
 	ResourceType string
 	ResourceID   string
@@ -30,6 +38,19 @@ func (f *AuditEventFilter) Matches(e *AuditEvent) bool {
 	}
 	if f.SubjectID != "" && e.Subject.ID != f.SubjectID {
 		return false
+	}
+	if f.RecordedBySubject != "" && (e.RecordedBy == nil || e.RecordedBy.Subject != f.RecordedBySubject) {
+		return false
+	}
+	if f.TraceID != "" || f.RequestID != "" || f.CausationID != "" {
+		var c Correlation
+		if e.Correlation != nil {
+			c = *e.Correlation
+		}
+		if (f.TraceID != "" && c.TraceID != f.TraceID) || (f.RequestID != "" && c.RequestID != f.RequestID) ||
+			(f.CausationID != "" && c.CausationID != f.CausationID) {
+			return false
+		}
 	}
 	if f.ResourceType != "" && e.Resource.Type != f.ResourceType {
 		return false

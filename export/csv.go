@@ -20,6 +20,7 @@ var (
 		"subject_type", "subject_id", "subject_display_name", "resource_type", "resource_id",
 		"outcome", "governance_risk", "governance_reason", "governance_ticket", "governance_confirmed_by",
 		"trace_id", "request_id", "causation_id", "evidence_digests", "details", "chain_hash",
+		"chain_version", "recorded_by_issuer", "recorded_by_subject", "recorded_by_token_id", "recorded_by_client_id",
 	}
 	alarmCSVHeader = []string{
 		"id", "tenant_id", "project_id", "occurred_at", "alarm_id", "device_id",
@@ -80,12 +81,17 @@ func (e *csvEncoder) encodeAudit(v *domain.AuditEvent) error {
 	if v.Correlation != nil {
 		corr = *v.Correlation
 	}
+	var rec domain.Recorder
+	if v.RecordedBy != nil {
+		rec = *v.RecordedBy
+	}
 	return e.write(
 		v.ID.String(), v.TenantID, v.ProjectID, strconv.FormatUint(v.Sequence, 10), v.Action,
 		csvTime(v.OccurredAt), csvTime(v.RecordedAt),
 		string(v.Subject.Type), v.Subject.ID, v.Subject.DisplayName, v.Resource.Type, v.Resource.ID,
 		string(v.Outcome), string(gov.Risk), gov.Reason, gov.Ticket, gov.ConfirmedBy,
 		corr.TraceID, corr.RequestID, corr.CausationID, evidence, details, v.ChainHash.String(),
+		strconv.Itoa(v.ChainVersion), rec.Issuer, rec.Subject, rec.TokenID, rec.ClientID,
 	)
 }
 

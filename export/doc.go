@@ -92,6 +92,12 @@
 //	                          objects; empty when there are none
 //	details                   details JSON object; empty when absent
 //	chain_hash                hash chain value, 64 lower-case hex digits
+//	chain_version             canonical encoding version, 1 or 2
+//	recorded_by_issuer        issuer of the recording token; empty for
+//	                          version 1 events, as are the three below
+//	recorded_by_subject       subject of the recording token
+//	recorded_by_token_id      token id (jti, or a digest of the token)
+//	recorded_by_client_id     client (azp or client_id); empty when absent
 //
 // ALARM columns, from domain.AlarmRecord:
 //

@@ -73,17 +73,22 @@ func filterInput(filter *model.AuditEventFilter) app.AuditEventFilterInput {
 	if filter == nil {
 		return app.AuditEventFilterInput{}
 	}
-	return app.AuditEventFilterInput{
-		Action:       deref(filter.Action),
-		SubjectID:    deref(filter.SubjectID),
-		ResourceType: deref(filter.ResourceType),
-		ResourceID:   deref(filter.ResourceID),
-		Outcomes:     filter.Outcome,
-		OccurredFrom: filter.OccurredFrom,
-		OccurredTo:   filter.OccurredTo,
-		SequenceFrom: filter.SequenceFrom,
-		SequenceTo:   filter.SequenceTo,
+	in := app.AuditEventFilterInput{
+		Action:            deref(filter.Action),
+		SubjectID:         deref(filter.SubjectID),
+		ResourceType:      deref(filter.ResourceType),
+		ResourceID:        deref(filter.ResourceID),
+		Outcomes:          filter.Outcome,
+		OccurredFrom:      filter.OccurredFrom,
+		OccurredTo:        filter.OccurredTo,
+		SequenceFrom:      filter.SequenceFrom,
+		SequenceTo:        filter.SequenceTo,
+		RecordedBySubject: deref(filter.RecordedBySubject),
 	}
+	if c := filter.Correlation; c != nil {
+		in.TraceID, in.RequestID, in.CausationID = deref(c.TraceID), deref(c.RequestID), deref(c.CausationID)
+	}
+	return in
 }
 
 // secondsDuration turns a count of seconds from GraphQL (64-bit) into a

@@ -50,11 +50,13 @@ var (
 		"projectId": true, "afterSequence": true, "cursor": true, "limit": true, "order": true,
 		"action": true, "subjectId": true, "resourceType": true, "resourceId": true, "outcome": true,
 		"occurredFrom": true, "occurredTo": true, "sequenceFrom": true, "sequenceTo": true,
+		"recordedBySubject": true, "correlation.traceId": true, "correlation.requestId": true, "correlation.causationId": true,
 	}
 	streamParams = map[string]bool{
 		"projectId": true, "afterSequence": true, "follow": true,
 		"action": true, "subjectId": true, "resourceType": true, "resourceId": true, "outcome": true,
 		"occurredFrom": true, "occurredTo": true, "sequenceFrom": true, "sequenceTo": true,
+		"recordedBySubject": true, "correlation.traceId": true, "correlation.requestId": true, "correlation.causationId": true,
 	}
 )
 
@@ -219,6 +221,10 @@ func parseSearch(q url.Values, allowed map[string]bool) (app.SearchAuditEventsIn
 	f.SubjectID = q.Get("subjectId")
 	f.ResourceType = q.Get("resourceType")
 	f.ResourceID = q.Get("resourceId")
+	f.RecordedBySubject = q.Get("recordedBySubject")
+	f.TraceID = q.Get("correlation.traceId")
+	f.RequestID = q.Get("correlation.requestId")
+	f.CausationID = q.Get("correlation.causationId")
 	for _, v := range q["outcome"] {
 		for _, o := range strings.Split(v, ",") {
 			f.Outcomes = append(f.Outcomes, domain.Outcome(strings.ToUpper(strings.TrimSpace(o))))

@@ -22,6 +22,7 @@ type rawEventDecoder struct {
 	e       domain.AuditEvent
 	gov     domain.Governance
 	corr    domain.Correlation
+	rec     domain.Recorder
 	digests []domain.EvidenceDigest
 }
 
@@ -31,7 +32,7 @@ var pgEpoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 // binaryColumns are the columns of auditEventColumns that must come in
 // binary format for the raw decoder (the others are text, the same bytes in
 // both formats).
-var binaryColumns = map[int]bool{2: true, 3: true, 5: true, 6: true}
+var binaryColumns = map[int]bool{2: true, 3: true, 5: true, 6: true, 24: true}
 
 // rawDecodable reports whether the result's columns come in the formats the
 // raw decoder reads.
@@ -64,7 +65,7 @@ func pgTime(b []byte) time.Time {
 // decode fills the decoder's event from one row; ok is false when a value
 // is not what the raw decoder expects (then scanAuditEvent decides).
 func (d *rawEventDecoder) decode(v [][]byte, jsonbBinary bool) (e *domain.AuditEvent, ok bool) {
-	if len(v[2]) != 8 || len(v[3]) != 16 || len(v[5]) != 8 || len(v[6]) != 8 || v[21] == nil || len(v[22]) != 32 || len(v[23]) != 32 {
+	if len(v[2]) != 8 || len(v[3]) != 16 || len(v[5]) != 8 || len(v[6]) != 8 || v[21] == nil || len(v[22]) != 32 || len(v[23]) != 32 || len(v[24]) != 2 {
 		return nil, false
 	}
 	e = &d.e
@@ -107,5 +108,11 @@ func (d *rawEventDecoder) decode(v [][]byte, jsonbBinary bool) (e *domain.AuditE
 	e.Details = v[21]
 	copy(e.InputFingerprint[:], v[22])
 	copy(e.ChainHash[:], v[23])
+	e.ChainVersion = int(int16(binary.BigEndian.Uint16(v[24])))
+	e.RecordedBy = nil
+	if e.ChainVersion >= domain.ChainVersionRecordedBy {
+		d.rec = domain.Recorder{Issuer: borrow(v[25]), Subject: borrow(v[26]), TokenID: borrow(v[27]), ClientID: borrow(v[28])}
+		e.RecordedBy = &d.rec
+	}
 	return e, true
 }

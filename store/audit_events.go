@@ -19,13 +19,15 @@ import (
 const auditEventColumns = `tenant_id, project_id, sequence, id, action, occurred_at, recorded_at,
 	subject_type, subject_id, subject_display_name, resource_type, resource_id, outcome,
 	governance_risk, governance_reason, governance_ticket, governance_confirmed_by,
-	trace_id, request_id, causation_id, evidence_digests, details, input_fingerprint, chain_hash`
+	trace_id, request_id, causation_id, evidence_digests, details, input_fingerprint, chain_hash,
+	chain_version, recorded_by_issuer, recorded_by_subject, recorded_by_token_id, recorded_by_client_id`
 
 var auditEventColumnNames = []string{
 	"tenant_id", "project_id", "sequence", "id", "action", "occurred_at", "recorded_at",
 	"subject_type", "subject_id", "subject_display_name", "resource_type", "resource_id", "outcome",
 	"governance_risk", "governance_reason", "governance_ticket", "governance_confirmed_by",
 	"trace_id", "request_id", "causation_id", "evidence_digests", "details", "input_fingerprint", "chain_hash",
+	"chain_version", "recorded_by_issuer", "recorded_by_subject", "recorded_by_token_id", "recorded_by_client_id",
 }
 
 // copyThreshold is the batch size from which CopyFrom beats a multi-row
@@ -158,6 +160,14 @@ func auditEventValues(e *domain.AuditEvent) []any {
 	if c := e.Correlation; c != nil {
 		traceID, requestID, causation = c.TraceID, c.RequestID, c.CausationID
 	}
+	var recorder domain.Recorder
+	if e.RecordedBy != nil {
+		recorder = *e.RecordedBy
+	}
+	version := int16(e.ChainVersion)
+	if version < domain.ChainVersionOriginal {
+		version = domain.ChainVersionOriginal
+	}
 	digests := []byte("[]")
 	if len(e.EvidenceDigests) > 0 {
 		// Plain strings in a fixed struct: encoding cannot fail.
@@ -168,6 +178,7 @@ func auditEventValues(e *domain.AuditEvent) []any {
 		string(e.Subject.Type), e.Subject.ID, e.Subject.DisplayName, e.Resource.Type, e.Resource.ID, string(e.Outcome),
 		risk, reason, ticket, confirmedBy, traceID, requestID, causation,
 		digests, string(e.Details), e.InputFingerprint[:], e.ChainHash[:],
+		version, recorder.Issuer, recorder.Subject, recorder.TokenID, recorder.ClientID,
 	}
 }
 
@@ -250,6 +261,18 @@ func searchSQL(tenantID, projectID string, f domain.AuditEventFilter, page domai
 	if f.SubjectID != "" {
 		q.and("subject_id = $?", f.SubjectID)
 	}
+	if f.RecordedBySubject != "" {
+		q.and("recorded_by_subject = $?", f.RecordedBySubject)
+	}
+	if f.TraceID != "" {
+		q.and("trace_id = $?", f.TraceID)
+	}
+	if f.RequestID != "" {
+		q.and("request_id = $?", f.RequestID)
+	}
+	if f.CausationID != "" {
+		q.and("causation_id = $?", f.CausationID)
+	}
 	if f.ResourceType != "" {
 		q.and("resource_type = $?", f.ResourceType)
 	}
@@ -325,7 +348,8 @@ func scanAuditEvent(row pgx.CollectableRow) (domain.AuditEvent, error) {
 	err := row.Scan(&r.TenantID, &r.ProjectID, &r.Sequence, &r.ID, &r.Action, &r.OccurredAt, &r.RecordedAt,
 		&r.SubjectType, &r.SubjectID, &r.SubjectDisplayName, &r.ResourceType, &r.ResourceID, &r.Outcome,
 		&r.GovernanceRisk, &r.GovernanceReason, &r.GovernanceTicket, &r.GovernanceConfirmedBy,
-		&r.TraceID, &r.RequestID, &r.CausationID, &r.EvidenceDigests, &r.Details, &r.InputFingerprint, &r.ChainHash)
+		&r.TraceID, &r.RequestID, &r.CausationID, &r.EvidenceDigests, &r.Details, &r.InputFingerprint, &r.ChainHash,
+		&r.ChainVersion, &r.RecordedByIssuer, &r.RecordedBySubject, &r.RecordedByTokenID, &r.RecordedByClientID)
 	if err != nil {
 		return domain.AuditEvent{}, err
 	}
@@ -357,6 +381,11 @@ func auditEventFromRow(r *dbsqlc.AuditEvent) (domain.AuditEvent, error) {
 	}
 	copy(e.InputFingerprint[:], r.InputFingerprint)
 	copy(e.ChainHash[:], r.ChainHash)
+	e.ChainVersion = int(r.ChainVersion)
+	if e.ChainVersion >= domain.ChainVersionRecordedBy {
+		e.RecordedBy = &domain.Recorder{Issuer: r.RecordedByIssuer, Subject: r.RecordedBySubject,
+			TokenID: r.RecordedByTokenID, ClientID: r.RecordedByClientID}
+	}
 	return e, nil
 }
 

@@ -94,6 +94,13 @@ func filterArgs(f map[string]any, out *app.AuditEventFilterInput) bool {
 			out.Action, ok = v.(string)
 		case "subjectId":
 			out.SubjectID, ok = v.(string)
+		case "recordedBySubject":
+			out.RecordedBySubject, ok = v.(string)
+		case "correlation":
+			var c map[string]any
+			if c, ok = v.(map[string]any); ok {
+				ok = correlationFilterArgs(c, out)
+			}
 		case "resourceType":
 			out.ResourceType, ok = v.(string)
 		case "resourceId":
@@ -128,6 +135,30 @@ func filterArgs(f map[string]any, out *app.AuditEventFilterInput) bool {
 			}
 		}
 		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// correlationFilterArgs reads AuditCorrelationFilter's fields.
+func correlationFilterArgs(c map[string]any, out *app.AuditEventFilterInput) bool {
+	for k, v := range c {
+		if v == nil {
+			continue
+		}
+		s, ok := v.(string)
+		if !ok {
+			return false
+		}
+		switch k {
+		case "traceId":
+			out.TraceID = s
+		case "requestId":
+			out.RequestID = s
+		case "causationId":
+			out.CausationID = s
+		default:
 			return false
 		}
 	}

@@ -122,6 +122,8 @@ func fixtureEvent() domain.AuditEvent {
 		Correlation:     &domain.Correlation{TraceID: "0af7651916cd43dd8448eb211c80319c", RequestID: "q", CausationID: "c"},
 		EvidenceDigests: []domain.EvidenceDigest{{Algorithm: "sha256", Value: "ab", Label: "l"}},
 		Details:         json.RawMessage(`{"a":1}`),
+		ChainVersion:    domain.ChainVersionRecordedBy,
+		RecordedBy:      &domain.Recorder{Issuer: "https://idp", Subject: "svc", TokenID: "j", ClientID: "cl"},
 	}
 }
 

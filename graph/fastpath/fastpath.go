@@ -102,8 +102,8 @@ func New(cfg Config) *Paths {
 	p.subscribes = newPlanCache(p.makeSubscribePlan, func() *subscribePlan { return &subscribePlan{} },
 		func(r *subscribePlan) bool { return r != invalidSubscribePlan }, maxDoc)
 	schema := cfg.Schema.Schema()
-	p.pagesOn = readsSchema(schema, "Query.auditEvents", "AuditEventFilter")
-	p.subscribeOn = readsSchema(schema, "Subscription.auditEventRecorded", "AuditEventFilter")
+	p.pagesOn = readsSchema(schema, "Query.auditEvents", "AuditEventFilter", "AuditCorrelationFilter")
+	p.subscribeOn = readsSchema(schema, "Subscription.auditEventRecorded", "AuditEventFilter", "AuditCorrelationFilter")
 	p.recordOn = readsSchema(schema, "Mutation.recordAuditEvent", "Mutation.recordAuditEvents", "RecordAuditEventsInput",
 		"RecordAuditEventInput", "AuditSubjectInput", "AuditResourceInput", "AuditGovernanceInput", "AuditCorrelationInput", "EvidenceDigestInput")
 	return p

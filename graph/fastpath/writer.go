@@ -24,6 +24,7 @@ type pageWriter struct {
 	resource   []graphql.CollectedField
 	governance []graphql.CollectedField
 	correl     []graphql.CollectedField
+	recorder   []graphql.CollectedField
 	digest     []graphql.CollectedField
 }
 
@@ -88,7 +89,7 @@ func (w *pageWriter) planEvent(sel ast.SelectionSet) bool {
 	collect := w.collect
 	var ok bool
 	w.event, ok = collect(sel, "AuditEvent", "id", "tenantId", "projectId", "sequence", "action", "occurredAt", "recordedAt",
-		"subject", "resource", "outcome", "governance", "correlation", "evidenceDigests", "details", "chainHash")
+		"subject", "resource", "outcome", "governance", "correlation", "evidenceDigests", "details", "chainHash", "chainVersion", "recordedBy")
 	if !ok {
 		return false
 	}
@@ -102,6 +103,8 @@ func (w *pageWriter) planEvent(sel ast.SelectionSet) bool {
 			w.governance, ok = collect(f.Selections, "AuditGovernance", "reason", "ticket", "risk", "confirmedBy")
 		case "correlation":
 			w.correl, ok = collect(f.Selections, "AuditCorrelation", "traceId", "requestId", "causationId")
+		case "recordedBy":
+			w.recorder, ok = collect(f.Selections, "AuditRecorder", "issuer", "subject", "tokenId", "clientId")
 		case "evidenceDigests":
 			w.digest, ok = collect(f.Selections, "EvidenceDigest", "algorithm", "value", "label")
 		}
@@ -281,6 +284,26 @@ func (w *pageWriter) writeEvent(out io.Writer, e *domain.AuditEvent) {
 			scalar.MarshalJSON(e.Details).MarshalGQL(out)
 		case "chainHash":
 			scalar.MarshalHash(e.ChainHash).MarshalGQL(out)
+		case "chainVersion":
+			graphql.MarshalInt(e.ChainVersion).MarshalGQL(out)
+		case "recordedBy":
+			r := e.RecordedBy
+			if r == nil {
+				graphql.Null.MarshalGQL(out)
+				return
+			}
+			object(out, "AuditRecorder", w.recorder, func(out io.Writer, f *graphql.CollectedField) {
+				switch f.Name {
+				case "issuer":
+					str(r.Issuer)
+				case "subject":
+					str(r.Subject)
+				case "tokenId":
+					str(r.TokenID)
+				case "clientId":
+					str(r.ClientID)
+				}
+			})
 		default:
 			panic(fmt.Sprintf("fastpath: unplanned AuditEvent field %q", f.Name)) // plan refuses unknown fields
 		}

@@ -67,6 +67,7 @@ type ComplexityRoot struct {
 	AuditEvent struct {
 		Action          func(childComplexity int) int
 		ChainHash       func(childComplexity int) int
+		ChainVersion    func(childComplexity int) int
 		Correlation     func(childComplexity int) int
 		Details         func(childComplexity int) int
 		EvidenceDigests func(childComplexity int) int
@@ -76,6 +77,7 @@ type ComplexityRoot struct {
 		Outcome         func(childComplexity int) int
 		ProjectID       func(childComplexity int) int
 		RecordedAt      func(childComplexity int) int
+		RecordedBy      func(childComplexity int) int
 		Resource        func(childComplexity int) int
 		Sequence        func(childComplexity int) int
 		Subject         func(childComplexity int) int
@@ -97,6 +99,13 @@ type ComplexityRoot struct {
 		Reason      func(childComplexity int) int
 		Risk        func(childComplexity int) int
 		Ticket      func(childComplexity int) int
+	}
+
+	AuditRecorder struct {
+		ClientID func(childComplexity int) int
+		Issuer   func(childComplexity int) int
+		Subject  func(childComplexity int) int
+		TokenID  func(childComplexity int) int
 	}
 
 	AuditResource struct {
@@ -456,6 +465,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.AuditEvent.ChainHash(childComplexity), true
+	case "AuditEvent.chainVersion":
+		if e.ComplexityRoot.AuditEvent.ChainVersion == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditEvent.ChainVersion(childComplexity), true
 	case "AuditEvent.correlation":
 		if e.ComplexityRoot.AuditEvent.Correlation == nil {
 			break
@@ -510,6 +525,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.AuditEvent.RecordedAt(childComplexity), true
+	case "AuditEvent.recordedBy":
+		if e.ComplexityRoot.AuditEvent.RecordedBy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditEvent.RecordedBy(childComplexity), true
 	case "AuditEvent.resource":
 		if e.ComplexityRoot.AuditEvent.Resource == nil {
 			break
@@ -585,6 +606,31 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.AuditGovernance.Ticket(childComplexity), true
+
+	case "AuditRecorder.clientId":
+		if e.ComplexityRoot.AuditRecorder.ClientID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditRecorder.ClientID(childComplexity), true
+	case "AuditRecorder.issuer":
+		if e.ComplexityRoot.AuditRecorder.Issuer == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditRecorder.Issuer(childComplexity), true
+	case "AuditRecorder.subject":
+		if e.ComplexityRoot.AuditRecorder.Subject == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditRecorder.Subject(childComplexity), true
+	case "AuditRecorder.tokenId":
+		if e.ComplexityRoot.AuditRecorder.TokenID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditRecorder.TokenID(childComplexity), true
 
 	case "AuditResource.id":
 		if e.ComplexityRoot.AuditResource.ID == nil {
@@ -1524,6 +1570,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("AlarmHistoryEntryInput", ec.unmarshalInputAlarmHistoryEntryInput),
 			graphql.NewInputUnmarshaler("AppendAlarmHistoryInput", ec.unmarshalInputAppendAlarmHistoryInput),
 			graphql.NewInputUnmarshaler("AppendTelemetryHistoryInput", ec.unmarshalInputAppendTelemetryHistoryInput),
+			graphql.NewInputUnmarshaler("AuditCorrelationFilter", ec.unmarshalInputAuditCorrelationFilter),
 			graphql.NewInputUnmarshaler("AuditCorrelationInput", ec.unmarshalInputAuditCorrelationInput),
 			graphql.NewInputUnmarshaler("AuditEventFilter", ec.unmarshalInputAuditEventFilter),
 			graphql.NewInputUnmarshaler("AuditGovernanceInput", ec.unmarshalInputAuditGovernanceInput),
@@ -1657,6 +1704,22 @@ type AuditEvent {
   details: JSON!
   "SHA-256 (hex) over the previous event's chainHash and this event's canonical bytes."
   chainHash: String!
+  "The canonical encoding the event was sealed with: 1 (before recordedBy existed) or 2."
+  chainVersion: Int!
+  "Who recorded the event, from the verified token that recorded it; null for version 1 events."
+  recordedBy: AuditRecorder
+}
+
+"The verified token that recorded an event. Clients cannot set it; it is part of the hashed canonical bytes from chainVersion 2."
+type AuditRecorder {
+  "The token's iss claim; urn:aether:service for the service's own events."
+  issuer: String!
+  "The token's sub claim."
+  subject: String!
+  "The token's jti claim, or the first 16 hex digits of the token's SHA-256 when it has none."
+  tokenId: String!
+  "The token's azp claim, else its client_id; empty when it has neither."
+  clientId: String!
 }
 
 type AuditSubject {
@@ -1730,6 +1793,17 @@ input AuditEventFilter {
   sequenceFrom: Uint64
   "Inclusive upper bound of sequence."
   sequenceTo: Uint64
+  "The exact subject of the token that recorded the event (recordedBy.subject)."
+  recordedBySubject: String
+  "Exact correlation ids; all given ones must match."
+  correlation: AuditCorrelationFilter
+}
+
+"Exact-match filters on an event's correlation ids."
+input AuditCorrelationFilter {
+  traceId: String
+  requestId: String
+  causationId: String
 }
 
 type AuditEventConnection {
@@ -2454,6 +2528,10 @@ func (ec *executionContext) childFields_AuditEvent(ctx context.Context, field gr
 		return ec.fieldContext_AuditEvent_details(ctx, field)
 	case "chainHash":
 		return ec.fieldContext_AuditEvent_chainHash(ctx, field)
+	case "chainVersion":
+		return ec.fieldContext_AuditEvent_chainVersion(ctx, field)
+	case "recordedBy":
+		return ec.fieldContext_AuditEvent_recordedBy(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type AuditEvent", field.Name)
 }
@@ -2490,6 +2568,20 @@ func (ec *executionContext) childFields_AuditGovernance(ctx context.Context, fie
 		return ec.fieldContext_AuditGovernance_confirmedBy(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type AuditGovernance", field.Name)
+}
+
+func (ec *executionContext) childFields_AuditRecorder(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "issuer":
+		return ec.fieldContext_AuditRecorder_issuer(ctx, field)
+	case "subject":
+		return ec.fieldContext_AuditRecorder_subject(ctx, field)
+	case "tokenId":
+		return ec.fieldContext_AuditRecorder_tokenId(ctx, field)
+	case "clientId":
+		return ec.fieldContext_AuditRecorder_clientId(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AuditRecorder", field.Name)
 }
 
 func (ec *executionContext) childFields_AuditResource(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -4162,6 +4254,61 @@ func (ec *executionContext) fieldContext_AuditEvent_chainHash(_ context.Context,
 	return graphql.NewScalarFieldContext("AuditEvent", field, false, false, "String")
 }
 
+func (ec *executionContext) _AuditEvent_chainVersion(ctx context.Context, field graphql.CollectedField, obj *domain.AuditEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditEvent_chainVersion(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ChainVersion, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditEvent_chainVersion(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditEvent", field, false, false, "Int")
+}
+
+func (ec *executionContext) _AuditEvent_recordedBy(ctx context.Context, field graphql.CollectedField, obj *domain.AuditEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditEvent_recordedBy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RecordedBy, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.Recorder) graphql.Marshaler {
+			return ec.marshalOAuditRecorder2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐRecorder(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AuditEvent_recordedBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AuditEvent",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuditRecorder(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _AuditEventConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.AuditEventConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4371,6 +4518,98 @@ func (ec *executionContext) _AuditGovernance_confirmedBy(ctx context.Context, fi
 }
 func (ec *executionContext) fieldContext_AuditGovernance_confirmedBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("AuditGovernance", field, false, false, "String")
+}
+
+func (ec *executionContext) _AuditRecorder_issuer(ctx context.Context, field graphql.CollectedField, obj *domain.Recorder) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditRecorder_issuer(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Issuer, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditRecorder_issuer(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditRecorder", field, false, false, "String")
+}
+
+func (ec *executionContext) _AuditRecorder_subject(ctx context.Context, field graphql.CollectedField, obj *domain.Recorder) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditRecorder_subject(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Subject, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditRecorder_subject(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditRecorder", field, false, false, "String")
+}
+
+func (ec *executionContext) _AuditRecorder_tokenId(ctx context.Context, field graphql.CollectedField, obj *domain.Recorder) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditRecorder_tokenId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TokenID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditRecorder_tokenId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditRecorder", field, false, false, "String")
+}
+
+func (ec *executionContext) _AuditRecorder_clientId(ctx context.Context, field graphql.CollectedField, obj *domain.Recorder) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditRecorder_clientId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ClientID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditRecorder_clientId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditRecorder", field, false, false, "String")
 }
 
 func (ec *executionContext) _AuditResource_type(ctx context.Context, field graphql.CollectedField, obj *domain.Resource) (ret graphql.Marshaler) {
@@ -9363,6 +9602,62 @@ func UnmarshalAppendTelemetryHistoryInput(ctx context.Context, raw any) (model.A
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputAuditCorrelationFilter(ctx context.Context, obj any) (model.AuditCorrelationFilter, error) {
+	var it model.AuditCorrelationFilter
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"traceId", "requestId", "causationId"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "traceId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("traceId"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TraceID = data
+		case "requestId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("requestId"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RequestID = data
+		case "causationId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("causationId"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CausationID = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalAuditCorrelationFilter unmarshals raw into the AuditCorrelationFilter input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalAuditCorrelationFilter(ctx context.Context, raw any) (model.AuditCorrelationFilter, error) {
+	var out model.AuditCorrelationFilter
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "AuditCorrelationFilter", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputAuditCorrelationInput(ctx context.Context, obj any) (model.AuditCorrelationInput, error) {
 	var it model.AuditCorrelationInput
 	if obj == nil {
@@ -9430,7 +9725,7 @@ func (ec *executionContext) unmarshalInputAuditEventFilter(ctx context.Context, 
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"action", "subjectId", "resourceType", "resourceId", "outcome", "occurredFrom", "occurredTo", "sequenceFrom", "sequenceTo"}
+	fieldsInOrder := [...]string{"action", "subjectId", "resourceType", "resourceId", "outcome", "occurredFrom", "occurredTo", "sequenceFrom", "sequenceTo", "recordedBySubject", "correlation"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -9500,6 +9795,20 @@ func (ec *executionContext) unmarshalInputAuditEventFilter(ctx context.Context, 
 				return it, err
 			}
 			it.SequenceTo = data
+		case "recordedBySubject":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("recordedBySubject"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RecordedBySubject = data
+		case "correlation":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("correlation"))
+			data, err := ec.unmarshalOAuditCorrelationFilter2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditCorrelationFilter(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Correlation = data
 		}
 	}
 	return it, nil
@@ -10809,6 +11118,16 @@ func (ec *executionContext) _AuditEvent(ctx context.Context, sel ast.SelectionSe
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "chainVersion":
+			out.Values[i] = ec._AuditEvent_chainVersion(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "recordedBy":
+			out.Values[i] = ec._AuditEvent_recordedBy(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -10930,6 +11249,54 @@ func (ec *executionContext) _AuditGovernance(ctx context.Context, sel ast.Select
 			}
 		case "confirmedBy":
 			out.Values[i] = ec._AuditGovernance_confirmedBy(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var auditRecorderImplementors = []string{"AuditRecorder"}
+
+func (ec *executionContext) _AuditRecorder(ctx context.Context, sel ast.SelectionSet, obj *domain.Recorder) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, auditRecorderImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AuditRecorder")
+		case "issuer":
+			out.Values[i] = ec._AuditRecorder_issuer(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "subject":
+			out.Values[i] = ec._AuditRecorder_subject(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "tokenId":
+			out.Values[i] = ec._AuditRecorder_tokenId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "clientId":
+			out.Values[i] = ec._AuditRecorder_clientId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -13904,6 +14271,14 @@ func (ec *executionContext) marshalOAuditCorrelation2ᚖgithubᚗcomᚋaetheriot
 	return ec._AuditCorrelation(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalOAuditCorrelationFilter2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditCorrelationFilter(ctx context.Context, v any) (*model.AuditCorrelationFilter, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputAuditCorrelationFilter(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalOAuditCorrelationInput2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditCorrelationInput(ctx context.Context, v any) (*model.AuditCorrelationInput, error) {
 	if v == nil {
 		return nil, nil
@@ -13992,6 +14367,13 @@ func (ec *executionContext) marshalOAuditOutcome2ᚕgithubᚗcomᚋaetheriotᚋa
 	}
 
 	return ret
+}
+
+func (ec *executionContext) marshalOAuditRecorder2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐRecorder(ctx context.Context, sel ast.SelectionSet, v *domain.Recorder) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._AuditRecorder(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOAuditRisk2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐRisk(ctx context.Context, v any) (*domain.Risk, error) {

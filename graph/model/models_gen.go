@@ -40,6 +40,13 @@ type AppendTelemetryHistoryInput struct {
 	Points    []TelemetryPointInput `json:"points"`
 }
 
+// Exact-match filters on an event's correlation ids.
+type AuditCorrelationFilter struct {
+	TraceID     *string `json:"traceId,omitempty"`
+	RequestID   *string `json:"requestId,omitempty"`
+	CausationID *string `json:"causationId,omitempty"`
+}
+
 type AuditCorrelationInput struct {
 	TraceID     *string `json:"traceId,omitempty"`
 	RequestID   *string `json:"requestId,omitempty"`
@@ -72,6 +79,10 @@ type AuditEventFilter struct {
 	SequenceFrom *uint64 `json:"sequenceFrom,omitempty"`
 	// Inclusive upper bound of sequence.
 	SequenceTo *uint64 `json:"sequenceTo,omitempty"`
+	// The exact subject of the token that recorded the event (recordedBy.subject).
+	RecordedBySubject *string `json:"recordedBySubject,omitempty"`
+	// Exact correlation ids; all given ones must match.
+	Correlation *AuditCorrelationFilter `json:"correlation,omitempty"`
 }
 
 type AuditGovernanceInput struct {

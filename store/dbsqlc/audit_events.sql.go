@@ -80,7 +80,8 @@ const FindAuditEventsByID = `-- name: FindAuditEventsByID :many
 SELECT tenant_id, project_id, sequence, id, action, occurred_at, recorded_at,
     subject_type, subject_id, subject_display_name, resource_type, resource_id, outcome,
     governance_risk, governance_reason, governance_ticket, governance_confirmed_by,
-    trace_id, request_id, causation_id, evidence_digests, details, input_fingerprint, chain_hash
+    trace_id, request_id, causation_id, evidence_digests, details, input_fingerprint, chain_hash,
+    chain_version, recorded_by_issuer, recorded_by_subject, recorded_by_token_id, recorded_by_client_id
 FROM audit_events WHERE tenant_id = $1 AND id = ANY($2::uuid[])
 `
 
@@ -127,6 +128,11 @@ func (q *Queries) FindAuditEventsByID(ctx context.Context, arg FindAuditEventsBy
 			&i.Details,
 			&i.InputFingerprint,
 			&i.ChainHash,
+			&i.ChainVersion,
+			&i.RecordedByIssuer,
+			&i.RecordedBySubject,
+			&i.RecordedByTokenID,
+			&i.RecordedByClientID,
 		); err != nil {
 			return nil, err
 		}
@@ -142,7 +148,8 @@ const GetAuditEvent = `-- name: GetAuditEvent :one
 SELECT tenant_id, project_id, sequence, id, action, occurred_at, recorded_at,
     subject_type, subject_id, subject_display_name, resource_type, resource_id, outcome,
     governance_risk, governance_reason, governance_ticket, governance_confirmed_by,
-    trace_id, request_id, causation_id, evidence_digests, details, input_fingerprint, chain_hash
+    trace_id, request_id, causation_id, evidence_digests, details, input_fingerprint, chain_hash,
+    chain_version, recorded_by_issuer, recorded_by_subject, recorded_by_token_id, recorded_by_client_id
 FROM audit_events WHERE tenant_id = $1 AND project_id = $2 AND id = $3
 `
 
@@ -180,6 +187,11 @@ func (q *Queries) GetAuditEvent(ctx context.Context, arg GetAuditEventParams) (A
 		&i.Details,
 		&i.InputFingerprint,
 		&i.ChainHash,
+		&i.ChainVersion,
+		&i.RecordedByIssuer,
+		&i.RecordedBySubject,
+		&i.RecordedByTokenID,
+		&i.RecordedByClientID,
 	)
 	return i, err
 }
@@ -188,7 +200,8 @@ const GetAuditEventBySequence = `-- name: GetAuditEventBySequence :one
 SELECT tenant_id, project_id, sequence, id, action, occurred_at, recorded_at,
     subject_type, subject_id, subject_display_name, resource_type, resource_id, outcome,
     governance_risk, governance_reason, governance_ticket, governance_confirmed_by,
-    trace_id, request_id, causation_id, evidence_digests, details, input_fingerprint, chain_hash
+    trace_id, request_id, causation_id, evidence_digests, details, input_fingerprint, chain_hash,
+    chain_version, recorded_by_issuer, recorded_by_subject, recorded_by_token_id, recorded_by_client_id
 FROM audit_events WHERE tenant_id = $1 AND project_id = $2 AND sequence = $3
 `
 
@@ -226,6 +239,11 @@ func (q *Queries) GetAuditEventBySequence(ctx context.Context, arg GetAuditEvent
 		&i.Details,
 		&i.InputFingerprint,
 		&i.ChainHash,
+		&i.ChainVersion,
+		&i.RecordedByIssuer,
+		&i.RecordedBySubject,
+		&i.RecordedByTokenID,
+		&i.RecordedByClientID,
 	)
 	return i, err
 }
@@ -276,7 +294,8 @@ const ScanAuditEvents = `-- name: ScanAuditEvents :many
 SELECT tenant_id, project_id, sequence, id, action, occurred_at, recorded_at,
     subject_type, subject_id, subject_display_name, resource_type, resource_id, outcome,
     governance_risk, governance_reason, governance_ticket, governance_confirmed_by,
-    trace_id, request_id, causation_id, evidence_digests, details, input_fingerprint, chain_hash
+    trace_id, request_id, causation_id, evidence_digests, details, input_fingerprint, chain_hash,
+    chain_version, recorded_by_issuer, recorded_by_subject, recorded_by_token_id, recorded_by_client_id
 FROM audit_events WHERE tenant_id = $1 AND project_id = $2 AND sequence BETWEEN $3 AND $4
 ORDER BY sequence
 `
@@ -328,6 +347,11 @@ func (q *Queries) ScanAuditEvents(ctx context.Context, arg ScanAuditEventsParams
 			&i.Details,
 			&i.InputFingerprint,
 			&i.ChainHash,
+			&i.ChainVersion,
+			&i.RecordedByIssuer,
+			&i.RecordedBySubject,
+			&i.RecordedByTokenID,
+			&i.RecordedByClientID,
 		); err != nil {
 			return nil, err
 		}
@@ -343,7 +367,8 @@ const StreamAuditEventsByTime = `-- name: StreamAuditEventsByTime :many
 SELECT tenant_id, project_id, sequence, id, action, occurred_at, recorded_at,
     subject_type, subject_id, subject_display_name, resource_type, resource_id, outcome,
     governance_risk, governance_reason, governance_ticket, governance_confirmed_by,
-    trace_id, request_id, causation_id, evidence_digests, details, input_fingerprint, chain_hash
+    trace_id, request_id, causation_id, evidence_digests, details, input_fingerprint, chain_hash,
+    chain_version, recorded_by_issuer, recorded_by_subject, recorded_by_token_id, recorded_by_client_id
 FROM audit_events WHERE tenant_id = $1 AND project_id = $2 AND occurred_at >= $3 AND occurred_at < $4
 ORDER BY occurred_at, sequence
 `
@@ -395,6 +420,11 @@ func (q *Queries) StreamAuditEventsByTime(ctx context.Context, arg StreamAuditEv
 			&i.Details,
 			&i.InputFingerprint,
 			&i.ChainHash,
+			&i.ChainVersion,
+			&i.RecordedByIssuer,
+			&i.RecordedBySubject,
+			&i.RecordedByTokenID,
+			&i.RecordedByClientID,
 		); err != nil {
 			return nil, err
 		}

@@ -48,6 +48,11 @@ type AuditEvent struct {
 	Details               []byte
 	InputFingerprint      []byte
 	ChainHash             []byte
+	ChainVersion          int16
+	RecordedByIssuer      string
+	RecordedBySubject     string
+	RecordedByTokenID     string
+	RecordedByClientID    string
 }
 
 type AuditProjectHead struct {

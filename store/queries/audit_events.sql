@@ -6,21 +6,24 @@
 SELECT tenant_id, project_id, sequence, id, action, occurred_at, recorded_at,
     subject_type, subject_id, subject_display_name, resource_type, resource_id, outcome,
     governance_risk, governance_reason, governance_ticket, governance_confirmed_by,
-    trace_id, request_id, causation_id, evidence_digests, details, input_fingerprint, chain_hash
+    trace_id, request_id, causation_id, evidence_digests, details, input_fingerprint, chain_hash,
+    chain_version, recorded_by_issuer, recorded_by_subject, recorded_by_token_id, recorded_by_client_id
 FROM audit_events WHERE tenant_id = @tenant_id AND id = ANY(@ids::uuid[]);
 
 -- name: GetAuditEvent :one
 SELECT tenant_id, project_id, sequence, id, action, occurred_at, recorded_at,
     subject_type, subject_id, subject_display_name, resource_type, resource_id, outcome,
     governance_risk, governance_reason, governance_ticket, governance_confirmed_by,
-    trace_id, request_id, causation_id, evidence_digests, details, input_fingerprint, chain_hash
+    trace_id, request_id, causation_id, evidence_digests, details, input_fingerprint, chain_hash,
+    chain_version, recorded_by_issuer, recorded_by_subject, recorded_by_token_id, recorded_by_client_id
 FROM audit_events WHERE tenant_id = @tenant_id AND project_id = @project_id AND id = @id;
 
 -- name: GetAuditEventBySequence :one
 SELECT tenant_id, project_id, sequence, id, action, occurred_at, recorded_at,
     subject_type, subject_id, subject_display_name, resource_type, resource_id, outcome,
     governance_risk, governance_reason, governance_ticket, governance_confirmed_by,
-    trace_id, request_id, causation_id, evidence_digests, details, input_fingerprint, chain_hash
+    trace_id, request_id, causation_id, evidence_digests, details, input_fingerprint, chain_hash,
+    chain_version, recorded_by_issuer, recorded_by_subject, recorded_by_token_id, recorded_by_client_id
 FROM audit_events WHERE tenant_id = @tenant_id AND project_id = @project_id AND sequence = @sequence;
 
 -- name: ScanAuditEvents :many
@@ -28,7 +31,8 @@ FROM audit_events WHERE tenant_id = @tenant_id AND project_id = @project_id AND 
 SELECT tenant_id, project_id, sequence, id, action, occurred_at, recorded_at,
     subject_type, subject_id, subject_display_name, resource_type, resource_id, outcome,
     governance_risk, governance_reason, governance_ticket, governance_confirmed_by,
-    trace_id, request_id, causation_id, evidence_digests, details, input_fingerprint, chain_hash
+    trace_id, request_id, causation_id, evidence_digests, details, input_fingerprint, chain_hash,
+    chain_version, recorded_by_issuer, recorded_by_subject, recorded_by_token_id, recorded_by_client_id
 FROM audit_events WHERE tenant_id = $1 AND project_id = $2 AND sequence BETWEEN $3 AND $4
 ORDER BY sequence;
 
@@ -37,7 +41,8 @@ ORDER BY sequence;
 SELECT tenant_id, project_id, sequence, id, action, occurred_at, recorded_at,
     subject_type, subject_id, subject_display_name, resource_type, resource_id, outcome,
     governance_risk, governance_reason, governance_ticket, governance_confirmed_by,
-    trace_id, request_id, causation_id, evidence_digests, details, input_fingerprint, chain_hash
+    trace_id, request_id, causation_id, evidence_digests, details, input_fingerprint, chain_hash,
+    chain_version, recorded_by_issuer, recorded_by_subject, recorded_by_token_id, recorded_by_client_id
 FROM audit_events WHERE tenant_id = $1 AND project_id = $2 AND occurred_at >= $3 AND occurred_at < $4
 ORDER BY occurred_at, sequence;
 

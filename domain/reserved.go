@@ -1,0 +1,62 @@
+package domain
+
+import (
+	"slices"
+	"strings"
+)
+
+// ReservedActionNamespaces are the first segments of the actions only the
+// service records: a client's event may not use them.
+var ReservedActionNamespaces = []string{"audit", "export", "retention", "webhook"}
+
+// SystemSubjectPrefix starts the subject ids of the service's own
+// identities ("system:retention"). Clients may not record such a subject.
+const SystemSubjectPrefix = "system:"
+
+// ServiceActions lists every action the service records itself, each in a
+// reserved namespace. Recording a command's event with an action missing
+// here fails, so a new command cannot ship without joining the table (and
+// docs/api.md, which lists it).
+var ServiceActions = []string{
+	"audit.events.purged",
+	"audit.retention.updated",
+	"export.download_created",
+	"export.expired",
+	"export.requested",
+	"webhook.delivery.redriven",
+	"webhook.destination.created",
+	"webhook.destination.secret_rotated",
+	"webhook.subscription.created",
+	"webhook.subscription.disabled",
+}
+
+// IsServiceAction reports whether action is in ServiceActions.
+func IsServiceAction(action string) bool {
+	return slices.Contains(ServiceActions, action)
+}
+
+// IsReservedAction reports whether action lies in a reserved namespace.
+func IsReservedAction(action string) bool {
+	ns, _, _ := strings.Cut(action, ".")
+	return slices.Contains(ReservedActionNamespaces, ns)
+}
+
+// CheckClientWritable refuses what only the service may record: an action in
+// a reserved namespace, or a subject id starting with SystemSubjectPrefix
+// (whatever its type). path prefixes the field names as in Normalize.
+func (d *AuditEventDraft) CheckClientWritable(path string) error {
+	f := func(name string) string {
+		if path == "" {
+			return name
+		}
+		return path + "." + name
+	}
+	if IsReservedAction(d.Action) {
+		ns, _, _ := strings.Cut(d.Action, ".")
+		return invalid(f("action"), "uses the reserved namespace %q: the service records those actions itself", ns+".*")
+	}
+	if strings.HasPrefix(d.Subject.ID, SystemSubjectPrefix) {
+		return invalid(f("subject.id"), "must not start with %q: those are the service's own identities", SystemSubjectPrefix)
+	}
+	return nil
+}
