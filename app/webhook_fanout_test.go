@@ -45,7 +45,7 @@ func TestFanOutWebhookDeliveries(t *testing.T) {
 		events, err := b.app.RecordAuditEvents(ctx, b.writer, app.RecordAuditEventsInput{Events: []domain.AuditEventDraft{
 			draft("p1", "device.firmware.updated"), draft("p1", "user.role.granted"),
 			draft("p1", "devices.listed"), // matches no "device.*"
-			draft("p1", "audit.read"),
+			draft("p1", "report.read"),
 		}})
 		require.NoError(t, err)
 		firmware, granted := events[0], events[1]
