@@ -21,7 +21,8 @@ var (
 	documentedAuditHeader = strings.Split("id,tenant_id,project_id,sequence,action,occurred_at,recorded_at,"+
 		"subject_type,subject_id,subject_display_name,resource_type,resource_id,outcome,governance_risk,"+
 		"governance_reason,governance_ticket,governance_confirmed_by,trace_id,request_id,causation_id,"+
-		"evidence_digests,details,chain_hash", ",")
+		"evidence_digests,details,chain_hash,chain_version,recorded_by_issuer,recorded_by_subject,"+
+		"recorded_by_token_id,recorded_by_client_id", ",")
 	documentedAlarmHeader     = strings.Split("id,tenant_id,project_id,occurred_at,alarm_id,device_id,severity,state,message,details", ",")
 	documentedTelemetryHeader = strings.Split("tenant_id,project_id,device_id,metric,occurred_at,value,unit", ",")
 )
@@ -39,7 +40,11 @@ func auditColumns(e *domain.AuditEvent) []string {
 		"occurred_at": e.OccurredAt.UTC().Format(time.RFC3339Nano), "recorded_at": e.RecordedAt.UTC().Format(time.RFC3339Nano),
 		"subject_type": string(e.Subject.Type), "subject_id": e.Subject.ID, "subject_display_name": e.Subject.DisplayName,
 		"resource_type": e.Resource.Type, "resource_id": e.Resource.ID, "outcome": string(e.Outcome),
-		"chain_hash": e.ChainHash.String(),
+		"chain_hash": e.ChainHash.String(), "chain_version": strconv.Itoa(e.ChainVersion),
+	}
+	if r := e.RecordedBy; r != nil {
+		cols["recorded_by_issuer"], cols["recorded_by_subject"] = r.Issuer, r.Subject
+		cols["recorded_by_token_id"], cols["recorded_by_client_id"] = r.TokenID, r.ClientID
 	}
 	if e.Governance != nil {
 		cols["governance_risk"] = string(e.Governance.Risk)
@@ -205,7 +210,8 @@ func TestCSVAbsentOptionalsAreEmpty(t *testing.T) {
 	for i, name := range documentedAuditHeader {
 		switch name {
 		case "governance_risk", "governance_reason", "governance_ticket", "governance_confirmed_by",
-			"trace_id", "request_id", "causation_id", "evidence_digests", "details":
+			"trace_id", "request_id", "causation_id", "evidence_digests", "details",
+			"recorded_by_issuer", "recorded_by_subject", "recorded_by_token_id", "recorded_by_client_id": // a version 1 event
 			require.Empty(t, records[1][i], name)
 		default:
 			require.NotEmpty(t, records[1][i], name)

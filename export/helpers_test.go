@@ -57,7 +57,10 @@ func sampleAudit(i int) *domain.AuditEvent {
 		Outcome:    domain.OutcomeSuccess,
 	}
 	e.ChainHash = sha256.Sum256(fmt.Appendf(nil, "chain-%d", i))
+	e.ChainVersion = domain.ChainVersionOriginal
 	if i%2 == 1 {
+		e.ChainVersion = domain.ChainVersionRecordedBy
+		e.RecordedBy = &domain.Recorder{Issuer: "https://idp", Subject: "svc-1", TokenID: "j-1", ClientID: "=cmd"}
 		e.Governance = &domain.Governance{Reason: "=HYPERLINK(\"x\")", Ticket: "OPS-1", Risk: domain.RiskHigh, ConfirmedBy: "u-7"}
 		e.Correlation = &domain.Correlation{TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", RequestID: "req-1", CausationID: "cause-1"}
 		e.EvidenceDigests = []domain.EvidenceDigest{{Algorithm: "sha256", Value: "ab", Label: "photo"}}

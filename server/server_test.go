@@ -59,6 +59,8 @@ const eventFields = `fragment E on AuditEvent {
   evidenceDigests { algorithm value label }
   details
   chainHash
+  chainVersion
+  recordedBy { issuer subject tokenId clientId }
 }`
 
 const recordEventMutation = `mutation($in: RecordAuditEventInput!) {
