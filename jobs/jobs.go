@@ -66,6 +66,10 @@ type ClientConfig struct {
 	// ExportJobTimeout bounds one export run; default one hour. A run of a
 	// process that died is rescued no sooner than this after it started.
 	ExportJobTimeout time.Duration
+	// SkipReindex turns off River's periodic reindexing of its tables:
+	// REINDEX needs the tables' owner, which the runtime role that serves
+	// is not (the owner may reindex them itself).
+	SkipReindex bool
 }
 
 // defaultJobTimeout bounds a run of the jobs without a timeout of their own
@@ -138,6 +142,7 @@ func NewClient(pool *pgxpool.Pool, store Store, cfg ClientConfig) (*river.Client
 		// A job of a process that died is run again after this; workers
 		// with a longer timeout are left alone until it passes.
 		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter,
+		ReindexerSchedule:    reindexSchedule(cfg.SkipReindex),
 		Workers:              workers,
 		PeriodicJobs: []*river.PeriodicJob{
 			river.NewPeriodicJob(river.PeriodicInterval(cfg.PruneInterval),
@@ -155,4 +160,12 @@ func NewClient(pool *pgxpool.Pool, store Store, cfg ClientConfig) (*river.Client
 		return nil, fmt.Errorf("creating river client: %w", err)
 	}
 	return client, nil
+}
+
+// reindexSchedule is River's reindex schedule: its default (nil), or never.
+func reindexSchedule(skip bool) river.PeriodicSchedule {
+	if skip {
+		return river.NeverSchedule()
+	}
+	return nil
 }

@@ -211,6 +211,24 @@ func (m *Metrics) ObserveLiveSubscribers(subscribers func() int) {
 	}, func() float64 { return float64(subscribers()) }))
 }
 
+// SetStoragePrivileged exports the gauge aether_storage_privileged: 1 when
+// the service's database login can change history rather than only append
+// to it (it is a superuser, bypasses row-level security, owns the evidence
+// tables or was granted UPDATE, DELETE or TRUNCATE on them), else 0. serve
+// checks once, at start, and calls it once.
+func (m *Metrics) SetStoragePrivileged(privileged bool) {
+	v := 0.0
+	if privileged {
+		v = 1
+	}
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: Namespace, Name: "storage_privileged",
+		Help: "1 when the service's database login can change or delete audit evidence (superuser, owner of the event tables, or granted UPDATE, DELETE or TRUNCATE on them): serve it as the runtime role (aether migrate --app-role). 0 when it can only append and read.",
+	})
+	g.Set(v)
+	m.registry.MustRegister(g)
+}
+
 // JobCount is the number of River jobs of one queue, state and kind.
 type JobCount struct {
 	Queue, State, Kind string

@@ -24,6 +24,17 @@ const migrationLockKey int64 = 0x61657468_65726d67
 // advisory lock throughout, so two processes migrating at once apply each
 // migration exactly once; applying an up-to-date database is a no-op.
 func Migrate(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) error {
+	return migrate(ctx, pool, logger, nil)
+}
+
+// MigrateWithAppRole migrates as Migrate does and then, under the same
+// lock, creates or updates the runtime role and (re)applies its grants
+// (GrantAppRole). pool must be connected as the owner of the tables.
+func MigrateWithAppRole(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger, role AppRole) error {
+	return migrate(ctx, pool, logger, &role)
+}
+
+func migrate(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger, role *AppRole) error {
 	// The lock lives on a dedicated connection, outside the pool, so that
 	// waiting migrators never starve the pool that goose and River use.
 	conn, err := pgx.ConnectConfig(ctx, pool.Config().ConnConfig.Copy())
@@ -59,6 +70,12 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) error
 	}
 	for _, v := range res.Versions {
 		logger.Info("applied river migration", "version", v.Version)
+	}
+	if role != nil {
+		if err := GrantAppRole(ctx, conn, *role); err != nil {
+			return err
+		}
+		logger.Info("granted the runtime role its privileges", "role", role.Name)
 	}
 	return nil
 }

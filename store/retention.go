@@ -86,47 +86,25 @@ func (q *queries) AuditPurgeCandidates(ctx context.Context, defaultRetention tim
 // PurgeAuditPrefix deletes, in the transaction, the project's
 // oldest events recorded before cutoff, at most maxEvents of them, and
 // dead-letters the webhook deliveries of purged events that were still to
-// be sent. The project's head must be locked (LockAuditHead). It moves the
-// head's purged prefix first, which is what lets the append-only trigger
-// allow these deletes and only these. The zero AuditPurge (Count 0) means
-// nothing was old enough.
+// be sent. The project's head must be locked (LockAuditHead). The deletes
+// go through aether_purge_audit_events (migration 00012), a SECURITY
+// DEFINER function of the owner role: the runtime role may not delete
+// events itself. It moves the head's purged prefix first, which is what
+// lets the append-only trigger allow these deletes and only these, and
+// keeps the chain hash of the last purged event as the anchor. The zero
+// AuditPurge (Count 0) means nothing was old enough.
 func (t *Tx) PurgeAuditPrefix(ctx context.Context, tenantID, projectID string, cutoff time.Time, maxEvents int, now time.Time) (domain.AuditPurge, error) {
 	p := domain.AuditPurge{TenantID: tenantID, ProjectID: projectID, Cutoff: cutoff}
-	bound, err := t.sqlc.AuditPurgeBound(ctx, dbsqlc.AuditPurgeBoundParams{
-		TenantID: tenantID, ProjectID: projectID, MaxEvents: int64(maxEvents), Cutoff: cutoff})
-	from, through := bound.PurgeFrom, bound.PurgeThrough
-	if errors.Is(err, pgx.ErrNoRows) || err == nil && through < from {
+	row, err := t.sqlc.PurgeAuditPrefix(ctx, dbsqlc.PurgeAuditPrefixParams{
+		TenantID: tenantID, ProjectID: projectID, Cutoff: cutoff, MaxEvents: int64(maxEvents)})
+	if errors.Is(err, pgx.ErrNoRows) {
 		return p, nil
 	}
 	if err != nil {
-		return p, fmt.Errorf("finding the purge bound: %w", err)
-	}
-	// One round trip: the statements of queries/*.sql queued by hand, with
-	// their parameters in the order of their $n.
-	batch := &pgx.Batch{}
-	batch.Queue(dbsqlc.MoveAuditPurgedPrefix, tenantID, projectID, through, bound.ThroughHash)
-	batch.Queue(dbsqlc.AllowAuditPurge)
-	batch.Queue(dbsqlc.PurgeAuditEvents, tenantID, projectID, from, through)
-	batch.Queue(dbsqlc.EndAuditPurge)
-	br := t.tx.SendBatch(ctx, batch)
-	if _, err := br.Exec(); err != nil {
-		_ = br.Close()
-		return p, fmt.Errorf("moving the purged prefix: %w", err)
-	}
-	if _, err := br.Exec(); err != nil {
-		_ = br.Close()
 		return p, fmt.Errorf("purging audit events: %w", err)
 	}
-	tag, err := br.Exec()
-	if err != nil {
-		_ = br.Close()
-		return p, fmt.Errorf("purging audit events: %w", err)
-	}
-	if err := br.Close(); err != nil {
-		return p, fmt.Errorf("purging audit events: %w", err)
-	}
-	p.From, p.Through, p.Count = uint64(from), uint64(through), tag.RowsAffected()
-	copy(p.ThroughHash[:], bound.ThroughHash)
+	p.From, p.Through, p.Count = uint64(row.PurgeFrom), uint64(row.PurgeThrough), row.Purged
+	copy(p.ThroughHash[:], row.ThroughHash)
 	if p.DeadLettered, err = t.DeadLetterPurgedWebhookDeliveries(ctx, tenantID, projectID, now); err != nil {
 		return p, err
 	}

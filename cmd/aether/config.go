@@ -100,17 +100,79 @@ func (db *database) close(ctx context.Context) {
 
 // openMigrated opens the database and applies our and River's migrations.
 // A short-lived command passes keepCluster so that it leaves running an
-// embedded cluster it merely joined.
-func (f *databaseFlags) openMigrated(ctx context.Context, logger *slog.Logger, keepCluster bool) (*database, error) {
+// embedded cluster it merely joined. When appRole names a runtime role (or
+// the database is the embedded one, whose runtime role is
+// store.DefaultAppRole), it also creates or updates that role and applies
+// its grants, under the migration lock; the login of the database is the
+// owner.
+func (f *databaseFlags) openMigrated(ctx context.Context, logger *slog.Logger, keepCluster bool, appRole string) (*database, error) {
 	db, err := f.openDatabase(ctx, logger)
 	if err != nil {
 		return nil, err
 	}
 	db.keepCluster = keepCluster
-	if err := store.Migrate(ctx, db.Pool, logger); err != nil {
+	role := db.appRole(appRole)
+	if role == nil {
+		err = store.Migrate(ctx, db.Pool, logger)
+	} else {
+		err = store.MigrateWithAppRole(ctx, db.Pool, logger, *role)
+	}
+	if err != nil {
 		db.close(ctx)
 		return nil, err
 	}
+	return db, nil
+}
+
+// appRolePasswordEnv names the environment variable holding the runtime
+// role's password: only the environment, never a flag, so that it shows in
+// no process list. It is never logged.
+const appRolePasswordEnv = "AETHER_APP_ROLE_PASSWORD"
+
+// appRole is the runtime role to set up: the one named, else, for the
+// embedded database, store.DefaultAppRole; nil for none.
+func (db *database) appRole(name string) *store.AppRole {
+	if name == "" && db.cluster != nil {
+		name = store.DefaultAppRole
+	}
+	if name == "" {
+		return nil
+	}
+	return &store.AppRole{Name: name, Password: os.Getenv(appRolePasswordEnv)}
+}
+
+// openServing opens the database serve runs on. It migrates with the
+// login of DATABASE_URL (or the embedded cluster's superuser); with a
+// runtime role (--app-role, or the embedded database's), it then grants
+// that role and serves over a pool logged in as it, on the same server and
+// database, closing the migrating login's pool. Without one it serves as
+// the DATABASE_URL login itself.
+func (f *databaseFlags) openServing(ctx context.Context, logger *slog.Logger, appRole string) (*database, error) {
+	db, err := f.openMigrated(ctx, logger, false, appRole)
+	if err != nil {
+		return nil, err
+	}
+	role := db.appRole(appRole)
+	if role == nil {
+		return db, nil
+	}
+	cfg := db.Pool.Config().Copy()
+	cfg.ConnConfig.User = role.Name
+	cfg.ConnConfig.Password = role.Password
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err == nil {
+		err = pool.Ping(ctx)
+		if err != nil {
+			pool.Close()
+		}
+	}
+	if err != nil {
+		db.close(ctx)
+		return nil, fmt.Errorf("connecting as the runtime role %q: %w", role.Name, err)
+	}
+	db.Pool.Close()
+	db.Pool = pool
+	logger.Info("serving as the runtime role", "role", role.Name)
 	return db, nil
 }
 

@@ -49,7 +49,7 @@ func (c *seedCmd) Run(ctx context.Context) error {
 		return fmt.Errorf("--history-batch must be between 1 and %d", app.MaxHistoryBatch)
 	}
 	logger := c.logger()
-	db, err := c.openMigrated(ctx, logger, true)
+	db, err := c.openMigrated(ctx, logger, true, "")
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os/signal"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -48,6 +49,7 @@ type serveCmd struct {
 	OperatorTenants        []string      `name:"operator-tenants" env:"AETHER_OPERATOR_TENANTS" help:"Tenants whose admins may use the operator surfaces (/metrics, River UI), which show and act on every tenant's figures and jobs; comma-separated, or * for any tenant (a single-tenant deployment). Unset: nobody (the metrics listener of --metrics-addr is separate)."`
 	MetricsAddr            string        `name:"metrics-addr" env:"AETHER_METRICS_ADDR" help:"If set, a second listener at this address serves only /metrics, without authentication, for a Prometheus scraper on a private network. /metrics on the main listener answers admin tokens only. Tracing is configured with the standard OTEL_* variables (off unless set)."`
 	JobRescueAfter         time.Duration `name:"job-rescue-after" env:"AETHER_JOB_RESCUE_AFTER" default:"2m" help:"How long a background job may stay running before it is taken for one of a process that died (kill -9, crash) and run again; jobs with a longer timeout of their own wait for it too."`
+	AppRole                string        `name:"app-role" env:"AETHER_APP_ROLE" help:"Serve as this runtime role: migrate with the DATABASE_URL login (the owner of the tables), create or update the role and apply its grants as aether migrate --app-role does, then serve over connections logged in as the role to the same server and database (password: the environment variable AETHER_APP_ROLE_PASSWORD). The role may append and read evidence but not change, delete or drop it. Unset: serve as the DATABASE_URL login (point it at the runtime role after aether migrate --app-role); the embedded database always serves as aether_app. A login that can change history gets a warning at start and aether_storage_privileged 1 in /metrics."`
 	DebugAddr              string        `name:"debug-addr" env:"AETHER_DEBUG_ADDR" help:"PRIVATE address (e.g. 127.0.0.1:6060) serving Go runtime profiles (net/http/pprof: goroutines, heap, CPU) WITHOUT authentication, apart from the service. Off when unset; never expose it."`
 	webhookFlags
 	exportFlags
@@ -86,11 +88,16 @@ func (c *serveCmd) Run() error {
 		}()
 	}
 
-	db, err := c.openMigrated(ctx, logger, false)
+	db, err := c.openServing(ctx, logger, c.AppRole)
 	if err != nil {
 		return err
 	}
 	defer db.close(ctx)
+	privilege, err := store.CheckStoragePrivilege(ctx, db.Pool)
+	if err != nil {
+		return err
+	}
+	warnPrivileged(logger, privilege)
 
 	masterKey, err := c.masterKey(c.dataDirFlags)
 	if err != nil {
@@ -111,6 +118,7 @@ func (c *serveCmd) Run() error {
 		return err
 	}
 	defer obs.shutdown(logger)
+	obs.metrics.SetStoragePrivileged(privilege.Privileged())
 	hub := live.New(db.Pool, st, live.Config{Logger: logger, Observer: obs.metrics})
 	obs.metrics.ObserveLiveSubscribers(hub.Subscribers)
 	application := app.New(st, app.Config{Logger: logger, Live: hub, Webhooks: webhooks, Exports: exports, ExportWatch: hub,
@@ -125,6 +133,7 @@ func (c *serveCmd) Run() error {
 		RescueStuckJobsAfter: c.JobRescueAfter,
 		RetentionInterval:    c.RetentionInterval,
 		TracerProvider:       obs.tracerProvider(),
+		SkipReindex:          !privilege.OwnsEvidence && !privilege.Superuser,
 	})
 	if err != nil {
 		return err
@@ -201,6 +210,19 @@ func (c *serveCmd) Run() error {
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// warnPrivileged logs, loudly, when the login serve runs as can change
+// history rather than only append to it.
+func warnPrivileged(logger *slog.Logger, p store.StoragePrivilege) {
+	if !p.Privileged() {
+		return
+	}
+	logger.Warn("STORAGE IS PRIVILEGED: the service's database login can change or delete audit evidence, "+
+		"so the hash chain proves nothing against it or against whoever steals its credentials. "+
+		"Run `aether migrate --app-role NAME` as the owner and serve as that role (--app-role / AETHER_APP_ROLE, "+
+		"or a DATABASE_URL logged in as it). aether_storage_privileged is 1 until then.",
+		"login", p.Login, "reasons", strings.Join(p.Reasons(), ", "))
 }
 
 // readiness reports ready when the database answers and every migration of

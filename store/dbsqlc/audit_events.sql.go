@@ -12,17 +12,6 @@ import (
 	"github.com/google/uuid"
 )
 
-const AllowAuditPurge = `-- name: AllowAuditPurge :exec
-SELECT set_config('aether.audit_purge', 'on', true)
-`
-
-// Queued by PurgeAuditPrefix around its DELETE: the append-only trigger
-// lets the transaction delete the purged prefix, and only while this is on.
-func (q *Queries) AllowAuditPurge(ctx context.Context) error {
-	_, err := q.db.Exec(ctx, AllowAuditPurge)
-	return err
-}
-
 const AuditEventRefs = `-- name: AuditEventRefs :many
 SELECT id, sequence, action FROM audit_events
 WHERE tenant_id = $1 AND project_id = $2 AND sequence BETWEEN $3::bigint AND $4::bigint
@@ -65,15 +54,6 @@ func (q *Queries) AuditEventRefs(ctx context.Context, arg AuditEventRefsParams) 
 		return nil, err
 	}
 	return items, nil
-}
-
-const EndAuditPurge = `-- name: EndAuditPurge :exec
-SELECT set_config('aether.audit_purge', 'off', true)
-`
-
-func (q *Queries) EndAuditPurge(ctx context.Context) error {
-	_, err := q.db.Exec(ctx, EndAuditPurge)
-	return err
 }
 
 const FindAuditEventsByID = `-- name: FindAuditEventsByID :many
@@ -262,32 +242,6 @@ type NotifyAuditEventsParams struct {
 func (q *Queries) NotifyAuditEvents(ctx context.Context, arg NotifyAuditEventsParams) error {
 	_, err := q.db.Exec(ctx, NotifyAuditEvents, arg.Column1, arg.Column2)
 	return err
-}
-
-const PurgeAuditEvents = `-- name: PurgeAuditEvents :execrows
-DELETE FROM audit_events WHERE tenant_id = $1 AND project_id = $2 AND sequence BETWEEN $3 AND $4
-`
-
-type PurgeAuditEventsParams struct {
-	TenantID   string
-	ProjectID  string
-	Sequence   int64
-	Sequence_2 int64
-}
-
-// Queued by PurgeAuditPrefix: positional parameters, in the order the batch
-// passes them.
-func (q *Queries) PurgeAuditEvents(ctx context.Context, arg PurgeAuditEventsParams) (int64, error) {
-	result, err := q.db.Exec(ctx, PurgeAuditEvents,
-		arg.TenantID,
-		arg.ProjectID,
-		arg.Sequence,
-		arg.Sequence_2,
-	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
 }
 
 const ScanAuditEvents = `-- name: ScanAuditEvents :many

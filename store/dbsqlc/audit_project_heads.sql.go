@@ -10,48 +10,6 @@ import (
 	"time"
 )
 
-const AuditPurgeBound = `-- name: AuditPurgeBound :one
-WITH h AS (
-    SELECT purged_through, last_sequence FROM audit_project_heads WHERE tenant_id = $1 AND project_id = $2),
-bound AS (
-    SELECT LEAST(
-        COALESCE((SELECT e.sequence - 1 FROM audit_events e, h
-            WHERE e.tenant_id = $1 AND e.project_id = $2 AND e.sequence > h.purged_through
-              AND e.sequence <= h.purged_through + $3::bigint AND e.recorded_at >= $4::timestamptz
-            ORDER BY e.sequence LIMIT 1), h.last_sequence),
-        h.purged_through + $3::bigint)::bigint AS through, h.purged_through FROM h)
-SELECT (b.purged_through + 1)::bigint AS purge_from, b.through AS purge_through, COALESCE(e.chain_hash, '\x'::bytea)::bytea AS through_hash
-FROM bound b LEFT JOIN audit_events e ON e.tenant_id = $1 AND e.project_id = $2 AND e.sequence = b.through
-`
-
-type AuditPurgeBoundParams struct {
-	TenantID  string
-	ProjectID string
-	MaxEvents int64
-	Cutoff    time.Time
-}
-
-type AuditPurgeBoundRow struct {
-	PurgeFrom    int64
-	PurgeThrough int64
-	ThroughHash  []byte
-}
-
-// The prefix to purge ends before the first event at or after the cutoff
-// (or at the head), at most max_events past the purged prefix: every purged
-// event is older than the window even if clocks stepped back.
-func (q *Queries) AuditPurgeBound(ctx context.Context, arg AuditPurgeBoundParams) (AuditPurgeBoundRow, error) {
-	row := q.db.QueryRow(ctx, AuditPurgeBound,
-		arg.TenantID,
-		arg.ProjectID,
-		arg.MaxEvents,
-		arg.Cutoff,
-	)
-	var i AuditPurgeBoundRow
-	err := row.Scan(&i.PurgeFrom, &i.PurgeThrough, &i.ThroughHash)
-	return i, err
-}
-
 const AuditPurgeCandidates = `-- name: AuditPurgeCandidates :many
 SELECT h.tenant_id, h.project_id,
     COALESCE(o.retention_days * 86400.0, $1::float8)::float8 AS retention_seconds
@@ -185,28 +143,49 @@ func (q *Queries) LockAuditHead(ctx context.Context, arg LockAuditHeadParams) (L
 	return i, err
 }
 
-const MoveAuditPurgedPrefix = `-- name: MoveAuditPurgedPrefix :exec
-UPDATE audit_project_heads SET purged_through = $3, purged_hash = $4
-WHERE tenant_id = $1 AND project_id = $2
+const PurgeAuditPrefix = `-- name: PurgeAuditPrefix :one
+SELECT p.purge_from::bigint AS purge_from, p.purge_through::bigint AS purge_through,
+    p.through_hash::bytea AS through_hash, p.purged::bigint AS purged
+FROM aether_purge_audit_events($1::text, $2::text, $3::timestamptz, $4::bigint)
+    AS p (purge_from, purge_through, through_hash, purged)
 `
 
-type MoveAuditPurgedPrefixParams struct {
-	TenantID      string
-	ProjectID     string
-	PurgedThrough int64
-	PurgedHash    []byte
+type PurgeAuditPrefixParams struct {
+	TenantID  string
+	ProjectID string
+	Cutoff    time.Time
+	MaxEvents int64
 }
 
-// Queued by PurgeAuditPrefix in the batch of the purge: positional
-// parameters, in the order the batch passes them.
-func (q *Queries) MoveAuditPurgedPrefix(ctx context.Context, arg MoveAuditPurgedPrefixParams) error {
-	_, err := q.db.Exec(ctx, MoveAuditPurgedPrefix,
+type PurgeAuditPrefixRow struct {
+	PurgeFrom    int64
+	PurgeThrough int64
+	ThroughHash  []byte
+	Purged       int64
+}
+
+// The retention purge of one batch, through the SECURITY DEFINER function of
+// migration 00012 (the runtime role may not delete events itself): moves
+// the purged prefix to the last event recorded before the cutoff, at most
+// max_events past it, with that event's chain hash as the anchor, and
+// deletes the events at or below it. No row when nothing is old enough.
+// (The column list and casts name and type its columns for sqlc, which does
+// not read a function's RETURNS TABLE.)
+func (q *Queries) PurgeAuditPrefix(ctx context.Context, arg PurgeAuditPrefixParams) (PurgeAuditPrefixRow, error) {
+	row := q.db.QueryRow(ctx, PurgeAuditPrefix,
 		arg.TenantID,
 		arg.ProjectID,
-		arg.PurgedThrough,
-		arg.PurgedHash,
+		arg.Cutoff,
+		arg.MaxEvents,
 	)
-	return err
+	var i PurgeAuditPrefixRow
+	err := row.Scan(
+		&i.PurgeFrom,
+		&i.PurgeThrough,
+		&i.ThroughHash,
+		&i.Purged,
+	)
+	return i, err
 }
 
 const TenantProjects = `-- name: TenantProjects :many

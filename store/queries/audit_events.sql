@@ -56,15 +56,3 @@ ORDER BY sequence;
 -- AuditEventsChannel, $2 the AuditEventsNotification.
 SELECT pg_notify($1::text, $2::text);
 
--- name: AllowAuditPurge :exec
--- Queued by PurgeAuditPrefix around its DELETE: the append-only trigger
--- lets the transaction delete the purged prefix, and only while this is on.
-SELECT set_config('aether.audit_purge', 'on', true);
-
--- name: PurgeAuditEvents :execrows
--- Queued by PurgeAuditPrefix: positional parameters, in the order the batch
--- passes them.
-DELETE FROM audit_events WHERE tenant_id = $1 AND project_id = $2 AND sequence BETWEEN $3 AND $4;
-
--- name: EndAuditPurge :exec
-SELECT set_config('aether.audit_purge', 'off', true);

@@ -41,24 +41,15 @@ WHERE h.last_sequence > h.purged_through AND EXISTS (
           - make_interval(secs => COALESCE(o.retention_days * 86400.0, sqlc.arg(default_seconds)::float8)))
 ORDER BY h.tenant_id, h.project_id LIMIT sqlc.arg(row_limit)::bigint;
 
--- name: AuditPurgeBound :one
--- The prefix to purge ends before the first event at or after the cutoff
--- (or at the head), at most max_events past the purged prefix: every purged
--- event is older than the window even if clocks stepped back.
-WITH h AS (
-    SELECT purged_through, last_sequence FROM audit_project_heads WHERE tenant_id = @tenant_id AND project_id = @project_id),
-bound AS (
-    SELECT LEAST(
-        COALESCE((SELECT e.sequence - 1 FROM audit_events e, h
-            WHERE e.tenant_id = @tenant_id AND e.project_id = @project_id AND e.sequence > h.purged_through
-              AND e.sequence <= h.purged_through + @max_events::bigint AND e.recorded_at >= @cutoff::timestamptz
-            ORDER BY e.sequence LIMIT 1), h.last_sequence),
-        h.purged_through + @max_events::bigint)::bigint AS through, h.purged_through FROM h)
-SELECT (b.purged_through + 1)::bigint AS purge_from, b.through AS purge_through, COALESCE(e.chain_hash, '\x'::bytea)::bytea AS through_hash
-FROM bound b LEFT JOIN audit_events e ON e.tenant_id = @tenant_id AND e.project_id = @project_id AND e.sequence = b.through;
-
--- name: MoveAuditPurgedPrefix :exec
--- Queued by PurgeAuditPrefix in the batch of the purge: positional
--- parameters, in the order the batch passes them.
-UPDATE audit_project_heads SET purged_through = $3, purged_hash = $4
-WHERE tenant_id = $1 AND project_id = $2;
+-- name: PurgeAuditPrefix :one
+-- The retention purge of one batch, through the SECURITY DEFINER function of
+-- migration 00012 (the runtime role may not delete events itself): moves
+-- the purged prefix to the last event recorded before the cutoff, at most
+-- max_events past it, with that event's chain hash as the anchor, and
+-- deletes the events at or below it. No row when nothing is old enough.
+-- (The column list and casts name and type its columns for sqlc, which does
+-- not read a function's RETURNS TABLE.)
+SELECT p.purge_from::bigint AS purge_from, p.purge_through::bigint AS purge_through,
+    p.through_hash::bytea AS through_hash, p.purged::bigint AS purged
+FROM aether_purge_audit_events(@tenant_id::text, @project_id::text, @cutoff::timestamptz, @max_events::bigint)
+    AS p (purge_from, purge_through, through_hash, purged);

@@ -209,3 +209,59 @@ func NewPool(t testing.TB) *pgxpool.Pool {
 	t.Cleanup(pool.Close)
 	return pool
 }
+
+// NewAppRoleDatabase creates a fresh migrated database for t, and a runtime
+// role of its own granted on it (store.GrantAppRole), both dropped when t
+// ends. It returns the owner's connection URL (the server's superuser, as
+// for NewDatabase), the runtime role's URL (the same server and database,
+// logged in as the role, without password: the test server trusts local
+// connections) and the role's name.
+func NewAppRoleDatabase(t testing.TB) (ownerURL, appURL, role string) {
+	t.Helper()
+	role = "aether_app_t_" + randomSuffix()
+	ctx := context.Background()
+	// Registered first, so run last: after the database, which holds the
+	// role's privileges, is dropped.
+	t.Cleanup(func() { dropRole(ctx, role) })
+	ownerURL = NewDatabase(t)
+	conn, err := pgx.Connect(ctx, ownerURL)
+	if err != nil {
+		t.Fatalf("test database: %v", err)
+	}
+	defer conn.Close(ctx)
+	if err := store.GrantAppRole(ctx, conn, store.AppRole{Name: role}); err != nil {
+		t.Fatalf("test database: %v", err)
+	}
+	return ownerURL, URLAs(t, ownerURL, role), role
+}
+
+// URLAs returns connURL with its user replaced by role.
+func URLAs(t testing.TB, connURL, role string) string {
+	t.Helper()
+	if !strings.Contains(connURL, "://") {
+		return connURL + " user=" + role
+	}
+	u, err := url.Parse(connURL)
+	if err != nil {
+		t.Fatalf("test database: %v", err)
+	}
+	u.User = url.User(role)
+	return u.String()
+}
+
+// DropRole drops a role that a test created on the test server (e.g.
+// through aether migrate --app-role), ignoring errors: call it after the
+// databases that hold the role's privileges are gone.
+func DropRole(role string) { dropRole(context.Background(), role) }
+
+func dropRole(ctx context.Context, role string) {
+	if adminURL == "" {
+		return
+	}
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		return
+	}
+	defer conn.Close(ctx)
+	_, _ = conn.Exec(ctx, "DROP ROLE IF EXISTS "+pgx.Identifier{role}.Sanitize())
+}
