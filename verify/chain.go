@@ -3,6 +3,7 @@ package verify
 import (
 	"encoding/hex"
 	"strconv"
+	"strings"
 
 	"github.com/aetheriot/aether-audit/domain"
 )
@@ -37,11 +38,10 @@ type chain struct {
 	prevSeq   uint64      // the sequence the chain is at
 	prev      domain.Hash // the chain hash claimed for prevSeq
 	prevKnown bool        // prev is a hash read from a line (or the start)
+	prevLine  int         // the line prev was read from (0: the start)
 
 	lastSeq  uint64      // sequence of the last line read as an event
 	lastHash domain.Hash // its claimed chain hash
-
-	l line // the line being checked
 }
 
 func newChain(r *reporter, start func(uint64) (domain.Hash, string, error)) *chain {
@@ -70,30 +70,31 @@ func (c *chain) unreadable(n int, seq uint64, why string) {
 	}
 }
 
-// add checks line n (1-based), raw without its "\n". An error is bad
+// add checks line n (1-based), as a worker read it. An error is bad
 // usage: the chain's start hash is unknown.
-func (c *chain) add(n int, raw []byte, terminated bool) error {
+func (c *chain) add(n int, p *parsed) error {
 	c.lines = n
-	l := &c.l
-	if len(raw) == 0 {
+	switch {
+	case p.empty:
 		c.unreadable(n, 0, "empty line")
 		return nil
-	}
-	if err := parseLine(raw, l); err != nil {
-		why := "not an event: " + err.Error()
-		if !terminated {
+	case p.err != nil:
+		why := "not an event: " + p.err.Error()
+		if p.err == errLineTooLong {
+			why = p.err.Error()
+		} else if !p.terminated {
 			why = "cut short (no newline at the end of the file): " + why
 		}
-		c.unreadable(n, l.event.Sequence, why)
+		c.unreadable(n, p.event.Sequence, why)
 		return nil
 	}
-	e := &l.event
+	e := &p.event
 	seq := strconv.FormatUint(e.Sequence, 10)
-	if !terminated {
+	if !p.terminated {
 		c.r.lineProblem(n, seq, "cut short: no newline at the end of the file")
 	}
 	c.events++
-	c.lastSeq, c.lastHash = e.Sequence, l.claimed
+	c.lastSeq, c.lastHash = e.Sequence, p.claimed
 	if !c.started {
 		start, why, err := c.start(e.Sequence)
 		if err != nil {
@@ -101,8 +102,9 @@ func (c *chain) add(n int, raw []byte, terminated bool) error {
 		}
 		c.started = true
 		c.firstSeq = e.Sequence
-		c.tenant, c.project = e.TenantID, e.ProjectID
-		c.prevSeq, c.prev, c.prevKnown = e.Sequence-1, start, true
+		// The event's strings point into the export's buffer: copy.
+		c.tenant, c.project = strings.Clone(e.TenantID), strings.Clone(e.ProjectID)
+		c.prevSeq, c.prev, c.prevKnown, c.prevLine = e.Sequence-1, start, true, 0
 		c.startHex, c.startWhy = hex.EncodeToString(start[:]), why
 	}
 	if e.TenantID != c.tenant || e.ProjectID != c.project {
@@ -112,11 +114,16 @@ func (c *chain) add(n int, raw []byte, terminated bool) error {
 	switch want := c.prevSeq + 1; {
 	case e.Sequence == want:
 		if c.prevKnown {
-			got := e.ComputeChainHash(c.prev)
-			if got == l.claimed {
+			got := p.linked
+			if !p.linkedOK || c.prevLine != n-1 {
+				// Not chained from the line before it (a chunk's first
+				// line, or a line after a skipped one): recompute here.
+				got = e.ComputeChainHash(c.prev)
+			}
+			if got == p.claimed {
 				c.verified++
 			} else {
-				c.r.lineProblem(n, seq, "chain hash mismatch: the event and the previous chain hash give %s, the line says %s", got, l.claimed)
+				c.r.lineProblem(n, seq, "chain hash mismatch: the event and the previous chain hash give %s, the line says %s", got, p.claimed)
 			}
 		}
 	case e.Sequence > want:
@@ -126,6 +133,6 @@ func (c *chain) add(n int, raw []byte, terminated bool) error {
 		c.r.lineProblem(n, seq, "out of order: sequence %d after %d (expected %d)", e.Sequence, c.prevSeq, want)
 		return nil // the chain stays at prevSeq
 	}
-	c.prevSeq, c.prev, c.prevKnown = e.Sequence, l.claimed, true
+	c.prevSeq, c.prev, c.prevKnown, c.prevLine = e.Sequence, p.claimed, true, n
 	return nil
 }

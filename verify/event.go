@@ -27,7 +27,8 @@ type fieldError struct {
 
 func (e *fieldError) Error() string { return e.field + ": " + e.err.Error() }
 
-// parseLine reads one export line: an event JSON object as eventjson.Append
+// parseLine reads one export line (which must not change afterwards: the
+// event's strings point into it): an event JSON object as eventjson.Append
 // writes it. It decodes every field the canonical encoding covers as
 // encoding/json would decode it into domain.AuditEvent (times, the
 // decimal sequence, the UUID), re-canonicalizes details, and requires
@@ -182,7 +183,59 @@ func (s *scanner) time() (time.Time, error) {
 	if escaped {
 		return time.Time{}, errSyntax
 	}
+	if t, ok := parseUTCTime(raw); ok {
+		return t, nil
+	}
 	return time.Parse(time.RFC3339, string(raw))
+}
+
+// parseUTCTime parses the common form of the export's times,
+// "2006-01-02T15:04:05[.fraction]Z", faster than time.Parse; ok is false
+// for anything else (other zones go through time.Parse).
+func parseUTCTime(b []byte) (time.Time, bool) {
+	if len(b) < 20 || b[len(b)-1] != 'Z' || b[4] != '-' || b[7] != '-' || b[10] != 'T' || b[13] != ':' || b[16] != ':' {
+		return time.Time{}, false
+	}
+	num := func(b []byte) (int, bool) {
+		n := 0
+		for _, c := range b {
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			n = n*10 + int(c-'0')
+		}
+		return n, true
+	}
+	year, ok1 := num(b[0:4])
+	month, ok2 := num(b[5:7])
+	day, ok3 := num(b[8:10])
+	hour, ok4 := num(b[11:13])
+	minute, ok5 := num(b[14:16])
+	sec, ok6 := num(b[17:19])
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || month < 1 || month > 12 || day < 1 ||
+		day > daysIn(year, month) || hour > 23 || minute > 59 || sec > 59 {
+		return time.Time{}, false
+	}
+	nsec := 0
+	if frac := b[19 : len(b)-1]; len(frac) > 0 {
+		if frac[0] != '.' || len(frac) < 2 || len(frac) > 10 {
+			return time.Time{}, false
+		}
+		n, ok := num(frac[1:])
+		if !ok {
+			return time.Time{}, false
+		}
+		for range 10 - len(frac) {
+			n *= 10
+		}
+		nsec = n
+	}
+	return time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC), true
+}
+
+// daysIn returns the number of days of the month of the year.
+func daysIn(year, month int) int {
+	return time.Date(year, time.Month(month)+1, 0, 0, 0, 0, 0, time.UTC).Day()
 }
 
 func (s *scanner) subject() (v domain.Subject, err error) {

@@ -32,13 +32,12 @@ type InputError struct {
 func (e *InputError) Error() string { return e.What + ": " + e.Err.Error() }
 func (e *InputError) Unwrap() error { return e.Err }
 
-// exportReader reads the lines of an export file, plain or gzip (told by
-// its first two bytes), through a large buffer.
+// exportReader reads an export file, plain or gzip (told by its first two
+// bytes), through a large buffer.
 type exportReader struct {
 	f    *os.File
 	gz   *gzip.Reader
 	r    *bufio.Reader
-	long []byte // a line longer than the buffer, assembled
 	// Compressed reports whether the file is gzip.
 	Compressed bool
 }
@@ -66,52 +65,8 @@ func openExport(path string) (*exportReader, error) {
 	return er, nil
 }
 
-// next returns the next line without its "\n" and whether the "\n" was
-// there (false only for a last line that is cut short). The slice is valid
-// until the next call. At the end it returns io.EOF; a line longer than
-// MaxLineBytes is an error wrapping errLineTooLong; a damaged gzip stream
-// (cut short, bad checksum) is an error too.
-func (er *exportReader) next() (line []byte, terminated bool, err error) {
-	b, err := er.r.ReadSlice('\n')
-	if err == nil {
-		return b[:len(b)-1], true, nil
-	}
-	if errors.Is(err, bufio.ErrBufferFull) {
-		er.long = append(er.long[:0], b...)
-		for errors.Is(err, bufio.ErrBufferFull) {
-			if len(er.long) > MaxLineBytes {
-				er.skipLine()
-				return nil, true, errLineTooLong
-			}
-			b, err = er.r.ReadSlice('\n')
-			er.long = append(er.long, b...)
-		}
-		if err == nil {
-			return er.long[:len(er.long)-1], true, nil
-		}
-		b = er.long
-	}
-	if errors.Is(err, io.EOF) {
-		if len(b) == 0 {
-			return nil, false, io.EOF
-		}
-		return b, false, nil
-	}
-	return b, false, err
-}
-
 // errLineTooLong is a line longer than MaxLineBytes.
 var errLineTooLong = fmt.Errorf("line longer than %d bytes", MaxLineBytes)
-
-// skipLine discards the rest of the current line.
-func (er *exportReader) skipLine() {
-	for {
-		_, err := er.r.ReadSlice('\n')
-		if !errors.Is(err, bufio.ErrBufferFull) {
-			return
-		}
-	}
-}
 
 // Close closes the file.
 func (er *exportReader) Close() error {

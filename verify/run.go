@@ -120,29 +120,16 @@ func run(ctx context.Context, opts Options, r *reporter) error {
 	}
 	defer er.Close()
 	c := newChain(r, start)
-	for n := 1; ; n++ {
-		raw, terminated, err := er.next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if errors.Is(err, errLineTooLong) {
-			c.unreadable(n, 0, err.Error())
-			continue
-		}
-		if err != nil {
-			if !isDamagedGzip(err) {
-				return &InputError{"export", err}
-			}
-			c.lines = n
-			c.r.lineProblem(n, c.expected(), "the gzip stream is damaged or cut short here: %v", err)
-			break
-		}
-		if err := c.add(n, raw, terminated); err != nil {
-			return err
-		}
-		if !terminated {
-			break
-		}
+	n, err := eachLine(ctx, er.r, c.add)
+	switch {
+	case err == nil:
+	case isDamagedGzip(err):
+		c.lines = n
+		r.lineProblem(n, c.expected(), "the gzip stream is damaged or cut short here: %v", err)
+	case errors.As(err, new(*UsageError)):
+		return err
+	default:
+		return &InputError{"export", err}
 	}
 	if c.events == 0 {
 		r.problem("export: no events")

@@ -1,9 +1,11 @@
 package verify
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // scanner reads JSON values from one line without reflection. It keeps the
@@ -56,23 +58,50 @@ func (s *scanner) rawString() (raw []byte, escaped bool, err error) {
 		return nil, false, errSyntax
 	}
 	start := s.i + 1
-	for i := start; i < len(s.b); i++ {
+	i := start
+	for {
+		// Eight bytes at a time while none is special.
+		for i+8 <= len(s.b) && !special8(binary.LittleEndian.Uint64(s.b[i:])) {
+			i += 8
+		}
+		if i >= len(s.b) {
+			return nil, false, errSyntax
+		}
 		switch c := s.b[i]; {
 		case c == '"':
 			s.i = i + 1
 			return s.b[start:i], escaped, nil
 		case c == '\\':
 			escaped = true
-			i++
+			i += 2
 		case c < 0x20:
 			return nil, false, errSyntax
+		default:
+			i++
 		}
 	}
-	return nil, false, errSyntax
+}
+
+// special8 reports whether any of the eight bytes of x is a quote, a
+// backslash or a control character (below 0x20): the bytes a string scan
+// stops at.
+func special8(x uint64) bool {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	quote := x ^ (ones * '"')
+	backslash := x ^ (ones * '\\')
+	less := (x - ones*0x20) &^ x          // a byte below 0x20 (hasless)
+	zq := (quote - ones) &^ quote         // a zero byte: a quote
+	zb := (backslash - ones) &^ backslash // a zero byte: a backslash
+	return (less|zq|zb)&highs != 0
 }
 
 // str consumes a string and returns its value as encoding/json decodes it
-// (invalid UTF-8 and lone surrogates become U+FFFD).
+// (invalid UTF-8 and lone surrogates become U+FFFD). A string without
+// escapes points into the line, which is never written afterwards (see
+// chunk), so that reading an event allocates no strings.
 func (s *scanner) str() (string, error) {
 	start := s.i
 	raw, escaped, err := s.rawString()
@@ -80,7 +109,10 @@ func (s *scanner) str() (string, error) {
 		return "", err
 	}
 	if !escaped && utf8.Valid(raw) {
-		return string(raw), nil
+		if len(raw) == 0 {
+			return "", nil
+		}
+		return unsafe.String(&raw[0], len(raw)), nil
 	}
 	var v string
 	if err := json.Unmarshal(s.b[start:s.i], &v); err != nil {
