@@ -204,6 +204,5 @@ func writeFile(t testing.TB, dir, name string, data []byte) string {
 	return path
 }
 
-
 // jsonMarshal is json.Marshal.
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

@@ -35,9 +35,9 @@ func (e *InputError) Unwrap() error { return e.Err }
 // exportReader reads an export file, plain or gzip (told by its first two
 // bytes), through a large buffer.
 type exportReader struct {
-	f    *os.File
-	gz   *gzip.Reader
-	r    *bufio.Reader
+	f  *os.File
+	gz *gzip.Reader
+	r  *bufio.Reader
 	// Compressed reports whether the file is gzip.
 	Compressed bool
 }

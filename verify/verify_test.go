@@ -164,11 +164,14 @@ func TestCheckpoints(t *testing.T) {
 			p.ProjectID = "plant-2"
 			return sign(t, current, "", p)
 		}, 1, `checkpoint: for tenant/project "acme"/"plant-2"`},
-		"altered payload":   {altered, 1, "checkpoint: the signature does not verify with key " + current.kid},
-		"forged signature":  {func() string { return sign(t, stranger, current.kid, payloadAt(last)) }, 1, "checkpoint: the signature does not verify"},
-		"unknown kid":       {func() string { return sign(t, stranger, "", payloadAt(last)) }, 1, "checkpoint: unknown key id"},
-		"not a JWS at all":  {func() string { return "hello" }, 1, "checkpoint: not a compact JWS"},
-		"signature removed": {func() string { jws := sign(t, current, "", payloadAt(last)); return jws[:strings.LastIndex(jws, ".")+1] }, 1, "checkpoint:"},
+		"altered payload":  {altered, 1, "checkpoint: the signature does not verify with key " + current.kid},
+		"forged signature": {func() string { return sign(t, stranger, current.kid, payloadAt(last)) }, 1, "checkpoint: the signature does not verify"},
+		"unknown kid":      {func() string { return sign(t, stranger, "", payloadAt(last)) }, 1, "checkpoint: unknown key id"},
+		"not a JWS at all": {func() string { return "hello" }, 1, "checkpoint: not a compact JWS"},
+		"signature removed": {func() string {
+			jws := sign(t, current, "", payloadAt(last))
+			return jws[:strings.LastIndex(jws, ".")+1]
+		}, 1, "checkpoint:"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
