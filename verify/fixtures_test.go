@@ -172,10 +172,19 @@ func sign(t testing.TB, k signingKey, kid string, payload checkpointPayload) str
 	if kid == "" {
 		kid = k.kid
 	}
+	return signAs(t, k, kid, "aether-checkpoint+jws", payload)
+}
+
+// signTyped is sign with another JWS type header.
+func signTyped(t testing.TB, k signingKey, typ string, payload checkpointPayload) string {
+	return signAs(t, k, k.kid, typ, payload)
+}
+
+func signAs(t testing.TB, k signingKey, kid, typ string, payload checkpointPayload) string {
 	body, err := json.Marshal(payload)
 	require.NoError(t, err)
 	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.EdDSA, Key: k.priv},
-		(&jose.SignerOptions{}).WithType("aether-checkpoint+jws").WithHeader(jose.HeaderKey("kid"), kid))
+		(&jose.SignerOptions{}).WithType(jose.ContentType(typ)).WithHeader(jose.HeaderKey("kid"), kid))
 	require.NoError(t, err)
 	obj, err := signer.Sign(body)
 	require.NoError(t, err)
