@@ -6,7 +6,7 @@ BIN     := bin/aether
 DASHBOARD_PROJECT ?= demo
 DEV_PERMISSIONS := audit:read,audit:write,webhooks:read,webhooks:write,deliveries:redrive,exports:read,exports:write,exports:download,history:write,admin
 
-.PHONY: all build run run-deps test test-deps chaos e2e vet generate check-generate sqlc check-sqlc graphiql check-graphiql docs check-docs bench soak tidy fuzz
+.PHONY: all build run run-deps test test-deps test-examples chaos e2e vet generate check-generate sqlc check-sqlc graphiql check-graphiql docs check-docs bench soak tidy fuzz
 
 all: build
 
@@ -67,6 +67,13 @@ test: test-deps vet check-docs check-sqlc check-generate
 	AETHER_TEST_DATABASE=private $(GO) test -count=1 -timeout 10m ./app/ ./store/...
 	@echo "--- end to end: aether serve driven by the graphql-ws, graphql-http and graphql-sse clients (Node.js), and the dashboard in headless Chromium"
 	$(MAKE) --no-print-directory e2e
+
+# The offline verifiers: `aether verify` and the Node.js example
+# (examples/verify-node) on the same good and tampered exports; they must
+# agree. Part of `go test ./...` above too. AETHER_VERIFY_EXPORT (with
+# AETHER_VERIFY_CHECKPOINT and AETHER_VERIFY_KEYS) adds a real export.
+test-examples: test-deps
+	$(GO) test -count=1 -run 'TestNodeVerifierAgrees' -v ./verify/
 
 # Fault tests (chaos/): aether serve killed with SIGKILL mid-delivery and
 # mid-export, PostgreSQL restarted under load, two processes with one killed

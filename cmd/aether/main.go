@@ -3,7 +3,7 @@
 // demo data. Every setting is a flag with an AETHER_* (or DATABASE_URL)
 // environment variable; `aether --help` and `aether <command> --help` list
 // them all. `aether export download` fetches a data export from a running
-// server and verifies it.
+// server and verifies it; `aether verify` checks an audit export offline.
 package main
 
 import (
@@ -13,6 +13,8 @@ import (
 	"os"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/aetheriot/aether-audit/verify"
 )
 
 // cli is the command line: one sub-command per task.
@@ -22,6 +24,7 @@ type cli struct {
 	Token   tokenCmd   `cmd:"" help:"Print a signed development token (HS256) on stdout."`
 	Seed    seedCmd    `cmd:"" help:"Append demo audit events, alarm history and telemetry through the application command path."`
 	Export  exportCmd  `cmd:"" help:"Work with data exports of a running server."`
+	Verify  verifyCmd  `cmd:"" help:"Verify an NDJSON audit export offline (chain, sequences, signed checkpoint): exit 0 verified, 1 failed, 2 bad usage or input."`
 }
 
 func main() {
@@ -39,12 +42,31 @@ func main() {
 		if errors.As(err, &parseErr) && parseErr.Context != nil {
 			parser.Stdout = os.Stderr
 			_ = parseErr.Context.PrintUsage(true)
+			if verifying(parseErr.Context) {
+				// aether verify's documented status for bad usage.
+				exit := parser.Exit
+				parser.Exit = func(int) { exit(verify.ExitUsage) }
+			}
 		}
 		parser.FatalIfErrorf(err)
 	}
 	kctx.BindTo(context.Background(), (*context.Context)(nil))
 	if err := kctx.Run(); err != nil {
+		var exit exitError
+		if errors.As(err, &exit) {
+			os.Exit(exit.code) // the command has said why
+		}
 		fmt.Fprintln(os.Stderr, "aether:", err)
 		os.Exit(1)
 	}
+}
+
+// verifying reports whether the command line being parsed is aether verify.
+func verifying(kctx *kong.Context) bool {
+	for _, p := range kctx.Path {
+		if p.Command != nil && p.Command.Name == "verify" {
+			return true
+		}
+	}
+	return false
 }

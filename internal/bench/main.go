@@ -21,6 +21,9 @@
 //	                     gzip) by app.RunDataExport to a file bucket, vs
 //	                     COPY (SELECT ...) TO STDOUT of the same rows, with
 //	                     the process's RSS growth
+//	verify               `aether verify`'s logic (verify.Run) over a
+//	                     1M-event NDJSON audit export, vs reading the file
+//	                     and SHA-256-hashing each line (no database)
 //	soak                 (only when named; `make soak`) the aether binary
 //	                     as a child process holding 2,000 subscribers at
 //	                     200 events/s with webhooks and an export, checking
@@ -85,8 +88,13 @@ var scenarios = []scenario{
 	{"live-fanout", runLiveFanout},
 	{"webhook-delivery", runWebhookDelivery},
 	{"export", runExport},
+	{"verify", runVerify},
 	{"soak", runSoak},
 }
+
+// noDatabase are the scenarios that need no database: when only they run,
+// the bench does not connect to one.
+var noDatabase = []string{"verify"}
 
 // notByDefault are the scenarios that run only when -scenario names them.
 var notByDefault = []string{"soak"}
@@ -146,12 +154,14 @@ func run(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	e, err := newEnv(ctx, opts.databaseURL)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		return 1
+	var e *env
+	if slices.ContainsFunc(opts.scenarios, func(n string) bool { return !slices.Contains(noDatabase, n) }) {
+		if e, err = newEnv(ctx, opts.databaseURL); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 1
+		}
+		defer e.close()
 	}
-	defer e.close()
 
 	if opts.cpuProfile != "" {
 		f, err := os.Create(opts.cpuProfile)

@@ -1,0 +1,395 @@
+package verify
+
+import (
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/aetheriot/aether-audit/domain"
+)
+
+// line is one export line read back: the event as the domain package
+// knows it (with canonical details) and the chain hash the line claims.
+type line struct {
+	event domain.AuditEvent
+	// claimed is the line's "chainHash".
+	claimed domain.Hash
+}
+
+// fieldError is a problem with one field of a line.
+type fieldError struct {
+	field string
+	err   error
+}
+
+func (e *fieldError) Error() string { return e.field + ": " + e.err.Error() }
+
+// parseLine reads one export line (which must not change afterwards: the
+// event's strings point into it): an event JSON object as eventjson.Append
+// writes it. It decodes every field the canonical encoding covers as
+// encoding/json would decode it into domain.AuditEvent (times, the
+// decimal sequence, the UUID), re-canonicalizes details, and requires
+// sequence, chainHash and the other covered fields to be present. A line
+// without chainVersion is of version 1 (exports from before version 2).
+func parseLine(b []byte, l *line) error {
+	*l = line{}
+	e := &l.event
+	e.ChainVersion = domain.ChainVersionOriginal
+	s := scanner{b: b}
+	if !s.consume('{') {
+		return &fieldError{"event", fmt.Errorf("not a JSON object")}
+	}
+	var seen uint32
+	const (
+		hasID = 1 << iota
+		hasTenant
+		hasProject
+		hasSequence
+		hasAction
+		hasOccurred
+		hasRecorded
+		hasSubject
+		hasResource
+		hasOutcome
+		hasDetails
+		hasChainHash
+		required = 1<<iota - 1
+	)
+	err := s.fields(func(key []byte) error {
+		var err error
+		switch string(key) {
+		case "id":
+			seen |= hasID
+			var v string
+			if v, err = s.str(); err == nil {
+				e.ID, err = uuid.Parse(v)
+			}
+		case "tenantId":
+			seen |= hasTenant
+			e.TenantID, err = s.str()
+		case "projectId":
+			seen |= hasProject
+			e.ProjectID, err = s.str()
+		case "sequence":
+			seen |= hasSequence
+			var raw []byte
+			var escaped bool
+			if raw, escaped, err = s.rawString(); err == nil {
+				if escaped || len(raw) == 0 {
+					err = errSyntax
+				} else {
+					e.Sequence, err = strconv.ParseUint(string(raw), 10, 64)
+				}
+			}
+		case "action":
+			seen |= hasAction
+			e.Action, err = s.str()
+		case "occurredAt":
+			seen |= hasOccurred
+			e.OccurredAt, err = s.time()
+		case "recordedAt":
+			seen |= hasRecorded
+			e.RecordedAt, err = s.time()
+		case "subject":
+			seen |= hasSubject
+			e.Subject, err = s.subject()
+		case "resource":
+			seen |= hasResource
+			e.Resource, err = s.resource()
+		case "outcome":
+			seen |= hasOutcome
+			var v string
+			v, err = s.str()
+			e.Outcome = domain.Outcome(v)
+		case "governance":
+			e.Governance, err = s.governance()
+		case "correlation":
+			e.Correlation, err = s.correlation()
+		case "evidenceDigests":
+			e.EvidenceDigests, err = s.evidenceDigests()
+		case "details":
+			seen |= hasDetails
+			var raw []byte
+			if raw, err = s.skip(); err == nil {
+				e.Details, err = canonicalDetails(raw)
+			}
+		case "chainHash":
+			seen |= hasChainHash
+			var raw []byte
+			var escaped bool
+			if raw, escaped, err = s.rawString(); err == nil {
+				if escaped || len(raw) != 2*len(l.claimed) {
+					err = fmt.Errorf("must be 64 hex digits")
+				} else if _, herr := hex.Decode(l.claimed[:], raw); herr != nil {
+					err = fmt.Errorf("must be 64 hex digits")
+				}
+			}
+		case "chainVersion":
+			var raw []byte
+			if raw, err = s.skip(); err == nil {
+				switch string(raw) {
+				case "1":
+					e.ChainVersion = domain.ChainVersionOriginal
+				case "2":
+					e.ChainVersion = domain.ChainVersionRecordedBy
+				default:
+					err = fmt.Errorf("unknown canonical encoding version %s", raw)
+				}
+			}
+		case "recordedBy":
+			e.RecordedBy, err = s.recorder()
+		default:
+			_, err = s.skip() // not covered by the hash
+		}
+		if err != nil {
+			return &fieldError{string(key), err}
+		}
+		return nil
+	})
+	if err != nil {
+		if _, ok := err.(*fieldError); !ok {
+			err = &fieldError{"event", err}
+		}
+		return err
+	}
+	if s.peek() != 0 {
+		return &fieldError{"event", fmt.Errorf("text after the JSON object")}
+	}
+	if seen&required != required {
+		for _, f := range []struct {
+			bit  uint32
+			name string
+		}{{hasID, "id"}, {hasTenant, "tenantId"}, {hasProject, "projectId"}, {hasSequence, "sequence"},
+			{hasAction, "action"}, {hasOccurred, "occurredAt"}, {hasRecorded, "recordedAt"},
+			{hasSubject, "subject"}, {hasResource, "resource"}, {hasOutcome, "outcome"},
+			{hasDetails, "details"}, {hasChainHash, "chainHash"}} {
+			if seen&f.bit == 0 {
+				return &fieldError{f.name, fmt.Errorf("missing")}
+			}
+		}
+	}
+	return nil
+}
+
+// time reads an RFC 3339 time as time.Time's UnmarshalJSON does.
+func (s *scanner) time() (time.Time, error) {
+	raw, escaped, err := s.rawString()
+	if err != nil {
+		return time.Time{}, err
+	}
+	if escaped {
+		return time.Time{}, errSyntax
+	}
+	if t, ok := parseUTCTime(raw); ok {
+		return t, nil
+	}
+	return time.Parse(time.RFC3339, string(raw))
+}
+
+// parseUTCTime parses the common form of the export's times,
+// "2006-01-02T15:04:05[.fraction]Z", faster than time.Parse; ok is false
+// for anything else (other zones go through time.Parse).
+func parseUTCTime(b []byte) (time.Time, bool) {
+	if len(b) < 20 || b[len(b)-1] != 'Z' || b[4] != '-' || b[7] != '-' || b[10] != 'T' || b[13] != ':' || b[16] != ':' {
+		return time.Time{}, false
+	}
+	num := func(b []byte) (int, bool) {
+		n := 0
+		for _, c := range b {
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			n = n*10 + int(c-'0')
+		}
+		return n, true
+	}
+	year, ok1 := num(b[0:4])
+	month, ok2 := num(b[5:7])
+	day, ok3 := num(b[8:10])
+	hour, ok4 := num(b[11:13])
+	minute, ok5 := num(b[14:16])
+	sec, ok6 := num(b[17:19])
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || month < 1 || month > 12 || day < 1 ||
+		day > daysIn(year, month) || hour > 23 || minute > 59 || sec > 59 {
+		return time.Time{}, false
+	}
+	nsec := 0
+	if frac := b[19 : len(b)-1]; len(frac) > 0 {
+		if frac[0] != '.' || len(frac) < 2 || len(frac) > 10 {
+			return time.Time{}, false
+		}
+		n, ok := num(frac[1:])
+		if !ok {
+			return time.Time{}, false
+		}
+		for range 10 - len(frac) {
+			n *= 10
+		}
+		nsec = n
+	}
+	return time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC), true
+}
+
+// daysIn returns the number of days of the month of the year.
+func daysIn(year, month int) int {
+	return time.Date(year, time.Month(month)+1, 0, 0, 0, 0, 0, time.UTC).Day()
+}
+
+func (s *scanner) subject() (v domain.Subject, err error) {
+	if !s.consume('{') {
+		return v, errSyntax
+	}
+	err = s.fields(func(key []byte) error {
+		var err error
+		switch string(key) {
+		case "type":
+			var t string
+			t, err = s.str()
+			v.Type = domain.SubjectType(t)
+		case "id":
+			v.ID, err = s.str()
+		case "displayName":
+			v.DisplayName, err = s.str()
+		default:
+			_, err = s.skip()
+		}
+		return err
+	})
+	return v, err
+}
+
+func (s *scanner) resource() (v domain.Resource, err error) {
+	if !s.consume('{') {
+		return v, errSyntax
+	}
+	err = s.fields(func(key []byte) error {
+		var err error
+		switch string(key) {
+		case "type":
+			v.Type, err = s.str()
+		case "id":
+			v.ID, err = s.str()
+		default:
+			_, err = s.skip()
+		}
+		return err
+	})
+	return v, err
+}
+
+func (s *scanner) governance() (*domain.Governance, error) {
+	if ok, err := s.nullableObject(); !ok || err != nil {
+		return nil, err
+	}
+	v := &domain.Governance{}
+	return v, s.fields(func(key []byte) error {
+		var err error
+		switch string(key) {
+		case "reason":
+			v.Reason, err = s.str()
+		case "ticket":
+			v.Ticket, err = s.str()
+		case "risk":
+			var r string
+			r, err = s.str()
+			v.Risk = domain.Risk(r)
+		case "confirmedBy":
+			v.ConfirmedBy, err = s.str()
+		default:
+			_, err = s.skip()
+		}
+		return err
+	})
+}
+
+func (s *scanner) correlation() (*domain.Correlation, error) {
+	if ok, err := s.nullableObject(); !ok || err != nil {
+		return nil, err
+	}
+	v := &domain.Correlation{}
+	return v, s.fields(func(key []byte) error {
+		var err error
+		switch string(key) {
+		case "traceId":
+			v.TraceID, err = s.str()
+		case "requestId":
+			v.RequestID, err = s.str()
+		case "causationId":
+			v.CausationID, err = s.str()
+		default:
+			_, err = s.skip()
+		}
+		return err
+	})
+}
+
+func (s *scanner) recorder() (*domain.Recorder, error) {
+	if ok, err := s.nullableObject(); !ok || err != nil {
+		return nil, err
+	}
+	v := &domain.Recorder{}
+	return v, s.fields(func(key []byte) error {
+		var err error
+		switch string(key) {
+		case "issuer":
+			v.Issuer, err = s.str()
+		case "subject":
+			v.Subject, err = s.str()
+		case "tokenId":
+			v.TokenID, err = s.str()
+		case "clientId":
+			v.ClientID, err = s.str()
+		default:
+			_, err = s.skip()
+		}
+		return err
+	})
+}
+
+// evidenceDigests reads the array (null reads as empty: the canonical
+// encoding writes [] for both).
+func (s *scanner) evidenceDigests() ([]domain.EvidenceDigest, error) {
+	if s.literal("null") {
+		return nil, nil
+	}
+	if !s.consume('[') {
+		return nil, errSyntax
+	}
+	var out []domain.EvidenceDigest
+	if s.consume(']') {
+		return out, nil
+	}
+	for {
+		if !s.consume('{') {
+			return nil, errSyntax
+		}
+		var d domain.EvidenceDigest
+		err := s.fields(func(key []byte) error {
+			var err error
+			switch string(key) {
+			case "algorithm":
+				d.Algorithm, err = s.str()
+			case "value":
+				d.Value, err = s.str()
+			case "label":
+				d.Label, err = s.str()
+			default:
+				_, err = s.skip()
+			}
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+		if s.consume(']') {
+			return out, nil
+		}
+		if !s.consume(',') {
+			return nil, errSyntax
+		}
+	}
+}
