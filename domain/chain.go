@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // ChainVersion identifies the canonical encoding of newly recorded events.
@@ -44,13 +46,26 @@ type canonicalEvent struct {
 	Subject         Subject          `json:"subject"`
 	TenantID        string           `json:"tenantId,omitempty"`
 	Version         int              `json:"v"`
+
+	// occurred and recorded, when times is set, are written in place of
+	// OccurredAt and RecordedAt (and id, seq of ID, Sequence), formatted straight into the output: what
+	// the chain does once per event, without a string per time.
+	// id and seq likewise replace ID and Sequence.
+	occurred, recorded time.Time
+	id                 uuid.UUID
+	seq                uint64
+	times              bool
 }
 
 // encode returns the canonical encoding of c: exactly what encoding/json
 // produces for the struct above with HTML escaping off and no trailing
 // newline (the tests hold the two equal), written without reflection.
-func (c canonicalEvent) encode() []byte {
-	b := make([]byte, 0, 640+len(c.Details))
+func (c *canonicalEvent) encode() []byte {
+	return c.appendTo(make([]byte, 0, 640+len(c.Details)))
+}
+
+// appendTo appends the encoding to b.
+func (c *canonicalEvent) appendTo(b []byte) []byte {
 	b = append(b, `{"action":`...)
 	b = appendJSONString(b, c.Action)
 	b = append(b, `,"correlation":`...)
@@ -99,14 +114,25 @@ func (c canonicalEvent) encode() []byte {
 		b = append(b, '}')
 	}
 	b = append(b, `,"id":`...)
-	b = appendJSONString(b, c.ID)
+	if c.times {
+		b = appendUUID(b, c.id)
+	} else {
+		b = appendJSONString(b, c.ID)
+	}
 	b = append(b, `,"occurredAt":`...)
-	b = appendJSONString(b, c.OccurredAt)
+	if c.times {
+		b = appendTime(b, c.occurred)
+	} else {
+		b = appendJSONString(b, c.OccurredAt)
+	}
 	b = append(b, `,"outcome":`...)
 	b = appendJSONString(b, string(c.Outcome))
 	b = append(b, `,"projectId":`...)
 	b = appendJSONString(b, c.ProjectID)
-	if c.RecordedAt != "" {
+	if c.times {
+		b = append(b, `,"recordedAt":`...)
+		b = appendTime(b, c.recorded)
+	} else if c.RecordedAt != "" {
 		b = append(b, `,"recordedAt":`...)
 		b = appendJSONString(b, c.RecordedAt)
 	}
@@ -126,7 +152,11 @@ func (c canonicalEvent) encode() []byte {
 	b = append(b, `,"id":`...)
 	b = appendJSONString(b, c.Resource.ID)
 	b = append(b, '}')
-	if c.Sequence != "" {
+	if c.times {
+		b = append(b, `,"sequence":"`...)
+		b = strconv.AppendUint(b, c.seq, 10)
+		b = append(b, '"')
+	} else if c.Sequence != "" {
 		b = append(b, `,"sequence":`...)
 		b = appendJSONString(b, c.Sequence)
 	}
@@ -164,8 +194,35 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
+// canonicalTimeLayout is the canonical form of a time: UTC, six
+// fractional digits.
+const canonicalTimeLayout = "2006-01-02T15:04:05.000000Z"
+
 func formatTime(t time.Time) string {
-	return t.UTC().Format("2006-01-02T15:04:05.000000Z")
+	return t.UTC().Format(canonicalTimeLayout)
+}
+
+// appendUUID appends u as a JSON string in its lower-case hyphenated form,
+// the bytes of appendJSONString(b, u.String()).
+func appendUUID(b []byte, u uuid.UUID) []byte {
+	const digits = "0123456789abcdef"
+	b = append(b, '"')
+	for i, x := range u {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			b = append(b, '-')
+		}
+		b = append(b, digits[x>>4], digits[x&0xf])
+	}
+	return append(b, '"')
+}
+
+// appendTime appends t in canonicalTimeLayout as a JSON string: the same
+// bytes as appendJSONString(b, formatTime(t)), which holds only digits and
+// punctuation, without the intermediate string.
+func appendTime(b []byte, t time.Time) []byte {
+	b = append(b, '"')
+	b = t.UTC().AppendFormat(b, canonicalTimeLayout)
+	return append(b, '"')
 }
 
 // CanonicalBytes returns the event's canonical encoding: the JSON object
@@ -179,22 +236,30 @@ func formatTime(t time.Time) string {
 // a version 1 event encodes exactly as it always did. This is what
 // ChainHash covers.
 func (e *AuditEvent) CanonicalBytes() []byte {
+	return e.AppendCanonical(make([]byte, 0, 640+len(e.Details)))
+}
+
+// AppendCanonical appends the event's canonical encoding (CanonicalBytes)
+// to b and returns the extended slice: for callers that hash many events
+// with one buffer.
+func (e *AuditEvent) AppendCanonical(b []byte) []byte {
 	c := canonicalEvent{
 		Action:          e.Action,
 		Correlation:     e.Correlation,
 		Details:         e.Details,
 		EvidenceDigests: e.EvidenceDigests,
 		Governance:      e.Governance,
-		ID:              e.ID.String(),
-		OccurredAt:      formatTime(e.OccurredAt),
 		Outcome:         e.Outcome,
 		ProjectID:       e.ProjectID,
-		RecordedAt:      formatTime(e.RecordedAt),
 		Resource:        e.Resource,
-		Sequence:        strconv.FormatUint(e.Sequence, 10),
 		Subject:         e.Subject,
 		TenantID:        e.TenantID,
 		Version:         e.ChainVersion,
+		id:              e.ID,
+		seq:             e.Sequence,
+		occurred:        e.OccurredAt,
+		recorded:        e.RecordedAt,
+		times:           true,
 	}
 	switch {
 	case e.ChainVersion < ChainVersionRecordedBy:
@@ -206,19 +271,24 @@ func (e *AuditEvent) CanonicalBytes() []byte {
 	default:
 		c.RecordedBy = e.RecordedBy
 	}
-	return c.encode()
+	return c.appendTo(b)
 }
 
 // ComputeChainHash returns SHA-256(prev || e.CanonicalBytes()), where prev is
 // the chain hash of the previous event of the same tenant and project, or 32
 // zero bytes for its first event.
 func (e *AuditEvent) ComputeChainHash(prev Hash) Hash {
-	h := sha256.New()
-	h.Write(prev[:])
-	h.Write(e.CanonicalBytes())
-	var out Hash
-	h.Sum(out[:0])
-	return out
+	h, _ := e.ChainHashWith(prev, nil)
+	return h
+}
+
+// ChainHashWith is ComputeChainHash using buf as scratch space; it returns
+// the hash and the buffer (grown if needed) for the next call, so a
+// verifier of many events allocates nothing per event.
+func (e *AuditEvent) ChainHashWith(prev Hash, buf []byte) (Hash, []byte) {
+	buf = append(buf[:0], prev[:]...)
+	buf = e.AppendCanonical(buf)
+	return sha256.Sum256(buf), buf
 }
 
 // ChainHead is the newest event of a tenant/project: its sequence and chain

@@ -3,6 +3,7 @@ package domain
 import (
 	"encoding/json"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -145,5 +146,48 @@ func BenchmarkCanonicalBytes(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = events[0].CanonicalBytes()
+	}
+}
+
+// TestAppendCanonicalMatchesStringForm: the event encoder, which formats
+// times, ids and sequences in place, writes the bytes of the reference
+// form built from strings (held to encoding/json above).
+func TestAppendCanonicalMatchesStringForm(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	d := validDraft()
+	require.NoError(t, d.Normalize("", testNow))
+	for i := range 500 {
+		d.ID[i%16] = byte(rng.IntN(256))
+		d.OccurredAt = time.Unix(rng.Int64N(4e9), rng.Int64N(1e9)).In(time.FixedZone("x", 3600*rng.IntN(12)))
+		events, _ := ChainHead{Sequence: rng.Uint64N(1 << 62)}.Append("t1", []AuditEventDraft{d}, d.OccurredAt.Add(time.Duration(rng.IntN(1e9))))
+		e := events[0]
+		if i%3 == 0 {
+			e.ChainVersion, e.RecordedBy = ChainVersionOriginal, nil
+		} else if i%3 == 1 {
+			e.RecordedBy = &Recorder{Issuer: "i", Subject: "s\u2028", TokenID: "t", ClientID: "c"}
+		}
+		ref := canonicalEvent{
+			Action: e.Action, Correlation: e.Correlation, Details: e.Details, EvidenceDigests: e.EvidenceDigests,
+			Governance: e.Governance, ID: e.ID.String(), OccurredAt: formatTime(e.OccurredAt), Outcome: e.Outcome,
+			ProjectID: e.ProjectID, RecordedAt: formatTime(e.RecordedAt), RecordedBy: e.RecordedBy, Resource: e.Resource,
+			Sequence: strconv.FormatUint(e.Sequence, 10), Subject: e.Subject, TenantID: e.TenantID, Version: e.ChainVersion,
+		}
+		if ref.Version < ChainVersionRecordedBy {
+			ref.Version, ref.RecordedBy = ChainVersionOriginal, nil
+		}
+		require.Equal(t, string(ref.encode()), string(e.CanonicalBytes()))
+		h, _ := e.ChainHashWith(Hash{1}, make([]byte, 3))
+		require.Equal(t, e.ComputeChainHash(Hash{1}), h)
+	}
+}
+
+func BenchmarkChainHashWith(b *testing.B) {
+	d := validDraft()
+	require.NoError(b, d.Normalize("", testNow))
+	events, _ := ChainHead{}.Append("t1", []AuditEventDraft{d}, testNow)
+	var buf []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		_, buf = events[0].ChainHashWith(Hash{}, buf)
 	}
 }

@@ -54,6 +54,7 @@ type parsed struct {
 func parseChunk(c *chunk) {
 	b := c.buf
 	c.lines = make([]parsed, 0, len(b)/512+1)
+	var scratch []byte // the hashed bytes of one line, reused
 	for len(b) > 0 {
 		var raw []byte
 		p := parsed{terminated: true}
@@ -70,7 +71,8 @@ func parseChunk(c *chunk) {
 		}
 		if n := len(c.lines); p.err == nil && !p.empty && n > 0 {
 			if prev := &c.lines[n-1]; prev.err == nil && !prev.empty {
-				p.linked, p.linkedOK = p.event.ComputeChainHash(prev.claimed), true
+				p.linked, scratch = p.event.ChainHashWith(prev.claimed, scratch)
+				p.linkedOK = true
 			}
 		}
 		c.lines = append(c.lines, p)
