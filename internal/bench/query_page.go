@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/aetheriot/aether-audit/app"
 	"github.com/aetheriot/aether-audit/domain"
@@ -22,7 +24,9 @@ import (
 const (
 	// queryProject is the project of tenant bench that holds seedTarget
 	// events; it is seeded once and reused by later runs.
-	queryProject = "bench-1m"
+	// (bench-1m-v2: its events carry recordedBy, which the filtered row
+	// selects on; the earlier bench-1m predates it.)
+	queryProject = "bench-1m-v2"
 	// seedTarget is the number of events queryProject must hold.
 	seedTarget = 1_000_000
 	// seedBatch is the number of events per seeding transaction.
@@ -50,11 +54,21 @@ const pageQuery = `query Page($projectId: ID!, $after: String) {
         evidenceDigests { algorithm value label }
         details
         chainHash
+        chainVersion
+        recordedBy { issuer subject tokenId clientId }
       }
     }
     pageInfo { hasNextPage endCursor }
   }
 }`
+
+// filteredPageQuery is pageQuery filtered by who recorded the events.
+var filteredPageQuery = strings.Replace(pageQuery,
+	"auditEvents(projectId: $projectId, first: 100, after: $after)",
+	`auditEvents(projectId: $projectId, first: 100, after: $after, filter: {recordedBySubject: "`+seedSubject+`"})`, 1)
+
+// seedSubject is the token subject that records the seeded events.
+const seedSubject = "bench-seed"
 
 // pageSQL is the baseline's page: the same keyset query our store runs for
 // an unfiltered oldest-first page (one extra row tells whether a next page
@@ -62,20 +76,50 @@ const pageQuery = `query Page($projectId: ID!, $after: String) {
 var pageSQL = "SELECT " + eventColumnList + ` FROM audit_events
 	WHERE tenant_id = $1 AND project_id = $2 AND sequence > $3 ORDER BY sequence LIMIT ` + strconv.Itoa(pageSize+1)
 
+// filteredPageSQL is the store's query for the filtered page.
+var filteredPageSQL = "SELECT " + eventColumnList + ` FROM audit_events
+	WHERE tenant_id = $1 AND project_id = $2 AND recorded_by_subject = $4 AND sequence > $3 ORDER BY sequence LIMIT ` + strconv.Itoa(pageSize+1)
+
 // runQueryPage compares pages/s and p99 latency of 100-event pages read at
 // random positions of a million-event project: through GraphQL auditEvents
-// over HTTP, and through pgx with the rows encoded to JSON.
+// over HTTP, and through pgx with the rows encoded to JSON. The second row
+// does the same with the recordedBySubject filter.
 func runQueryPage(ctx context.Context, e *env, opts options) ([]result, error) {
 	total, err := ensureSeeded(ctx, e)
 	if err != nil {
 		return nil, err
 	}
+	pool, err := e.baselinePool(ctx, queryClients)
+	if err != nil {
+		return nil, err
+	}
+	defer pool.Close()
+	var out []result
+	for _, row := range []struct {
+		name, query, sql, what string
+		args                   []any
+	}{
+		{"query-page", pageQuery, pageSQL, "", nil},
+		{"query-page-filtered", filteredPageQuery, filteredPageSQL,
+			" filtered by recordedBySubject (every event matches, so pages stay full: the filter's index path)", []any{seedSubject}},
+	} {
+		r, err := queryPageRow(ctx, e, opts, pool, total, row.name, row.query, row.sql, row.what, row.args)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// queryPageRow measures one row of runQueryPage.
+func queryPageRow(ctx context.Context, e *env, opts options, pool *pgxpool.Pool, total uint64, name, query, sql, what string, extra []any) (result, error) {
 	// A random start leaves a full page after it.
 	randomAfter := func(w *worker) uint64 { return w.rng.Uint64N(total - pageSize + 1) }
 
-	prefix, err := json.Marshal(pageQuery)
+	prefix, err := json.Marshal(query)
 	if err != nil {
-		return nil, err
+		return result{}, err
 	}
 	ours := newSide("ours", queryClients, func(ctx context.Context, w *worker) (int, error) {
 		cursor := app.EncodeCursor(domain.OldestFirst, randomAfter(w))
@@ -89,16 +133,12 @@ func runQueryPage(ctx context.Context, e *env, opts options) ([]result, error) {
 		return 1, nil
 	})
 	if err := checkOursPage(ctx, e, prefix); err != nil {
-		return nil, err
+		return result{}, err
 	}
 
-	pool, err := e.baselinePool(ctx, queryClients)
-	if err != nil {
-		return nil, err
-	}
-	defer pool.Close()
 	base := newSide("baseline", queryClients, func(ctx context.Context, w *worker) (int, error) {
-		rows, err := pool.Query(ctx, pageSQL, benchTenant, queryProject, int64(randomAfter(w)))
+		args := append([]any{benchTenant, queryProject, int64(randomAfter(w))}, extra...)
+		rows, err := pool.Query(ctx, sql, args...)
 		if err != nil {
 			return 0, err
 		}
@@ -110,12 +150,15 @@ func runQueryPage(ctx context.Context, e *env, opts options) ([]result, error) {
 				risk                   *string
 				g                      governanceRow
 				c                      correlationRow
+				rec                    recorderRow
+				version                int16
 				fingerprint, chainHash []byte
 			)
 			err := rows.Scan(&r.TenantID, &r.ProjectID, &r.Sequence, &r.ID, &r.Action, &r.OccurredAt, &r.RecordedAt,
 				&r.Subject.Type, &r.Subject.ID, &r.Subject.DisplayName, &r.Resource.Type, &r.Resource.ID, &r.Outcome,
 				&risk, &g.Reason, &g.Ticket, &g.ConfirmedBy, &c.TraceID, &c.RequestID, &c.CausationID,
-				&r.EvidenceDigests, &r.Details, &fingerprint, &chainHash)
+				&r.EvidenceDigests, &r.Details, &fingerprint, &chainHash,
+				&version, &rec.Issuer, &rec.Subject, &rec.TokenID, &rec.ClientID)
 			if err != nil {
 				return 0, err
 			}
@@ -125,6 +168,10 @@ func runQueryPage(ctx context.Context, e *env, opts options) ([]result, error) {
 			}
 			if c != (correlationRow{}) {
 				r.Correlation = &c
+			}
+			r.ChainVersion = int(version)
+			if version >= domain.ChainVersionRecordedBy {
+				r.RecordedBy = &rec
 			}
 			r.ChainHash = hex.EncodeToString(chainHash)
 			page = append(page, r)
@@ -139,19 +186,19 @@ func runQueryPage(ctx context.Context, e *env, opts options) ([]result, error) {
 		return 1, json.NewEncoder(&w.buf).Encode(page[:pageSize])
 	})
 
-	o, b, err := compare(ctx, "query-page", opts.duration, ours, base)
+	o, b, err := compare(ctx, name, opts.duration, ours, base)
 	if err != nil {
-		return nil, err
+		return result{}, err
 	}
-	note := fmt.Sprintf("%d clients, random %d-event pages of %d events; ours: GraphQL auditEvents over HTTP, every event field; "+
+	note := fmt.Sprintf("%d clients, random %d-event pages of %d events%s; ours: GraphQL auditEvents over HTTP, every event field; "+
 		"baseline: the same keyset SELECT (LIMIT %d) with pgx, all columns scanned into typed Go values "+
 		"(jsonb as raw bytes), the page encoded to JSON with encoding/json, no HTTP",
-		queryClients, pageSize, total, pageSize+1)
-	return []result{newResult("query-page", o, b, note,
+		queryClients, pageSize, total, what, pageSize+1)
+	return newResult(name, o, b, note,
 		throughput("pages/s", o, b, 0.5),
 		latency("p50 ms", 0.50, o, b, 0),
 		latency("p99 ms", 0.99, o, b, 2),
-	)}, nil
+	), nil
 }
 
 // pageRow is one event as the baseline scans and encodes it.
@@ -178,6 +225,16 @@ type pageRow struct {
 	EvidenceDigests json.RawMessage `json:"evidenceDigests"`
 	Details         json.RawMessage `json:"details"`
 	ChainHash       string          `json:"chainHash"`
+	ChainVersion    int             `json:"chainVersion"`
+	RecordedBy      *recorderRow    `json:"recordedBy"`
+}
+
+// recorderRow is the baseline's recordedBy.
+type recorderRow struct {
+	Issuer   string `json:"issuer"`
+	Subject  string `json:"subject"`
+	TokenID  string `json:"tokenId"`
+	ClientID string `json:"clientId"`
 }
 
 // governanceRow and correlationRow are the baseline's typed nested objects.
@@ -243,7 +300,7 @@ func ensureSeeded(ctx context.Context, e *env) (uint64, error) {
 	fmt.Fprintf(os.Stderr, "bench: seeding %s/%s from %d to %d events (once; kept in %s for later runs)\n",
 		benchTenant, queryProject, head.Sequence, seedTarget, benchDatabase)
 
-	id := app.Identity{Subject: "bench-seed", TenantID: benchTenant, ProjectIDs: []string{queryProject},
+	id := app.Identity{Subject: seedSubject, TenantID: benchTenant, ProjectIDs: []string{queryProject},
 		Permissions: []app.Permission{app.PermissionAuditWrite}}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
