@@ -9,6 +9,7 @@ require (
 	github.com/MicahParks/keyfunc/v3 v3.9.2
 	github.com/alecthomas/kong v1.17.0
 	github.com/felixge/httpsnoop v1.1.0
+	github.com/go-jose/go-jose/v4 v4.1.9
 	github.com/goccy/go-json v0.12.0
 	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/google/uuid v1.6.0
