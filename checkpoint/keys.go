@@ -140,4 +140,3 @@ func MarshalPublicKey(pub ed25519.PublicKey) ([]byte, error) {
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), nil
 }
-
