@@ -3,9 +3,9 @@ package app
 import (
 	"context"
 	"encoding/base64"
-	"strings"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/aetheriot/aether-audit/domain"
 )

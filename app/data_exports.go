@@ -75,13 +75,13 @@ type ExportConfig struct {
 
 // Export limits and defaults.
 const (
-	DefaultExportMaxRange  = 31 * 24 * time.Hour
+	DefaultExportMaxRange = 31 * 24 * time.Hour
 	// DefaultExportMaxSequenceRange bounds an export by sequence range.
 	DefaultExportMaxSequenceRange = 1_000_000
-	DefaultExportMaxBytes  = 5 << 30
-	DefaultExportMaxActive = 3
-	DefaultExportTTL       = 7 * 24 * time.Hour
-	DefaultDownloadTTL     = 10 * time.Minute
+	DefaultExportMaxBytes         = 5 << 30
+	DefaultExportMaxActive        = 3
+	DefaultExportTTL              = 7 * 24 * time.Hour
+	DefaultDownloadTTL            = 10 * time.Minute
 	// MaxDownloadTTL bounds a download capability's lifetime.
 	MaxDownloadTTL = time.Hour
 	// dataExportFailingRuns is how many runs of an export may fail before
@@ -132,8 +132,8 @@ type RequestDataExportInput struct {
 	// FromSequence and ToSequence (inclusive) are the sequence range of an
 	// AUDIT export, instead of From and To.
 	FromSequence, ToSequence *uint64
-	Format      domain.DataExportFormat
-	Compression domain.DataExportCompression
+	Format                   domain.DataExportFormat
+	Compression              domain.DataExportCompression
 	// Confirm must be true: exports take data out of the platform.
 	Confirm bool
 	// IdempotencyKey, when set, makes the request idempotent.
