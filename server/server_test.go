@@ -25,8 +25,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aetheriot/aether-audit/app"
-	"github.com/aetheriot/aether-audit/checkpoint"
 	"github.com/aetheriot/aether-audit/auth"
+	"github.com/aetheriot/aether-audit/checkpoint"
 	"github.com/aetheriot/aether-audit/live"
 	"github.com/aetheriot/aether-audit/server"
 	"github.com/aetheriot/aether-audit/store"
