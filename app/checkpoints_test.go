@@ -309,7 +309,7 @@ func TestVerifyAuditChainChecksCheckpoints(t *testing.T) {
 				return parts[0] + "." + b64(string(body)) + "." + parts[2]
 			}},
 			"forged (another key under the ring's kid)": {sign: func(p checkpoint.Payload) string { return forge(t, p, rotated.KeyID()) }},
-			"unknown kid":                               {sign: func(p checkpoint.Payload) string { return mustSign(t, stranger, p) }},
+			"unknown kid": {sign: func(p checkpoint.Payload) string { return mustSign(t, stranger, p) }},
 		} {
 			t.Run(name, func(t *testing.T) {
 				b2, _, _ := setupCheckpoints(t)
