@@ -80,7 +80,9 @@ func TestExportBySequenceRange(t *testing.T) {
 		t.Parallel()
 		b := setupExports(t, app.ExportConfig{})
 		b.app = b.otherApp(func(c *app.Config) { c.Checkpoints = newRing(t) })
-		e := b.ready(t, func(in *app.RequestDataExportInput) { in.From, in.To = occurred.Add(-72*time.Hour), occurred.Add(-48*time.Hour) })
+		e := b.ready(t, func(in *app.RequestDataExportInput) {
+			in.From, in.To = occurred.Add(-72*time.Hour), occurred.Add(-48*time.Hour)
+		})
 		require.Zero(t, e.RowCount)
 		require.Nil(t, e.Checkpoint, "an empty export has no checkpoint")
 		e = b.ready(t, func(in *app.RequestDataExportInput) { in.Kind = domain.DataExportAlarm })
@@ -104,16 +106,19 @@ func TestExportBySequenceRange(t *testing.T) {
 			change func(*app.RequestDataExportInput)
 			field  string
 		}{
-			"both kinds":       {func(in *app.RequestDataExportInput) { in.FromSequence, in.ToSequence = &one, &three }, "fromSequence"},
-			"not AUDIT":        {func(in *app.RequestDataExportInput) { seqs(1, 3)(in); in.Kind = domain.DataExportAlarm }, "fromSequence"},
-			"only one bound":   {func(in *app.RequestDataExportInput) { seqs(1, 3)(in); in.ToSequence = nil }, "toSequence"},
-			"zero":             {seqs(0, 3), "fromSequence"},
-			"reversed":         {seqs(3, 1), "toSequence"},
-			"past the head":    {seqs(1, 4), "toSequence"},
-			"too long":         {func(in *app.RequestDataExportInput) { seqs(1, 11)(in) }, "toSequence"},
-			"no range at all":  {func(in *app.RequestDataExportInput) { in.From, in.To = time.Time{}, time.Time{} }, "from"},
-			"to without from":  {func(in *app.RequestDataExportInput) { seqs(1, 3)(in); in.FromSequence = nil }, "fromSequence"},
-			"from nine to one": {func(in *app.RequestDataExportInput) { in.From, in.To = time.Time{}, time.Time{}; in.FromSequence, in.ToSequence = &nine, &one }, "toSequence"},
+			"both kinds":      {func(in *app.RequestDataExportInput) { in.FromSequence, in.ToSequence = &one, &three }, "fromSequence"},
+			"not AUDIT":       {func(in *app.RequestDataExportInput) { seqs(1, 3)(in); in.Kind = domain.DataExportAlarm }, "fromSequence"},
+			"only one bound":  {func(in *app.RequestDataExportInput) { seqs(1, 3)(in); in.ToSequence = nil }, "toSequence"},
+			"zero":            {seqs(0, 3), "fromSequence"},
+			"reversed":        {seqs(3, 1), "toSequence"},
+			"past the head":   {seqs(1, 4), "toSequence"},
+			"too long":        {func(in *app.RequestDataExportInput) { seqs(1, 11)(in) }, "toSequence"},
+			"no range at all": {func(in *app.RequestDataExportInput) { in.From, in.To = time.Time{}, time.Time{} }, "from"},
+			"to without from": {func(in *app.RequestDataExportInput) { seqs(1, 3)(in); in.FromSequence = nil }, "fromSequence"},
+			"from nine to one": {func(in *app.RequestDataExportInput) {
+				in.From, in.To = time.Time{}, time.Time{}
+				in.FromSequence, in.ToSequence = &nine, &one
+			}, "toSequence"},
 		} {
 			_, err := b.app.RequestDataExport(ctx, b.user, exportInput(tc.change))
 			requireCode(t, err, app.CodeBadUserInput)
