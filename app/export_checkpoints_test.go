@@ -95,6 +95,26 @@ func TestExportBySequenceRange(t *testing.T) {
 		require.Equal(t, rec[0].Sequence, e.Checkpoint.Sequence, "the last exported row's sequence")
 	})
 
+	t.Run("PurgedBeforeItRanFails", func(t *testing.T) {
+		t.Parallel()
+		b := setupExports(t, app.ExportConfig{})
+		_, err := b.app.RecordAuditEvents(ctx, b.svc, app.RecordAuditEventsInput{Events: []domain.AuditEventDraft{
+			draft("p1", "a.b"), draft("p1", "a.b"), draft("p1", "a.b")}})
+		require.NoError(t, err)
+		e := b.request(t, seqs(1, 3))
+		later := b.otherApp(func(c *app.Config) {
+			c.Now = func() time.Time { return b.clock.Now().Add(401 * 24 * time.Hour) }
+		})
+		purges, err := later.PurgeExpiredAuditEvents(ctx, 10)
+		require.NoError(t, err)
+		require.NotEmpty(t, purges)
+		require.NoError(t, runExport(ctx, b.app, e, 1, nil))
+		got := b.get(t, e)
+		require.Equal(t, domain.DataExportFailed, got.State, "not a partial file")
+		require.Contains(t, got.FailureReason, "purged by retention")
+		require.Empty(t, b.objects(t))
+	})
+
 	t.Run("Refusals", func(t *testing.T) {
 		t.Parallel()
 		b := setupExports(t, app.ExportConfig{MaxSequenceRange: 10})
