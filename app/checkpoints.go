@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 
-	"github.com/aetheriot/aether-audit/checkpoint"
 	"github.com/aetheriot/aether-audit/domain"
 )
 
@@ -40,7 +39,3 @@ func (a *App) CheckpointKeys() []byte {
 
 // errNoCheckpointKey refuses to sign without a configured key.
 var errNoCheckpointKey = newError(CodeInvalidState, "checkpoints are off: the service has no checkpoint key configured")
-
-// CheckpointKeyRing is the ring the App signs and verifies with; nil when
-// checkpoints are off.
-func (a *App) CheckpointKeyRing() *checkpoint.KeyRing { return a.checkpoints }

@@ -35,7 +35,7 @@ type CheckpointCandidate struct {
 }
 
 // StoredCheckpoint is a checkpoint's JWS as stored, with the JWS of the
-// checkpoint issued just before it (empty when there is none), as chain
+// checkpoint issued just before it (nil when there is none), as chain
 // verification reads them.
 type StoredCheckpoint struct {
 	Sequence    uint64
