@@ -70,6 +70,12 @@ func (a *App) signCheckpoint(ctx context.Context, tenantID, projectID string, ta
 		at := min(target, start+MaxCheckpointRecompute)
 		hash, err := a.recomputeChain(ctx, tenantID, projectID, start, startHash, at)
 		if errors.Is(err, ErrChainDoesNotRecompute) {
+			// A purge that committed meanwhile removes events the scan
+			// expected: look again from the new anchor, once per purge.
+			if now, perr := a.store.AuditPurgedPrefix(ctx, tenantID, projectID); perr == nil && now.Through != purged.Through {
+				step--
+				continue
+			}
 			return domain.AuditCheckpoint{}, a.refuseCheckpoint(ctx, tenantID, projectID, at, err)
 		}
 		if err != nil {
