@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/aetheriot/aether-audit/checkpoint"
 	"github.com/aetheriot/aether-audit/domain"
 )
 
@@ -34,6 +35,7 @@ type Store[T Tx] interface {
 	WebhookStore
 	DataExportStore
 	RetentionStore
+	CheckpointReads
 }
 
 // AuditReads reads audit events and chain heads: on the Store each read
@@ -76,6 +78,8 @@ type App struct {
 	observer Observer
 	// tracer starts the spans of commands; nil when tracing is off.
 	tracer trace.Tracer
+	// checkpoints signs and verifies checkpoints; nil turns them off.
+	checkpoints *checkpoint.KeyRing
 }
 
 // Config configures an App. Zero fields take defaults.
@@ -113,6 +117,10 @@ type Config struct {
 	// Tracer, when set, starts a span for each command (a use case that
 	// writes); nil turns command spans off at no cost.
 	Tracer trace.Tracer
+	// Checkpoints is the key ring that signs audit checkpoints and verifies
+	// stored ones; nil turns checkpoints off (createAuditCheckpoint fails,
+	// the periodic signer does nothing, exports record none).
+	Checkpoints *checkpoint.KeyRing
 }
 
 // New returns an App over store.
@@ -141,7 +149,7 @@ func New[T Tx](store Store[T], cfg Config) *App {
 	if a.purgeBatch <= 0 {
 		a.purgeBatch = DefaultPurgeBatch
 	}
-	a.observer, a.tracer = cfg.Observer, cfg.Tracer
+	a.observer, a.tracer, a.checkpoints = cfg.Observer, cfg.Tracer, cfg.Checkpoints
 	if a.observer == nil {
 		a.observer = noObserver{}
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -25,6 +26,7 @@ type DataExportReads interface {
 	ListDataExports(ctx context.Context, tenantID, projectID string, f domain.DataExportFilter, before uuid.UUID, limit int) ([]domain.DataExport, error)
 	DueDataExportExpiries(ctx context.Context, now, failedBefore time.Time, limit int) ([]domain.DataExport, error)
 	StreamAuditEventsByTime(ctx context.Context, tenantID, projectID string, from, to time.Time, fn func(*domain.AuditEvent) error) error
+	StreamAuditEventsBySequence(ctx context.Context, tenantID, projectID string, from, to uint64, fn func(*domain.AuditEvent) error) error
 	StreamAlarmHistory(ctx context.Context, tenantID, projectID string, from, to time.Time, fn func(*domain.AlarmRecord) error) error
 	StreamTelemetryHistory(ctx context.Context, tenantID, projectID string, from, to time.Time, fn func(*domain.TelemetryPoint) error) error
 }
@@ -57,6 +59,9 @@ type ExportConfig struct {
 	DownloadKey []byte
 	// MaxRange bounds an export's time range; default 31 days.
 	MaxRange time.Duration
+	// MaxSequenceRange bounds the events of an AUDIT export by sequence
+	// range; default DefaultExportMaxSequenceRange.
+	MaxSequenceRange uint64
 	// MaxBytes bounds an export's stored size; default 5 GiB.
 	MaxBytes uint64
 	// MaxActive bounds a tenant's QUEUED and RUNNING exports; default 3.
@@ -70,11 +75,13 @@ type ExportConfig struct {
 
 // Export limits and defaults.
 const (
-	DefaultExportMaxRange  = 31 * 24 * time.Hour
-	DefaultExportMaxBytes  = 5 << 30
-	DefaultExportMaxActive = 3
-	DefaultExportTTL       = 7 * 24 * time.Hour
-	DefaultDownloadTTL     = 10 * time.Minute
+	DefaultExportMaxRange = 31 * 24 * time.Hour
+	// DefaultExportMaxSequenceRange bounds an export by sequence range.
+	DefaultExportMaxSequenceRange = 1_000_000
+	DefaultExportMaxBytes         = 5 << 30
+	DefaultExportMaxActive        = 3
+	DefaultExportTTL              = 7 * 24 * time.Hour
+	DefaultDownloadTTL            = 10 * time.Minute
 	// MaxDownloadTTL bounds a download capability's lifetime.
 	MaxDownloadTTL = time.Hour
 	// dataExportFailingRuns is how many runs of an export may fail before
@@ -90,6 +97,9 @@ const (
 func (c ExportConfig) withDefaults() ExportConfig {
 	if c.MaxRange <= 0 {
 		c.MaxRange = DefaultExportMaxRange
+	}
+	if c.MaxSequenceRange == 0 {
+		c.MaxSequenceRange = DefaultExportMaxSequenceRange
 	}
 	if c.MaxBytes == 0 {
 		c.MaxBytes = DefaultExportMaxBytes
@@ -114,11 +124,16 @@ const operationRequestDataExport = "requestDataExport"
 
 // RequestDataExportInput asks for one export.
 type RequestDataExportInput struct {
-	ProjectID   string
-	Kind        domain.DataExportKind
-	From, To    time.Time
-	Format      domain.DataExportFormat
-	Compression domain.DataExportCompression
+	ProjectID string
+	Kind      domain.DataExportKind
+	// From and To are the time range [From, To); zero for an export by
+	// sequence range.
+	From, To time.Time
+	// FromSequence and ToSequence (inclusive) are the sequence range of an
+	// AUDIT export, instead of From and To.
+	FromSequence, ToSequence *uint64
+	Format                   domain.DataExportFormat
+	Compression              domain.DataExportCompression
 	// Confirm must be true: exports take data out of the platform.
 	Confirm bool
 	// IdempotencyKey, when set, makes the request idempotent.
@@ -126,7 +141,8 @@ type RequestDataExportInput struct {
 }
 
 // RequestDataExport queues an export of a project's history in
-// [From, To). Exports are high-risk: without Confirm it fails with
+// [From, To), or of the AUDIT events FromSequence..ToSequence (which must
+// be recorded and not purged). Exports are high-risk: without Confirm it fails with
 // CONFIRMATION_REQUIRED and creates nothing. In one transaction: the export
 // in state QUEUED, its audit event (export.requested, risk HIGH, the
 // confirmation recorded) and its River job. A tenant has at most MaxActive
@@ -149,10 +165,21 @@ func (a *App) RequestDataExport(ctx context.Context, id Identity, in RequestData
 		return domain.DataExport{}, badInput("format", "must be NDJSON or CSV")
 	case !in.Compression.Valid():
 		return domain.DataExport{}, badInput("compression", "must be NONE or GZIP")
-	case !in.To.After(in.From):
-		return domain.DataExport{}, badInput("to", "must be after from")
-	case in.To.Sub(in.From) > cfg.MaxRange:
-		return domain.DataExport{}, badInput("to", fmt.Sprintf("the range must be at most %s; split the export", cfg.MaxRange))
+	}
+	bySequence := in.FromSequence != nil || in.ToSequence != nil
+	if bySequence {
+		if err := a.checkSequenceRange(ctx, id, in); err != nil {
+			return domain.DataExport{}, err
+		}
+	} else {
+		switch {
+		case in.From.IsZero() || in.To.IsZero():
+			return domain.DataExport{}, badInput("from", "give from and to, or (for AUDIT) fromSequence and toSequence")
+		case !in.To.After(in.From):
+			return domain.DataExport{}, badInput("to", "must be after from")
+		case in.To.Sub(in.From) > cfg.MaxRange:
+			return domain.DataExport{}, badInput("to", fmt.Sprintf("the range must be at most %s; split the export", cfg.MaxRange))
+		}
 	}
 	if err := checkIdempotencyKey(in.IdempotencyKey); err != nil {
 		return domain.DataExport{}, err
@@ -163,14 +190,19 @@ func (a *App) RequestDataExport(ctx context.Context, id Identity, in RequestData
 	now := a.storedNow()
 	e := domain.DataExport{
 		ID: uuid.Must(uuid.NewV7()), TenantID: id.TenantID, ProjectID: in.ProjectID, Kind: in.Kind,
-		Format: in.Format, Compression: in.Compression, From: in.From.UTC().Truncate(time.Microsecond),
-		To: in.To.UTC().Truncate(time.Microsecond), State: domain.DataExportQueued,
+		Format: in.Format, Compression: in.Compression, State: domain.DataExportQueued,
 		RequestedBy: id.Subject, RequestedAt: now, UpdatedAt: now,
+	}
+	if bySequence {
+		from, to := *in.FromSequence, *in.ToSequence
+		e.FromSequence, e.ToSequence = &from, &to
+	} else {
+		e.From, e.To = in.From.UTC().Truncate(time.Microsecond), in.To.UTC().Truncate(time.Microsecond)
 	}
 	var out domain.DataExport
 	err = a.retryTx(ctx, func(ctx context.Context, tx Tx) error {
 		if in.IdempotencyKey != "" {
-			b, _ := json.Marshal([]any{in.ProjectID, in.Kind, e.From, e.To, in.Format, in.Compression})
+			b, _ := json.Marshal([]any{in.ProjectID, in.Kind, e.From, e.To, in.Format, in.Compression, e.FromSequence, e.ToSequence})
 			fp := domain.Hash(sha256.Sum256(b))
 			prev, found, err := a.claimIdempotentID(ctx, tx, id.TenantID, operationRequestDataExport, in.IdempotencyKey, fp, e.ID)
 			if err != nil {
@@ -195,8 +227,15 @@ func (a *App) RequestDataExport(ctx context.Context, id Identity, in RequestData
 		if err := tx.InsertDataExport(ctx, e); err != nil {
 			return err
 		}
-		details, _ := json.Marshal(map[string]any{"exportId": e.ID.String(), "kind": e.Kind, "format": e.Format,
-			"compression": e.Compression, "from": e.From, "to": e.To, "confirmed": true})
+		fields := map[string]any{"exportId": e.ID.String(), "kind": e.Kind, "format": e.Format,
+			"compression": e.Compression, "confirmed": true}
+		if bySequence {
+			fields["fromSequence"] = strconv.FormatUint(*e.FromSequence, 10)
+			fields["toSequence"] = strconv.FormatUint(*e.ToSequence, 10)
+		} else {
+			fields["from"], fields["to"] = e.From, e.To
+		}
+		details, _ := json.Marshal(fields)
 		if _, err := a.recordCommandEventWith(ctx, tx, id, e.ProjectID, "export.requested",
 			domain.Resource{Type: "data_export", ID: e.ID.String()},
 			domain.Governance{Risk: domain.RiskHigh, Reason: "data export requested with explicit confirmation", ConfirmedBy: commandSubject(id).ID},
@@ -211,6 +250,43 @@ func (a *App) RequestDataExport(ctx context.Context, id Identity, in RequestData
 		return domain.DataExport{}, err
 	}
 	return out, nil
+}
+
+// checkSequenceRange checks the sequence range of an export request: an
+// AUDIT export, both bounds and no time range, at most MaxSequenceRange
+// events, all of them recorded and none purged by retention.
+func (a *App) checkSequenceRange(ctx context.Context, id Identity, in RequestDataExportInput) error {
+	switch {
+	case in.Kind != domain.DataExportAudit:
+		return badInput("fromSequence", "a sequence range is for AUDIT exports only")
+	case !in.From.IsZero() || !in.To.IsZero():
+		return badInput("fromSequence", "give either from and to, or fromSequence and toSequence, not both")
+	case in.FromSequence == nil:
+		return badInput("fromSequence", "is required with toSequence")
+	case in.ToSequence == nil:
+		return badInput("toSequence", "is required with fromSequence")
+	case *in.FromSequence < 1:
+		return badInput("fromSequence", "must be at least 1")
+	case *in.ToSequence < *in.FromSequence:
+		return badInput("toSequence", "must not be below fromSequence")
+	case *in.ToSequence-*in.FromSequence >= a.exports.MaxSequenceRange:
+		return badInput("toSequence", fmt.Sprintf("the range may span at most %d events; split the export", a.exports.MaxSequenceRange))
+	}
+	head, err := a.store.AuditHead(ctx, id.TenantID, in.ProjectID)
+	if err != nil {
+		return err
+	}
+	if *in.ToSequence > head.Sequence {
+		return badInput("toSequence", fmt.Sprintf("the project's events go up to %d", head.Sequence))
+	}
+	purged, err := a.store.AuditPurgedPrefix(ctx, id.TenantID, in.ProjectID)
+	if err != nil {
+		return err
+	}
+	if *in.FromSequence <= purged.Through {
+		return badInput("fromSequence", fmt.Sprintf("events through %d were purged by retention: export from %d", purged.Through, purged.Through+1))
+	}
+	return nil
 }
 
 // visibleExport reads, through r (the Store, or a Tx), an export of id's

@@ -21,7 +21,17 @@ type Observer interface {
 	// export's kind, the outcome (ready, failed, or error for a run River
 	// tries again), the run's duration, and the object's size when ready.
 	DataExportRun(kind, outcome string, took time.Duration, bytes uint64)
+	// CheckpointSigned is called once for each checkpoint signing that
+	// ended: outcome signed, or refused when the chain did not recompute
+	// (the signer never signs a broken chain).
+	CheckpointSigned(outcome string)
 }
+
+// Outcomes of CheckpointSigned.
+const (
+	CheckpointOutcomeSigned  = "signed"
+	CheckpointOutcomeRefused = "refused"
+)
 
 // Outcomes of DataExportRun.
 const (
@@ -35,6 +45,7 @@ type noObserver struct{}
 
 func (noObserver) WebhookAttempt(string, time.Duration)                {}
 func (noObserver) DataExportRun(string, string, time.Duration, uint64) {}
+func (noObserver) CheckpointSigned(string)                             {}
 
 // startCommand starts the span of a command (a use case that writes) when
 // tracing is configured. Without a tracer it returns ctx unchanged and the

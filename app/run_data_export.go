@@ -90,12 +90,25 @@ func (a *App) RunDataExport(ctx context.Context, run DataExportRun) (err error) 
 		return a.exportError(ctx, run, e, err)
 	}
 	key := export.Key(e.TenantID, e.ProjectID, e.ID, run.Attempt, e.Format, e.Compression)
-	res, err := a.writeExportObject(ctx, e, key)
+	res, last, err := a.writeExportObject(ctx, e, key)
 	if err != nil {
 		return a.exportError(ctx, run, e, err)
 	}
+	// An AUDIT export records the checkpoint at its last exported sequence,
+	// signing it now if there is none.
+	var cp *domain.ExportCheckpoint
+	if e.Kind == domain.DataExportAudit && res.Rows > 0 && a.checkpoints != nil {
+		c, err := a.signCheckpoint(ctx, e.TenantID, e.ProjectID, last, 0)
+		if err != nil {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+			_ = cfg.Bucket.Delete(rctx, key)
+			cancel()
+			return a.exportError(ctx, run, e, err)
+		}
+		cp = &domain.ExportCheckpoint{Sequence: c.Sequence, JWS: c.JWS}
+	}
 	err = a.settleExport(ctx, run, e, func(cur *domain.DataExport, now time.Time) error {
-		return cur.Complete(now, key, res.Digest, res.Bytes, res.Rows, now.Add(cfg.TTL))
+		return cur.Complete(now, key, res.Digest, res.Bytes, res.Rows, now.Add(cfg.TTL), cp)
 	})
 	if err != nil {
 		// Unless the commit went through after all (an ambiguous failure),
@@ -112,12 +125,17 @@ func (a *App) RunDataExport(ctx context.Context, run DataExportRun) (err error) 
 	return nil
 }
 
+// errExportRangeGone fails an export by sequence range whose events are
+// no longer all there (retention purged some after the request).
+var errExportRangeGone = errors.New("export: events of the sequence range are missing")
+
 // writeExportObject streams e's rows into a new object at key, reporting
-// progress every exportProgressInterval.
-func (a *App) writeExportObject(ctx context.Context, e domain.DataExport, key string) (export.ObjectResult, error) {
+// progress every exportProgressInterval. For an AUDIT export it also
+// returns the sequence of the last row written.
+func (a *App) writeExportObject(ctx context.Context, e domain.DataExport, key string) (_ export.ObjectResult, last uint64, _ error) {
 	w, err := export.CreateObject(ctx, a.exports.Bucket, key, e.Kind, e.Format, e.Compression, a.exports.MaxBytes)
 	if err != nil {
-		return export.ObjectResult{}, err
+		return export.ObjectResult{}, 0, err
 	}
 	defer w.Abort()
 
@@ -144,20 +162,39 @@ func (a *App) writeExportObject(ctx context.Context, e domain.DataExport, key st
 	// read its remaining rows for nothing.
 	sctx, stopQuery := context.WithCancel(ctx)
 	defer stopQuery()
-	switch e.Kind {
-	case domain.DataExportAudit:
-		err = a.store.StreamAuditEventsByTime(sctx, e.TenantID, e.ProjectID, e.From, e.To, stopOnError(stopQuery, w.WriteAudit))
-	case domain.DataExportAlarm:
+	writeAudit := func(ev *domain.AuditEvent) error {
+		last = ev.Sequence
+		return w.WriteAudit(ev)
+	}
+	switch {
+	case e.Kind == domain.DataExportAudit && e.FromSequence != nil:
+		// Exactly the events FromSequence..ToSequence, dense.
+		next := *e.FromSequence
+		err = a.store.StreamAuditEventsBySequence(sctx, e.TenantID, e.ProjectID, *e.FromSequence, *e.ToSequence,
+			stopOnError(stopQuery, func(ev *domain.AuditEvent) error {
+				if ev.Sequence != next {
+					return errExportRangeGone
+				}
+				next++
+				return writeAudit(ev)
+			}))
+		if err == nil && next <= *e.ToSequence {
+			err = errExportRangeGone
+		}
+	case e.Kind == domain.DataExportAudit:
+		err = a.store.StreamAuditEventsByTime(sctx, e.TenantID, e.ProjectID, e.From, e.To, stopOnError(stopQuery, writeAudit))
+	case e.Kind == domain.DataExportAlarm:
 		err = a.store.StreamAlarmHistory(sctx, e.TenantID, e.ProjectID, e.From, e.To, stopOnError(stopQuery, w.WriteAlarm))
-	case domain.DataExportTelemetry:
+	case e.Kind == domain.DataExportTelemetry:
 		err = a.store.StreamTelemetryHistory(sctx, e.TenantID, e.ProjectID, e.From, e.To, stopOnError(stopQuery, w.WriteTelemetry))
 	default:
 		err = fmt.Errorf("unknown export kind %q", e.Kind)
 	}
 	if err != nil {
-		return export.ObjectResult{}, err
+		return export.ObjectResult{}, 0, err
 	}
-	return w.Commit()
+	res, err := w.Commit()
+	return res, last, err
 }
 
 // exportError decides what an export's failure means: a reason the user
@@ -173,6 +210,10 @@ func (a *App) exportError(ctx context.Context, run DataExportRun, e domain.DataE
 	switch {
 	case errors.Is(cause, export.ErrTooLarge):
 		reason = fmt.Sprintf("the export would exceed %d bytes; request a shorter time range", a.exports.MaxBytes)
+	case errors.Is(cause, errExportRangeGone):
+		reason = "events of the sequence range were purged by retention before the export ran; request the range that remains"
+	case errors.Is(cause, ErrChainDoesNotRecompute):
+		reason = "the audit chain does not recompute, so no checkpoint could be signed for the export; run verifyAuditChain"
 	case ctx.Err() != nil && run.Attempt < dataExportJobAttempts:
 		return cause // cut short (shutdown): not the export's failure; a later run resumes
 	case run.Attempt >= last:

@@ -42,6 +42,7 @@ type Tx interface {
 	WebhookTx
 	DataExportTx
 	RetentionTx
+	CheckpointTx
 }
 
 // maxTxAttempts bounds the retries of a transaction that lost a race (a

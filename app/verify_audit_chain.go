@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/aetheriot/aether-audit/checkpoint"
 	"github.com/aetheriot/aether-audit/domain"
 )
 
@@ -28,7 +29,20 @@ type ChainVerification struct {
 	// PurgedThrough is the last sequence removed by retention (0 when none
 	// was): verification starts after it, from its stored anchor hash.
 	PurgedThrough uint64
+	// CheckpointsChecked is how many stored checkpoints within the range
+	// verified (signature, chain hash at their sequence against the
+	// recomputed chain, link to the previously issued checkpoint) before
+	// the first that failed.
+	CheckpointsChecked uint64
+	// FirstInvalidCheckpointSequence is the sequence of the first stored
+	// checkpoint of the range that failed; Valid is then false even when
+	// every event recomputed to its stored hash (the chain was rewritten
+	// consistently, or a checkpoint was forged or altered).
+	FirstInvalidCheckpointSequence *uint64
 }
+
+// maxVerifiedCheckpoints bounds the checkpoints one verification reads.
+const maxVerifiedCheckpoints = 100_000
 
 // VerifyAuditChain recomputes the hash chain of a project's events with
 // sequence in [from, to] (defaults: the first event retention kept and the
@@ -106,6 +120,17 @@ func (a *App) verifyAuditChain(ctx context.Context, id Identity, projectID strin
 		}
 		prev = before.ChainHash
 	}
+	var checkpoints []domain.StoredCheckpoint
+	if a.checkpoints != nil {
+		if checkpoints, err = a.store.AuditCheckpointsInRange(ctx, id.TenantID, projectID, lo, hi, maxVerifiedCheckpoints); err != nil {
+			return res, err
+		}
+	}
+	// recomputed holds the recomputed hash at each checkpoint's sequence.
+	recomputed := make(map[uint64]domain.Hash, len(checkpoints))
+	for _, c := range checkpoints {
+		recomputed[c.Sequence] = domain.Hash{}
+	}
 	next := lo
 	errStop := errors.New("stop")
 	fail := func(seq uint64) error {
@@ -123,6 +148,9 @@ func (a *App) verifyAuditChain(ctx context.Context, id Identity, projectID strin
 			return fail(e.Sequence)
 		}
 		prev = got
+		if _, ok := recomputed[e.Sequence]; ok {
+			recomputed[e.Sequence] = got
+		}
 		res.CheckedCount++
 		next++
 		return nil
@@ -130,6 +158,9 @@ func (a *App) verifyAuditChain(ctx context.Context, id Identity, projectID strin
 	if err != nil && !errors.Is(err, errStop) {
 		return res, err
 	}
+	// Checkpoints up to the last event that recomputed are checked against
+	// the recomputed chain.
+	a.verifyCheckpoints(&res, id.TenantID, projectID, checkpoints, recomputed, next)
 	if res.Valid && next <= hi {
 		_ = fail(next) // events missing at the end
 		return res, nil
@@ -138,4 +169,40 @@ func (a *App) verifyAuditChain(ctx context.Context, id Identity, projectID strin
 		_ = fail(hi)
 	}
 	return res, nil
+}
+
+// verifyCheckpoints checks the stored checkpoints below sequence next (the
+// recomputed part of the range), in sequence order: each must verify with
+// the key ring, sign this project's sequence and the chain hash recomputed
+// there, and link to the checkpoint issued before it (none for the first).
+// The first that fails makes res invalid.
+func (a *App) verifyCheckpoints(res *ChainVerification, tenantID, projectID string, cs []domain.StoredCheckpoint, recomputed map[uint64]domain.Hash, next uint64) {
+	for _, c := range cs {
+		if c.Sequence >= next {
+			return
+		}
+		if !a.checkpointMatches(c, tenantID, projectID, recomputed[c.Sequence]) {
+			seq := c.Sequence
+			res.Valid, res.FirstInvalidCheckpointSequence = false, &seq
+			return
+		}
+		res.CheckpointsChecked++
+	}
+}
+
+// checkpointMatches reports whether a stored checkpoint verifies and
+// signs hash at its sequence, linked to the checkpoint issued before it.
+func (a *App) checkpointMatches(c domain.StoredCheckpoint, tenantID, projectID string, hash domain.Hash) bool {
+	p, _, err := a.checkpoints.Verify(c.JWS)
+	if err != nil {
+		return false
+	}
+	f, err := p.Fields()
+	if err != nil || f.TenantID != tenantID || f.ProjectID != projectID || f.Sequence != c.Sequence || f.ChainHash != hash {
+		return false
+	}
+	if c.IssueNumber == 1 {
+		return f.Previous == nil
+	}
+	return f.Previous != nil && c.PreviousJWS != nil && *f.Previous == checkpoint.Digest(*c.PreviousJWS)
 }

@@ -76,6 +76,7 @@ func newDeployment(t *testing.T, cluster *pgcluster.Cluster) *deployment {
 		"DATABASE_URL=" + d.dbURL,
 		"AETHER_JWT_SECRET=" + randomHex(32),
 		"AETHER_MASTER_KEY=" + randomHex(32),
+		"AETHER_CHECKPOINT_KEY=" + randomHex(32),
 		"AETHER_BLOB_URL=file://" + d.blobDir,
 		"AETHER_LOG_LEVEL=warn",
 		"AETHER_WEBHOOK_ALLOW_HTTP=true",

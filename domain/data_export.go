@@ -87,13 +87,18 @@ type DataExport struct {
 	Kind        DataExportKind
 	Format      DataExportFormat
 	Compression DataExportCompression
-	// From is inclusive, To exclusive (occurredAt of the rows).
-	From        time.Time
-	To          time.Time
-	State       DataExportState
-	RequestedBy string
-	RequestedAt time.Time
-	StartedAt   *time.Time
+	// From is inclusive, To exclusive (occurredAt of the rows); both zero
+	// for an export by sequence range.
+	From time.Time
+	To   time.Time
+	// FromSequence and ToSequence (both inclusive) are the range of an
+	// AUDIT export by sequence; nil for an export by time.
+	FromSequence *uint64
+	ToSequence   *uint64
+	State        DataExportState
+	RequestedBy  string
+	RequestedAt  time.Time
+	StartedAt    *time.Time
 	// ProgressRows and ProgressBytes count what a RUNNING export has written
 	// so far.
 	ProgressRows  uint64
@@ -112,6 +117,9 @@ type DataExport struct {
 	FailureReason string
 	ExpiredAt     *time.Time
 	UpdatedAt     time.Time
+	// Checkpoint is the signed checkpoint at the last exported sequence of
+	// a READY AUDIT export with rows; nil otherwise.
+	Checkpoint *ExportCheckpoint
 }
 
 // Start moves a QUEUED export to RUNNING.
@@ -126,8 +134,9 @@ func (e *DataExport) Start(now time.Time) error {
 	return nil
 }
 
-// Complete moves a RUNNING export to READY with its object.
-func (e *DataExport) Complete(now time.Time, objectRef, digest string, byteLength, rows uint64, expiresAt time.Time) error {
+// Complete moves a RUNNING export to READY with its object and, for an
+// AUDIT export with rows, the checkpoint at its last sequence (else nil).
+func (e *DataExport) Complete(now time.Time, objectRef, digest string, byteLength, rows uint64, expiresAt time.Time, checkpoint *ExportCheckpoint) error {
 	if e.State != DataExportRunning {
 		return fmt.Errorf("data export %s: cannot complete in state %s", e.ID, e.State)
 	}
@@ -136,6 +145,7 @@ func (e *DataExport) Complete(now time.Time, objectRef, digest string, byteLengt
 	e.ProgressRows, e.ProgressBytes = rows, byteLength
 	e.ReadyAt = &now
 	e.ExpiresAt = &expiresAt
+	e.Checkpoint = checkpoint
 	e.UpdatedAt = now
 	return nil
 }

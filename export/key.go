@@ -60,3 +60,12 @@ func keepInSegment(c byte) bool {
 	return 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' ||
 		c == '.' || c == '_' || c == '-'
 }
+
+// CheckpointKey returns the object key of a signed audit checkpoint:
+//
+//	checkpoints/<tenant>/<project>/<sequence>.jws
+//
+// with <tenant> and <project> escaped as in Key and <sequence> in decimal.
+func CheckpointKey(tenantID, projectID string, seq uint64) string {
+	return "checkpoints/" + escapeSegment(tenantID) + "/" + escapeSegment(projectID) + "/" + strconv.FormatUint(seq, 10) + ".jws"
+}

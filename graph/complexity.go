@@ -27,6 +27,9 @@ func Complexity() generated.ComplexityRoot {
 	c.Query.DataExports = func(child int, _ string, _ *model.DataExportFilter, first *int, _ *string) int {
 		return 1 + idPageSize(first)*child
 	}
+	c.Query.AuditCheckpoints = func(child int, _ string, first *int, _ *string) int {
+		return 1 + idPageSize(first)*child
+	}
 	// Verifying a chain re-reads and re-hashes its events: it costs one per
 	// VerifyEventsPerComplexity events of its range (the most a call may
 	// verify when the range is open), so that the complexity limit bounds

@@ -16,6 +16,22 @@ import (
 	"github.com/google/uuid"
 )
 
+// From is the resolver for the from field.
+func (r *dataExportResolver) From(ctx context.Context, obj *domain.DataExport) (*time.Time, error) {
+	if obj.From.IsZero() {
+		return nil, nil
+	}
+	return &obj.From, nil
+}
+
+// To is the resolver for the to field.
+func (r *dataExportResolver) To(ctx context.Context, obj *domain.DataExport) (*time.Time, error) {
+	if obj.To.IsZero() {
+		return nil, nil
+	}
+	return &obj.To, nil
+}
+
 // ObjectRef is the resolver for the objectRef field.
 func (r *dataExportResolver) ObjectRef(ctx context.Context, obj *domain.DataExport) (*string, error) {
 	if obj.ObjectRef == "" {
@@ -59,7 +75,8 @@ func (r *dataExportResolver) FailureReason(ctx context.Context, obj *domain.Data
 // RequestDataExport is the resolver for the requestDataExport field.
 func (r *mutationResolver) RequestDataExport(ctx context.Context, input model.RequestDataExportInput) (*model.DataExportPayload, error) {
 	e, err := r.App.RequestDataExport(ctx, app.IdentityFromContext(ctx), app.RequestDataExportInput{
-		ProjectID: input.ProjectID, Kind: input.Kind, From: input.From, To: input.To, Format: input.Format,
+		ProjectID: input.ProjectID, Kind: input.Kind, From: deref(input.From), To: deref(input.To),
+		FromSequence: input.FromSequence, ToSequence: input.ToSequence, Format: input.Format,
 		Compression: input.Compression, Confirm: input.Confirm, IdempotencyKey: deref(input.IdempotencyKey),
 	})
 	if err != nil {

@@ -54,6 +54,9 @@ type ClientConfig struct {
 	// RetentionInterval is how often audit events past their retention
 	// window are purged; default one hour.
 	RetentionInterval time.Duration
+	// CheckpointInterval is how often a checkpoint is signed for every
+	// project with new events; default one hour.
+	CheckpointInterval time.Duration
 	// TracerProvider, when set, gives every worked job a span (River's
 	// OpenTelemetry middleware); nil adds no middleware.
 	TracerProvider trace.TracerProvider
@@ -101,6 +104,9 @@ func NewClient(pool *pgxpool.Pool, store Store, cfg ClientConfig) (*river.Client
 	if cfg.RetentionInterval <= 0 {
 		cfg.RetentionInterval = time.Hour
 	}
+	if cfg.CheckpointInterval <= 0 {
+		cfg.CheckpointInterval = time.Hour
+	}
 	if cfg.FetchCooldown <= 0 {
 		cfg.FetchCooldown = 20 * time.Millisecond
 	}
@@ -116,6 +122,8 @@ func NewClient(pool *pgxpool.Pool, store Store, cfg ClientConfig) (*river.Client
 		river.AddWorkerSafely(workers, &DeleteExportObjectWorker{App: cfg.App}),
 		river.AddWorkerSafely(workers, &ExpireDataExportsWorker{App: cfg.App}),
 		river.AddWorkerSafely(workers, &PurgeAuditEventsWorker{App: cfg.App}),
+		river.AddWorkerSafely(workers, &SignAuditCheckpointsWorker{App: cfg.App}),
+		river.AddWorkerSafely(workers, &WriteCheckpointObjectWorker{App: cfg.App}),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("registering workers: %w", err)
@@ -154,6 +162,9 @@ func NewClient(pool *pgxpool.Pool, store Store, cfg ClientConfig) (*river.Client
 			river.NewPeriodicJob(river.PeriodicInterval(cfg.RetentionInterval),
 				func() (river.JobArgs, *river.InsertOpts) { return jobargs.PurgeAuditEventsArgs{}, nil },
 				&river.PeriodicJobOpts{ID: "purge_audit_events", RunOnStart: true}),
+			river.NewPeriodicJob(river.PeriodicInterval(cfg.CheckpointInterval),
+				func() (river.JobArgs, *river.InsertOpts) { return jobargs.SignAuditCheckpointsArgs{}, nil },
+				&river.PeriodicJobOpts{ID: "sign_audit_checkpoints", RunOnStart: true}),
 		},
 	})
 	if err != nil {

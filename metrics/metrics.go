@@ -57,6 +57,7 @@ type Metrics struct {
 
 	exportDuration *prometheus.HistogramVec
 	exportBytes    *prometheus.HistogramVec
+	checkpoints    *prometheus.CounterVec
 }
 
 // New returns the metric set registered in a fresh registry, with the Go
@@ -115,8 +116,12 @@ func New(logger *slog.Logger) *Metrics {
 		Help:    "Size of the objects of data exports that became ready, in bytes after compression, by kind.",
 		Buckets: prometheus.ExponentialBuckets(1024, 4, 12), // 1 KiB .. 4 GiB
 	}, []string{"kind"})
+	m.checkpoints = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "checkpoints_total",
+		Help: "Audit checkpoint signings, by outcome: signed, or refused because the chain did not recompute (investigate at once).",
+	}, []string{"outcome"})
 	m.registry.MustRegister(m.httpRequests, m.httpDuration, m.graphqlOperations, m.graphqlDuration, m.liveLag,
-		m.webhookAttempts, m.webhookLag, m.exportDuration, m.exportBytes)
+		m.webhookAttempts, m.webhookLag, m.exportDuration, m.exportBytes, m.checkpoints)
 	return m
 }
 
@@ -201,6 +206,9 @@ func (m *Metrics) DataExportRun(kind, outcome string, took time.Duration, bytes 
 		m.exportBytes.WithLabelValues(kind).Observe(float64(bytes))
 	}
 }
+
+// CheckpointSigned implements app.Observer.
+func (m *Metrics) CheckpointSigned(outcome string) { m.checkpoints.WithLabelValues(outcome).Inc() }
 
 // ObserveLiveSubscribers exports subscribers() as the gauge of live
 // subscriptions open in this process, read at scrape time.

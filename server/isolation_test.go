@@ -31,6 +31,7 @@ import (
 	gqlast "github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/aetheriot/aether-audit/app"
+	"github.com/aetheriot/aether-audit/checkpoint"
 	"github.com/aetheriot/aether-audit/export"
 	"github.com/aetheriot/aether-audit/jobargs"
 	"github.com/aetheriot/aether-audit/live"
@@ -114,6 +115,9 @@ type isoRow struct {
 	// name is the GraphQL root field, or for HTTP a name of the variant.
 	name string
 	perm app.Permission
+	// orPerms also allow the operation: the identity without perm lacks
+	// them too.
+	orPerms []app.Permission
 	// doc and vars make the GraphQL request for the resources r.
 	doc  string
 	vars func(r isoResources) map[string]any
@@ -167,10 +171,12 @@ const (
 )
 
 const (
-	isoAuditEventQuery = `query($p: ID!, $id: ID!) { auditEvent(projectId: $p, id: $id) { ...E } }` + "\n" + eventFields
-	isoVerifyQuery     = `query($p: ID!) { verifyAuditChain(projectId: $p) { valid checkedCount firstInvalidSequence headSequence headHash } }`
-	isoRetentionQuery  = `query { auditRetention { retentionDays tenantRetentionDays defaultRetentionDays } }`
-	isoSetRetention    = `mutation($in: SetAuditRetentionInput!) { setAuditRetention(input: $in) { retentionDays tenantRetentionDays } }`
+	isoAuditEventQuery  = `query($p: ID!, $id: ID!) { auditEvent(projectId: $p, id: $id) { ...E } }` + "\n" + eventFields
+	isoVerifyQuery      = `query($p: ID!) { verifyAuditChain(projectId: $p) { valid checkedCount firstInvalidSequence headSequence headHash } }`
+	isoRetentionQuery   = `query { auditRetention { retentionDays tenantRetentionDays defaultRetentionDays } }`
+	isoCheckpointsQuery = `query($p: ID!) { auditCheckpoints(projectId: $p) { edges { cursor node { sequence chainHash keyId jws issuedAt previousCheckpoint } } } }`
+	isoCreateCheckpoint = `mutation($in: CreateAuditCheckpointInput!) { createAuditCheckpoint(input: $in) { checkpoint { sequence chainHash jws } } }`
+	isoSetRetention     = `mutation($in: SetAuditRetentionInput!) { setAuditRetention(input: $in) { retentionDays tenantRetentionDays } }`
 	// isoOwnerRetentionDays is the owner's tenant's retention; it is owner
 	// data.
 	isoOwnerRetentionDays = 3650
@@ -222,6 +228,8 @@ func isoRows() []isoRow {
 			otherTenant: isoIsNull, otherProject: isoIsNull, malformedIDs: true},
 		{name: "dataExports", perm: app.PermissionExportsRead, doc: exportsQuery, vars: project,
 			otherTenant: isoIsEmpty, otherProject: isoNotFound},
+		{name: "auditCheckpoints", perm: app.PermissionAuditRead, doc: isoCheckpointsQuery, vars: project,
+			otherTenant: isoIsEmpty, otherProject: isoNotFound},
 		{name: "auditRetention", perm: app.PermissionAdmin, doc: isoRetentionQuery, tenantWide: true,
 			vars: func(isoResources) map[string]any { return nil },
 			otherTenant: isoOwnWith(func(t *testing.T, e *isoEnv, got *isoGot) {
@@ -259,6 +267,25 @@ func isoRows() []isoRow {
 				ev := data.RecordAuditEvents.Events[0]
 				require.Equal(t, []string{tenantB, "probe.isolation.batch"}, []string{ev.TenantID, ev.Action},
 					"an idempotency key of tenant A is free in tenant B")
+			}),
+			otherProject: isoNotFound},
+		{name: "createAuditCheckpoint", perm: app.PermissionAuditWrite, orPerms: []app.Permission{app.PermissionAdmin},
+			doc: isoCreateCheckpoint, vars: func(r isoResources) map[string]any { return in(map[string]any{"projectId": r.project}) },
+			// Tenant B's project of the owner's name is missing, unless a
+			// probe of another row recorded events there first: then the
+			// checkpoint is tenant B's own.
+			otherTenant: isoOwnWith(func(t *testing.T, e *isoEnv, got *isoGot) {
+				if len(got.gql.Errors) > 0 {
+					require.Equal(t, "NOT_FOUND", got.code(t), "%s", got.raw)
+					return
+				}
+				var data struct {
+					CreateAuditCheckpoint struct{ Checkpoint struct{ JWS string } } `json:"createAuditCheckpoint"`
+				}
+				got.gql.decode(t, &data)
+				p, _, err := checkpoint.Parse(data.CreateAuditCheckpoint.Checkpoint.JWS)
+				require.NoError(t, err)
+				require.Equal(t, tenantB, p.TenantID, "a checkpoint of tenant B's own chain")
 			}),
 			otherProject: isoNotFound},
 		{name: "createWebhookDestination", perm: app.PermissionWebhooksWrite, doc: createDestinationMutation,
@@ -362,17 +389,18 @@ var isoPublicRoutes = map[string]string{
 	"/graphql":                             "every Query, Mutation and Subscription field has a row",
 	"GET /api/v1/exports/download/{token}": "the download capability subtest",
 	"GET /api/v1/openapi.json":             "the public OpenAPI document, no data",
-	"GET /dashboard":                       "static files of the dashboard, no data (the page calls /graphql with the user's token)",
-	"GET /dashboard/{$}":                   "static files of the dashboard, no data",
-	"GET /dashboard/{file...}":             "static files of the dashboard, no data",
-	"GET /graphiql":                        "static files of GraphiQL, no data (the page calls /graphql with the user's token)",
-	"GET /graphiql/{$}":                    "static files of GraphiQL, no data",
-	"GET /graphiql/{file...}":              "static files of GraphiQL, no data",
-	"GET /metrics":                         "operator surface, admin only (operator_test.go); process-wide figures without tenant labels",
-	"GET /riverui/sign-in":                 "operator surface: the sign-in form, no data",
-	"POST /riverui/sign-in":                "operator surface, admin only (operator_test.go)",
-	"POST /riverui/sign-out":               "operator surface: clears the cookie",
-	"/riverui/":                            "operator surface, admin only (operator_test.go)",
+	"GET /.well-known/aether/checkpoint-keys": "the public keys that verify checkpoints, no tenant data",
+	"GET /dashboard":           "static files of the dashboard, no data (the page calls /graphql with the user's token)",
+	"GET /dashboard/{$}":       "static files of the dashboard, no data",
+	"GET /dashboard/{file...}": "static files of the dashboard, no data",
+	"GET /graphiql":            "static files of GraphiQL, no data (the page calls /graphql with the user's token)",
+	"GET /graphiql/{$}":        "static files of GraphiQL, no data",
+	"GET /graphiql/{file...}":  "static files of GraphiQL, no data",
+	"GET /metrics":             "operator surface, admin only (operator_test.go); process-wide figures without tenant labels",
+	"GET /riverui/sign-in":     "operator surface: the sign-in form, no data",
+	"POST /riverui/sign-in":    "operator surface, admin only (operator_test.go)",
+	"POST /riverui/sign-out":   "operator surface: clears the cookie",
+	"/riverui/":                "operator surface, admin only (operator_test.go)",
 }
 
 // isoGot is one answer of a cell.
@@ -422,8 +450,9 @@ func setupIsolation(t *testing.T) *isoEnv {
 
 	application := app.New(store.New(pool), app.Config{
 		Logger: logger, Live: hub, ExportWatch: hub,
-		Webhooks: app.WebhookConfig{Box: box},
-		Exports:  app.ExportConfig{Bucket: bucket, DownloadKey: exportDownloadKey},
+		Webhooks:    app.WebhookConfig{Box: box},
+		Exports:     app.ExportConfig{Bucket: bucket, DownloadKey: exportDownloadKey},
+		Checkpoints: testKeyRing(t),
 	})
 	b := &testBundle{secret: secret, ready: &atomic.Pointer[error]{}}
 	b.server = server.New(server.Config{App: application, Verifier: verifier, Logger: logger})
@@ -535,8 +564,15 @@ func (e *isoEnv) seed(t *testing.T) {
 	res = e.graphql(t, e.ownerAll, isoSetRetention, map[string]any{"in": map[string]any{"retentionDays": isoOwnerRetentionDays, "confirm": true}})
 	require.Empty(t, res.Errors)
 
+	res = e.graphql(t, e.owner, isoCreateCheckpoint, map[string]any{"in": map[string]any{"projectId": projectA}})
+	var cp struct {
+		CreateAuditCheckpoint struct{ Checkpoint struct{ JWS string } } `json:"createAuditCheckpoint"`
+	}
+	res.decode(t, &cp)
+	require.NotEmpty(t, cp.CreateAuditCheckpoint.Checkpoint.JWS)
+
 	signingKey, _ := strings.CutPrefix(signing, "whsec_")
-	e.markers = []string{
+	e.markers = []string{cp.CreateAuditCheckpoint.Checkpoint.JWS,
 		fmt.Sprintf(`"tenantRetentionDays":%d`, isoOwnerRetentionDays),
 		tenantA, "owner.secret", "owner-secret", ev1.ID, ev1.ChainHash, ev2.ID, ev2.ChainHash,
 		destination.ID, signing, signingKey, subscription.ID, delivery.ID, delivery.IdempotencyKey,
@@ -570,7 +606,7 @@ func (e *isoEnv) tokenFor(t *testing.T, who isoIdentity, row isoRow) string {
 	case isoNoPermission:
 		var perms []app.Permission
 		for _, p := range e.perms {
-			if p != row.perm {
+			if p != row.perm && !slices.Contains(row.orPerms, p) {
 				perms = append(perms, p)
 			}
 		}

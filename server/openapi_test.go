@@ -501,6 +501,11 @@ func TestOpenAPIResponsesMatchDocument(t *testing.T) {
 		require.Equal(t, openapi.Document, body, "the served document is the embedded one")
 		doc.call(t, openAPICall{name: "document not modified", url: b.url + "/api/v1/openapi.json", header: []string{"If-None-Match", resp.Header.Get("ETag")},
 			status: http.StatusNotModified})
+		resp, body = doc.call(t, openAPICall{name: "checkpoint keys", url: b.url + "/.well-known/aether/checkpoint-keys", status: http.StatusOK})
+		require.Equal(t, "application/jwk-set+json", resp.Header.Get("Content-Type"))
+		require.Contains(t, string(body), `"crv":"Ed25519"`)
+		doc.call(t, openAPICall{name: "checkpoint keys not modified", url: b.url + "/.well-known/aether/checkpoint-keys",
+			header: []string{"If-None-Match", resp.Header.Get("ETag")}, status: http.StatusNotModified})
 		doc.call(t, openAPICall{name: "healthz", url: b.url + "/healthz", status: http.StatusOK})
 		doc.call(t, openAPICall{name: "readyz", url: b.url + "/readyz", status: http.StatusOK})
 		notReady := errors.New("database unreachable")

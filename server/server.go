@@ -181,6 +181,8 @@ func New(cfg Config) *Server {
 	// The capability in the path is the download's only credential.
 	s.mux.Handle("GET /api/v1/exports/download/{token}", s.traced(http.HandlerFunc(s.downloadExport)))
 	s.mux.HandleFunc("GET /api/v1/openapi.json", serveOpenAPI) // public: the REST and SSE contract
+	// Public: the keys that verify checkpoints, for any JOSE library.
+	s.mux.HandleFunc("GET /.well-known/aether/checkpoint-keys", s.serveCheckpointKeys)
 	if err := s.mountOperatorSurfaces(); err != nil {
 		panic("server: mounting River UI: " + err.Error()) // its embedded assets are broken
 	}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/aetheriot/aether-audit/app"
 	"github.com/aetheriot/aether-audit/auth"
+	"github.com/aetheriot/aether-audit/checkpoint"
 	"github.com/aetheriot/aether-audit/live"
 	"github.com/aetheriot/aether-audit/server"
 	"github.com/aetheriot/aether-audit/store"
@@ -80,6 +81,16 @@ const listEventsQuery = `query($p: ID!, $first: Int, $after: String, $order: Aud
 
 // testVerifier returns an HS256 verifier of secret, closed when the test
 // ends.
+// testKeyRing is a fresh checkpoint key ring.
+func testKeyRing(tb testing.TB) *checkpoint.KeyRing {
+	tb.Helper()
+	key, err := checkpoint.GenerateKey()
+	require.NoError(tb, err)
+	ring, err := checkpoint.NewKeyRing(key)
+	require.NoError(tb, err)
+	return ring
+}
+
 func testVerifier(tb testing.TB, secret []byte) *auth.Verifier {
 	tb.Helper()
 	v, err := auth.NewVerifier(context.Background(), auth.VerifierConfig{HMACSecret: secret})
@@ -132,6 +143,9 @@ func setupApp(t *testing.T, appCfg app.Config, mutate func(*server.Config)) *tes
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	hub := testHub(t, pool, store.New(pool), live.Config{Logger: logger})
 	appCfg.Logger, appCfg.Live, appCfg.ExportWatch = logger, hub, hub
+	if appCfg.Checkpoints == nil {
+		appCfg.Checkpoints = testKeyRing(t)
+	}
 	b.app = app.New(store.New(pool), appCfg)
 	cfg := server.Config{
 		App:      b.app,

@@ -30,19 +30,62 @@ type DataExportNotification struct {
 // list, whose conditions depend on the filter (store.filtered).
 const dataExportColumns = `tenant_id, project_id, id, kind, format, compression, range_from, range_to, state,
 	requested_by, requested_at, started_at, progress_rows, progress_bytes, object_ref, content_digest, byte_length,
-	row_count, ready_at, expires_at, failed_at, failure_reason, expired_at, updated_at`
+	row_count, ready_at, expires_at, failed_at, failure_reason, expired_at, updated_at,
+	from_sequence, to_sequence, checkpoint_sequence, checkpoint_jws`
 
 // dataExportFromRow is the domain export of a stored row.
 func dataExportFromRow(r *dbsqlc.DataExport) domain.DataExport {
-	return domain.DataExport{TenantID: r.TenantID, ProjectID: r.ProjectID, ID: r.ID,
+	e := domain.DataExport{TenantID: r.TenantID, ProjectID: r.ProjectID, ID: r.ID,
 		Kind: domain.DataExportKind(r.Kind), Format: domain.DataExportFormat(r.Format),
-		Compression: domain.DataExportCompression(r.Compression), From: r.RangeFrom.UTC(), To: r.RangeTo.UTC(),
+		Compression: domain.DataExportCompression(r.Compression), FromSequence: uint64Ptr(r.FromSequence), ToSequence: uint64Ptr(r.ToSequence),
 		State: domain.DataExportState(r.State), RequestedBy: r.RequestedBy, RequestedAt: r.RequestedAt.UTC(),
 		StartedAt: utcPtr(r.StartedAt), ProgressRows: uint64(r.ProgressRows), ProgressBytes: uint64(r.ProgressBytes),
 		ObjectRef: r.ObjectRef, ContentDigest: r.ContentDigest, ByteLength: uint64(r.ByteLength),
 		RowCount: uint64(r.RowCount), ReadyAt: utcPtr(r.ReadyAt), ExpiresAt: utcPtr(r.ExpiresAt),
 		FailedAt: utcPtr(r.FailedAt), FailureReason: r.FailureReason, ExpiredAt: utcPtr(r.ExpiredAt),
 		UpdatedAt: r.UpdatedAt.UTC()}
+	if r.RangeFrom != nil && r.RangeTo != nil {
+		e.From, e.To = r.RangeFrom.UTC(), r.RangeTo.UTC()
+	}
+	if r.CheckpointSequence != nil && r.CheckpointJws != nil {
+		e.Checkpoint = &domain.ExportCheckpoint{Sequence: uint64(*r.CheckpointSequence), JWS: *r.CheckpointJws}
+	}
+	return e
+}
+
+// uint64Ptr converts a nullable bigint.
+func uint64Ptr(v *int64) *uint64 {
+	if v == nil {
+		return nil
+	}
+	u := uint64(*v)
+	return &u
+}
+
+// int64Ptr converts a nullable sequence for a bigint column.
+func int64Ptr(v *uint64) *int64 {
+	if v == nil {
+		return nil
+	}
+	i := clampInt64(*v)
+	return &i
+}
+
+// timeOrNull is a time column's value: NULL for the zero time.
+func timeOrNull(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// checkpointColumns are an export's checkpoint columns' values.
+func checkpointColumns(c *domain.ExportCheckpoint) (*int64, *string) {
+	if c == nil {
+		return nil, nil
+	}
+	seq := clampInt64(c.Sequence)
+	return &seq, &c.JWS
 }
 
 // dataExportsFromRows converts rows with dataExportFromRow.
@@ -61,15 +104,16 @@ func scanDataExport(row pgx.CollectableRow) (domain.DataExport, error) {
 	err := row.Scan(&r.TenantID, &r.ProjectID, &r.ID, &r.Kind, &r.Format, &r.Compression, &r.RangeFrom, &r.RangeTo,
 		&r.State, &r.RequestedBy, &r.RequestedAt, &r.StartedAt, &r.ProgressRows, &r.ProgressBytes, &r.ObjectRef,
 		&r.ContentDigest, &r.ByteLength, &r.RowCount, &r.ReadyAt, &r.ExpiresAt, &r.FailedAt, &r.FailureReason,
-		&r.ExpiredAt, &r.UpdatedAt)
+		&r.ExpiredAt, &r.UpdatedAt, &r.FromSequence, &r.ToSequence, &r.CheckpointSequence, &r.CheckpointJws)
 	return dataExportFromRow(&r), err
 }
 
 func dataExportValues(e *domain.DataExport) []any {
-	return []any{e.TenantID, e.ProjectID, e.ID, string(e.Kind), string(e.Format), string(e.Compression), e.From, e.To,
+	cpSeq, cpJWS := checkpointColumns(e.Checkpoint)
+	return []any{e.TenantID, e.ProjectID, e.ID, string(e.Kind), string(e.Format), string(e.Compression), timeOrNull(e.From), timeOrNull(e.To),
 		string(e.State), e.RequestedBy, e.RequestedAt, e.StartedAt, clampInt64(e.ProgressRows), clampInt64(e.ProgressBytes),
 		e.ObjectRef, e.ContentDigest, clampInt64(e.ByteLength), clampInt64(e.RowCount), e.ReadyAt, e.ExpiresAt,
-		e.FailedAt, e.FailureReason, e.ExpiredAt, e.UpdatedAt}
+		e.FailedAt, e.FailureReason, e.ExpiredAt, e.UpdatedAt, int64Ptr(e.FromSequence), int64Ptr(e.ToSequence), cpSeq, cpJWS}
 }
 
 // notifyDataExport queues the change notification of an export in batch b.
@@ -94,9 +138,10 @@ func (t *Tx) InsertDataExport(ctx context.Context, e domain.DataExport) error {
 func (t *Tx) UpdateDataExport(ctx context.Context, e domain.DataExport) error {
 	b := &pgx.Batch{}
 	// Only the lifecycle columns change; the request's are immutable.
+	cpSeq, cpJWS := checkpointColumns(e.Checkpoint)
 	b.Queue(dbsqlc.UpdateDataExport, e.TenantID, e.ID, string(e.State), e.StartedAt, clampInt64(e.ProgressRows),
 		clampInt64(e.ProgressBytes), e.ObjectRef, e.ContentDigest, clampInt64(e.ByteLength), clampInt64(e.RowCount),
-		e.ReadyAt, e.ExpiresAt, e.FailedAt, e.FailureReason, e.ExpiredAt, e.UpdatedAt)
+		e.ReadyAt, e.ExpiresAt, e.FailedAt, e.FailureReason, e.ExpiredAt, e.UpdatedAt, cpSeq, cpJWS)
 	notifyDataExport(b, e.TenantID, e.ID)
 	if err := t.tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("updating data export: %w", err)
@@ -197,7 +242,20 @@ func (q *queries) DueDataExportExpiries(ctx context.Context, now, failedBefore t
 // borrows the row's buffer: it is valid only during the call, and fn must
 // not keep it or anything in it.
 func (q *queries) StreamAuditEventsByTime(ctx context.Context, tenantID, projectID string, from, to time.Time, fn func(*domain.AuditEvent) error) error {
-	rows, err := q.db.Query(ctx, dbsqlc.StreamAuditEventsByTime, tenantID, projectID, from, to)
+	return q.streamAuditEvents(ctx, fn, dbsqlc.StreamAuditEventsByTime, tenantID, projectID, from, to)
+}
+
+// StreamAuditEventsBySequence calls fn for each audit event of
+// tenant/project with sequence in [from, to], in sequence order, streaming
+// as StreamAuditEventsByTime does (fn borrows the row's buffer).
+func (q *queries) StreamAuditEventsBySequence(ctx context.Context, tenantID, projectID string, from, to uint64, fn func(*domain.AuditEvent) error) error {
+	return q.streamAuditEvents(ctx, fn, dbsqlc.ScanAuditEvents, tenantID, projectID, clampInt64(from), clampInt64(to))
+}
+
+// streamAuditEvents runs a query of whole events and calls fn for each row,
+// decoding the wire's binary values into one reused event where it can.
+func (q *queries) streamAuditEvents(ctx context.Context, fn func(*domain.AuditEvent) error, query string, args ...any) error {
+	rows, err := q.db.Query(ctx, query, args...)
 	if err != nil {
 		return fmt.Errorf("streaming audit events: %w", err)
 	}

@@ -15,7 +15,7 @@ import (
 // nothing else on them, and CheckStoragePrivilege reports a login that owns
 // one or may change or delete its rows. A new evidence table is added here
 // by name; a name whose table does not exist (yet) is skipped.
-var EvidenceTables = []string{"audit_events"}
+var EvidenceTables = []string{"audit_events", "audit_checkpoints"}
 
 // ChainHeadsTable holds the head of each project's chain. The runtime role
 // inserts heads and advances them on append (ChainHeadAppendColumns), but

@@ -55,6 +55,7 @@ type serveCmd struct {
 	exportFlags
 	limitFlags
 	retentionFlags
+	checkpointFlags
 	httpTimeoutFlags
 }
 
@@ -73,6 +74,10 @@ func (c *serveCmd) Run() error {
 		return fmt.Errorf("configuring token verification: %w", err)
 	}
 	defer verifier.Close()
+	checkpoints, err := c.checkpointFlags.keyRing(c.Dev, c.dataDirFlags, logger)
+	if err != nil {
+		return err
+	}
 
 	if c.DebugAddr != "" {
 		debug, err := startDebugServer(c.DebugAddr, logger)
@@ -123,7 +128,8 @@ func (c *serveCmd) Run() error {
 	obs.metrics.ObserveLiveSubscribers(hub.Subscribers)
 	application := app.New(st, app.Config{Logger: logger, Live: hub, Webhooks: webhooks, Exports: exports, ExportWatch: hub,
 		Observer: obs.metrics, Tracer: obs.appTracer(),
-		RateLimits: c.limitFlags.config(), AuditRetention: c.retention(), MinAuditRetention: c.minRetention()})
+		RateLimits: c.limitFlags.config(), AuditRetention: c.retention(), MinAuditRetention: c.minRetention(),
+		Checkpoints: checkpoints})
 	river, err := jobs.NewClient(db.Pool, st, jobs.ClientConfig{
 		Logger:               logger,
 		App:                  application,
@@ -132,6 +138,7 @@ func (c *serveCmd) Run() error {
 		ExportJobTimeout:     c.ExportJobTimeout,
 		RescueStuckJobsAfter: c.JobRescueAfter,
 		RetentionInterval:    c.RetentionInterval,
+		CheckpointInterval:   c.CheckpointInterval,
 		TracerProvider:       obs.tracerProvider(),
 		SkipReindex:          !privilege.OwnsEvidence && !privilege.Superuser,
 	})

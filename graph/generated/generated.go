@@ -50,12 +50,35 @@ type ComplexityRoot struct {
 	}
 
 	AuditChainVerification struct {
-		CheckedCount         func(childComplexity int) int
-		FirstInvalidSequence func(childComplexity int) int
-		HeadHash             func(childComplexity int) int
-		HeadSequence         func(childComplexity int) int
-		PurgedThrough        func(childComplexity int) int
-		Valid                func(childComplexity int) int
+		CheckedCount                   func(childComplexity int) int
+		CheckpointsChecked             func(childComplexity int) int
+		FirstInvalidCheckpointSequence func(childComplexity int) int
+		FirstInvalidSequence           func(childComplexity int) int
+		HeadHash                       func(childComplexity int) int
+		HeadSequence                   func(childComplexity int) int
+		PurgedThrough                  func(childComplexity int) int
+		Valid                          func(childComplexity int) int
+	}
+
+	AuditCheckpoint struct {
+		AnchorHash         func(childComplexity int) int
+		ChainHash          func(childComplexity int) int
+		IssuedAt           func(childComplexity int) int
+		JWS                func(childComplexity int) int
+		KeyID              func(childComplexity int) int
+		PreviousCheckpoint func(childComplexity int) int
+		PurgedThrough      func(childComplexity int) int
+		Sequence           func(childComplexity int) int
+	}
+
+	AuditCheckpointConnection struct {
+		Edges    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	AuditCheckpointEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
 	}
 
 	AuditCorrelation struct {
@@ -125,6 +148,10 @@ type ComplexityRoot struct {
 		Type        func(childComplexity int) int
 	}
 
+	CreateAuditCheckpointPayload struct {
+		Checkpoint func(childComplexity int) int
+	}
+
 	CreateWebhookDestinationPayload struct {
 		Destination   func(childComplexity int) int
 		SigningSecret func(childComplexity int) int
@@ -132,6 +159,7 @@ type ComplexityRoot struct {
 
 	DataExport struct {
 		ByteLength    func(childComplexity int) int
+		Checkpoint    func(childComplexity int) int
 		Compression   func(childComplexity int) int
 		ContentDigest func(childComplexity int) int
 		ExpiredAt     func(childComplexity int) int
@@ -140,6 +168,7 @@ type ComplexityRoot struct {
 		FailureReason func(childComplexity int) int
 		Format        func(childComplexity int) int
 		From          func(childComplexity int) int
+		FromSequence  func(childComplexity int) int
 		ID            func(childComplexity int) int
 		Kind          func(childComplexity int) int
 		ObjectRef     func(childComplexity int) int
@@ -152,6 +181,12 @@ type ComplexityRoot struct {
 		StartedAt     func(childComplexity int) int
 		State         func(childComplexity int) int
 		To            func(childComplexity int) int
+		ToSequence    func(childComplexity int) int
+	}
+
+	DataExportCheckpoint struct {
+		JWS      func(childComplexity int) int
+		Sequence func(childComplexity int) int
 	}
 
 	DataExportConnection struct {
@@ -182,6 +217,7 @@ type ComplexityRoot struct {
 	Mutation struct {
 		AppendAlarmHistory             func(childComplexity int, input model.AppendAlarmHistoryInput) int
 		AppendTelemetryHistory         func(childComplexity int, input model.AppendTelemetryHistoryInput) int
+		CreateAuditCheckpoint          func(childComplexity int, input model.CreateAuditCheckpointInput) int
 		CreateDataExportDownload       func(childComplexity int, input model.CreateDataExportDownloadInput) int
 		CreateWebhookDestination       func(childComplexity int, input model.CreateWebhookDestinationInput) int
 		CreateWebhookSubscription      func(childComplexity int, input model.CreateWebhookSubscriptionInput) int
@@ -201,6 +237,7 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
+		AuditCheckpoints     func(childComplexity int, projectID string, first *int, after *string) int
 		AuditEvent           func(childComplexity int, projectID string, id string) int
 		AuditEvents          func(childComplexity int, projectID string, filter *model.AuditEventFilter, first *int, after *string, order *model.AuditOrder) int
 		AuditRetention       func(childComplexity int) int
@@ -328,6 +365,9 @@ type AuditRetentionResolver interface {
 	DefaultRetentionDays(ctx context.Context, obj *app.AuditRetention) (int, error)
 }
 type DataExportResolver interface {
+	From(ctx context.Context, obj *domain.DataExport) (*time.Time, error)
+	To(ctx context.Context, obj *domain.DataExport) (*time.Time, error)
+
 	ObjectRef(ctx context.Context, obj *domain.DataExport) (*string, error)
 	ContentDigest(ctx context.Context, obj *domain.DataExport) (*string, error)
 	ByteLength(ctx context.Context, obj *domain.DataExport) (*uint64, error)
@@ -338,6 +378,7 @@ type DataExportResolver interface {
 type MutationResolver interface {
 	RecordAuditEvent(ctx context.Context, input model.RecordAuditEventInput) (*model.RecordAuditEventPayload, error)
 	RecordAuditEvents(ctx context.Context, input model.RecordAuditEventsInput) (*model.RecordAuditEventsPayload, error)
+	CreateAuditCheckpoint(ctx context.Context, input model.CreateAuditCheckpointInput) (*model.CreateAuditCheckpointPayload, error)
 	RequestDataExport(ctx context.Context, input model.RequestDataExportInput) (*model.DataExportPayload, error)
 	ExpireDataExport(ctx context.Context, input model.ExpireDataExportInput) (*model.DataExportPayload, error)
 	CreateDataExportDownload(ctx context.Context, input model.CreateDataExportDownloadInput) (*model.DataExportDownload, error)
@@ -354,6 +395,7 @@ type QueryResolver interface {
 	AuditEvents(ctx context.Context, projectID string, filter *model.AuditEventFilter, first *int, after *string, order *model.AuditOrder) (*model.AuditEventConnection, error)
 	AuditEvent(ctx context.Context, projectID string, id string) (*domain.AuditEvent, error)
 	VerifyAuditChain(ctx context.Context, projectID string, fromSequence *uint64, toSequence *uint64) (*app.ChainVerification, error)
+	AuditCheckpoints(ctx context.Context, projectID string, first *int, after *string) (*model.AuditCheckpointConnection, error)
 	DataExport(ctx context.Context, id string) (*domain.DataExport, error)
 	DataExports(ctx context.Context, projectID string, filter *model.DataExportFilter, first *int, after *string) (*model.DataExportConnection, error)
 	AuditRetention(ctx context.Context) (*app.AuditRetention, error)
@@ -403,6 +445,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.AuditChainVerification.CheckedCount(childComplexity), true
+	case "AuditChainVerification.checkpointsChecked":
+		if e.ComplexityRoot.AuditChainVerification.CheckpointsChecked == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditChainVerification.CheckpointsChecked(childComplexity), true
+	case "AuditChainVerification.firstInvalidCheckpointSequence":
+		if e.ComplexityRoot.AuditChainVerification.FirstInvalidCheckpointSequence == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditChainVerification.FirstInvalidCheckpointSequence(childComplexity), true
 	case "AuditChainVerification.firstInvalidSequence":
 		if e.ComplexityRoot.AuditChainVerification.FirstInvalidSequence == nil {
 			break
@@ -433,6 +487,81 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.AuditChainVerification.Valid(childComplexity), true
+
+	case "AuditCheckpoint.anchorHash":
+		if e.ComplexityRoot.AuditCheckpoint.AnchorHash == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditCheckpoint.AnchorHash(childComplexity), true
+	case "AuditCheckpoint.chainHash":
+		if e.ComplexityRoot.AuditCheckpoint.ChainHash == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditCheckpoint.ChainHash(childComplexity), true
+	case "AuditCheckpoint.issuedAt":
+		if e.ComplexityRoot.AuditCheckpoint.IssuedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditCheckpoint.IssuedAt(childComplexity), true
+	case "AuditCheckpoint.jws":
+		if e.ComplexityRoot.AuditCheckpoint.JWS == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditCheckpoint.JWS(childComplexity), true
+	case "AuditCheckpoint.keyId":
+		if e.ComplexityRoot.AuditCheckpoint.KeyID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditCheckpoint.KeyID(childComplexity), true
+	case "AuditCheckpoint.previousCheckpoint":
+		if e.ComplexityRoot.AuditCheckpoint.PreviousCheckpoint == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditCheckpoint.PreviousCheckpoint(childComplexity), true
+	case "AuditCheckpoint.purgedThroughSequence":
+		if e.ComplexityRoot.AuditCheckpoint.PurgedThrough == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditCheckpoint.PurgedThrough(childComplexity), true
+	case "AuditCheckpoint.sequence":
+		if e.ComplexityRoot.AuditCheckpoint.Sequence == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditCheckpoint.Sequence(childComplexity), true
+
+	case "AuditCheckpointConnection.edges":
+		if e.ComplexityRoot.AuditCheckpointConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditCheckpointConnection.Edges(childComplexity), true
+	case "AuditCheckpointConnection.pageInfo":
+		if e.ComplexityRoot.AuditCheckpointConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditCheckpointConnection.PageInfo(childComplexity), true
+
+	case "AuditCheckpointEdge.cursor":
+		if e.ComplexityRoot.AuditCheckpointEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditCheckpointEdge.Cursor(childComplexity), true
+	case "AuditCheckpointEdge.node":
+		if e.ComplexityRoot.AuditCheckpointEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditCheckpointEdge.Node(childComplexity), true
 
 	case "AuditCorrelation.causationId":
 		if e.ComplexityRoot.AuditCorrelation.CausationID == nil {
@@ -683,6 +812,13 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.AuditSubject.Type(childComplexity), true
 
+	case "CreateAuditCheckpointPayload.checkpoint":
+		if e.ComplexityRoot.CreateAuditCheckpointPayload.Checkpoint == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreateAuditCheckpointPayload.Checkpoint(childComplexity), true
+
 	case "CreateWebhookDestinationPayload.destination":
 		if e.ComplexityRoot.CreateWebhookDestinationPayload.Destination == nil {
 			break
@@ -702,6 +838,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.DataExport.ByteLength(childComplexity), true
+	case "DataExport.checkpoint":
+		if e.ComplexityRoot.DataExport.Checkpoint == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExport.Checkpoint(childComplexity), true
 	case "DataExport.compression":
 		if e.ComplexityRoot.DataExport.Compression == nil {
 			break
@@ -750,6 +892,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.DataExport.From(childComplexity), true
+	case "DataExport.fromSequence":
+		if e.ComplexityRoot.DataExport.FromSequence == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExport.FromSequence(childComplexity), true
 	case "DataExport.id":
 		if e.ComplexityRoot.DataExport.ID == nil {
 			break
@@ -822,6 +970,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.DataExport.To(childComplexity), true
+	case "DataExport.toSequence":
+		if e.ComplexityRoot.DataExport.ToSequence == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExport.ToSequence(childComplexity), true
+
+	case "DataExportCheckpoint.jws":
+		if e.ComplexityRoot.DataExportCheckpoint.JWS == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExportCheckpoint.JWS(childComplexity), true
+	case "DataExportCheckpoint.sequence":
+		if e.ComplexityRoot.DataExportCheckpoint.Sequence == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExportCheckpoint.Sequence(childComplexity), true
 
 	case "DataExportConnection.edges":
 		if e.ComplexityRoot.DataExportConnection.Edges == nil {
@@ -910,6 +1077,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.AppendTelemetryHistory(childComplexity, args["input"].(model.AppendTelemetryHistoryInput)), true
+	case "Mutation.createAuditCheckpoint":
+		if e.ComplexityRoot.Mutation.CreateAuditCheckpoint == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createAuditCheckpoint_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateAuditCheckpoint(childComplexity, args["input"].(model.CreateAuditCheckpointInput)), true
 	case "Mutation.createDataExportDownload":
 		if e.ComplexityRoot.Mutation.CreateDataExportDownload == nil {
 			break
@@ -1045,6 +1223,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.PageInfo.HasNextPage(childComplexity), true
 
+	case "Query.auditCheckpoints":
+		if e.ComplexityRoot.Query.AuditCheckpoints == nil {
+			break
+		}
+
+		args, err := ec.field_Query_auditCheckpoints_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.AuditCheckpoints(childComplexity, args["projectId"].(string), args["first"].(*int), args["after"].(*string)), true
 	case "Query.auditEvent":
 		if e.ComplexityRoot.Query.AuditEvent == nil {
 			break
@@ -1576,6 +1765,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("AuditGovernanceInput", ec.unmarshalInputAuditGovernanceInput),
 			graphql.NewInputUnmarshaler("AuditResourceInput", ec.unmarshalInputAuditResourceInput),
 			graphql.NewInputUnmarshaler("AuditSubjectInput", ec.unmarshalInputAuditSubjectInput),
+			graphql.NewInputUnmarshaler("CreateAuditCheckpointInput", ec.unmarshalInputCreateAuditCheckpointInput),
 			graphql.NewInputUnmarshaler("CreateDataExportDownloadInput", ec.unmarshalInputCreateDataExportDownloadInput),
 			graphql.NewInputUnmarshaler("CreateWebhookDestinationInput", ec.unmarshalInputCreateWebhookDestinationInput),
 			graphql.NewInputUnmarshaler("CreateWebhookSubscriptionInput", ec.unmarshalInputCreateWebhookSubscriptionInput),
@@ -1894,6 +2084,112 @@ type RecordAuditEventsPayload {
   events: [AuditEvent!]!
 }
 `, BuiltIn: false},
+	{Name: "../../schema/checkpoints.graphqls", Input: `extend type Query {
+  """
+  A page of the project's signed checkpoints by sequence, oldest first
+  (1-100, default 50). Needs audit:read.
+  """
+  auditCheckpoints(projectId: ID!, first: Int, after: String): AuditCheckpointConnection!
+}
+
+extend type Mutation {
+  """
+  Signs a checkpoint of the project's chain at its current head now, or
+  returns the one that exists at that sequence. Before signing, the chain is
+  recomputed from the previous checkpoint; a chain that does not recompute is
+  refused with INVALID_STATE. Needs audit:write or admin. Records no audit
+  event (the checkpoint is itself append-only, signed evidence). A project
+  without events is NOT_FOUND.
+  """
+  createAuditCheckpoint(input: CreateAuditCheckpointInput!): CreateAuditCheckpointPayload!
+}
+
+"""
+A signed checkpoint of a project's chain: a compact JWS (alg EdDSA, the key
+id in its header's kid) over the chain hash at a sequence, linked to the
+project's checkpoint issued before it. Verify it with the keys of
+GET /.well-known/aether/checkpoint-keys.
+"""
+type AuditCheckpoint {
+  sequence: Uint64!
+  "The chain hash at sequence, 64 hex digits."
+  chainHash: String!
+  "The last sequence retention had purged when it was signed (\"0\" when none)."
+  purgedThroughSequence: Uint64!
+  "The chain hash of the last purged event (64 zeros when none)."
+  anchorHash: String!
+  "SHA-256 (hex) of the JWS of the project's checkpoint issued before this one; null for the first."
+  previousCheckpoint: String
+  "Id of the key that signed it (the JWS header's kid)."
+  keyId: String!
+  "The checkpoint: a compact JWS (RFC 7515) whose payload is the signed JSON."
+  jws: String!
+  issuedAt: Time!
+}
+
+type AuditCheckpointConnection {
+  edges: [AuditCheckpointEdge!]!
+  pageInfo: PageInfo!
+}
+
+type AuditCheckpointEdge {
+  cursor: String!
+  node: AuditCheckpoint!
+}
+
+input CreateAuditCheckpointInput {
+  projectId: ID!
+}
+
+type CreateAuditCheckpointPayload {
+  checkpoint: AuditCheckpoint!
+}
+
+"The signed checkpoint an AUDIT export recorded at its last exported sequence."
+type DataExportCheckpoint {
+  "The export's last sequence."
+  sequence: Uint64!
+  "The checkpoint as a compact JWS."
+  jws: String!
+}
+
+extend type AuditChainVerification {
+  """
+  Stored checkpoints within the range that verified (signature, chain hash at
+  their sequence against the recomputed chain, link to the previously issued
+  checkpoint) before the first that failed.
+  """
+  checkpointsChecked: Uint64!
+  """
+  The sequence of the first stored checkpoint of the range that failed; valid
+  is then false even if every event recomputed to its stored hash (a chain
+  rewritten consistently, or a forged or altered checkpoint).
+  """
+  firstInvalidCheckpointSequence: Uint64
+}
+
+extend type DataExport {
+  "First sequence of an AUDIT export by sequence range (inclusive); null for an export by time."
+  fromSequence: Uint64
+  "Last sequence of an AUDIT export by sequence range (inclusive); null for an export by time."
+  toSequence: Uint64
+  """
+  The signed checkpoint at the last exported sequence, for checking the file
+  offline; null for other kinds, for empty exports and until READY.
+  """
+  checkpoint: DataExportCheckpoint
+}
+
+extend input RequestDataExportInput {
+  """
+  AUDIT only, instead of from and to: the first sequence to export
+  (inclusive, not purged). With toSequence; at most 1,000,000 events.
+  """
+  fromSequence: Uint64
+  "AUDIT only: the last sequence to export (inclusive, at most the head)."
+  toSequence: Uint64
+}
+`, BuiltIn: false},
 	{Name: "../../schema/exports.graphqls", Input: `extend type Query {
   "One data export (never its bytes); null when missing or not visible. Needs exports:read."
   dataExport(id: ID!): DataExport
@@ -1905,7 +2201,7 @@ type RecordAuditEventsPayload {
 extend type Mutation {
   """
   Queues an export of a project's history in [from, to) (at most 31 days by
-  default). Needs exports:write and confirm: true (else CONFIRMATION_REQUIRED,
+  default), or, for AUDIT, of the events fromSequence..toSequence. Needs exports:write and confirm: true (else CONFIRMATION_REQUIRED,
   and nothing is created). A tenant has at most 3 queued or running exports
   by default (QUOTA_EXCEEDED). Audited as export.requested (risk HIGH).
   """
@@ -1980,10 +2276,10 @@ type DataExport {
   kind: DataExportKind!
   format: DataExportFormat!
   compression: DataExportCompression!
-  "Inclusive start of the range (occurredAt of the rows)."
-  from: Time!
-  "Exclusive end of the range."
-  to: Time!
+  "Inclusive start of the range (occurredAt of the rows); null for an export by sequence range."
+  from: Time
+  "Exclusive end of the range; null for an export by sequence range."
+  to: Time
   state: DataExportState!
   requestedAt: Time!
   startedAt: Time
@@ -2009,8 +2305,10 @@ type DataExport {
 input RequestDataExportInput {
   projectId: ID!
   kind: DataExportKind!
-  from: Time!
-  to: Time!
+  "Inclusive start of the time range; with to, or else fromSequence and toSequence (AUDIT)."
+  from: Time
+  "Exclusive end of the time range."
+  to: Time
   format: DataExportFormat!
   compression: DataExportCompression!
   "Must be true: an export takes data out of the platform."
@@ -2480,8 +2778,54 @@ func (ec *executionContext) childFields_AuditChainVerification(ctx context.Conte
 		return ec.fieldContext_AuditChainVerification_headHash(ctx, field)
 	case "purgedThroughSequence":
 		return ec.fieldContext_AuditChainVerification_purgedThroughSequence(ctx, field)
+	case "checkpointsChecked":
+		return ec.fieldContext_AuditChainVerification_checkpointsChecked(ctx, field)
+	case "firstInvalidCheckpointSequence":
+		return ec.fieldContext_AuditChainVerification_firstInvalidCheckpointSequence(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type AuditChainVerification", field.Name)
+}
+
+func (ec *executionContext) childFields_AuditCheckpoint(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "sequence":
+		return ec.fieldContext_AuditCheckpoint_sequence(ctx, field)
+	case "chainHash":
+		return ec.fieldContext_AuditCheckpoint_chainHash(ctx, field)
+	case "purgedThroughSequence":
+		return ec.fieldContext_AuditCheckpoint_purgedThroughSequence(ctx, field)
+	case "anchorHash":
+		return ec.fieldContext_AuditCheckpoint_anchorHash(ctx, field)
+	case "previousCheckpoint":
+		return ec.fieldContext_AuditCheckpoint_previousCheckpoint(ctx, field)
+	case "keyId":
+		return ec.fieldContext_AuditCheckpoint_keyId(ctx, field)
+	case "jws":
+		return ec.fieldContext_AuditCheckpoint_jws(ctx, field)
+	case "issuedAt":
+		return ec.fieldContext_AuditCheckpoint_issuedAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AuditCheckpoint", field.Name)
+}
+
+func (ec *executionContext) childFields_AuditCheckpointConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_AuditCheckpointConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_AuditCheckpointConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AuditCheckpointConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_AuditCheckpointEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_AuditCheckpointEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_AuditCheckpointEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AuditCheckpointEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_AuditCorrelation(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2618,6 +2962,14 @@ func (ec *executionContext) childFields_AuditSubject(ctx context.Context, field 
 	return nil, fmt.Errorf("no field named %q was found under type AuditSubject", field.Name)
 }
 
+func (ec *executionContext) childFields_CreateAuditCheckpointPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "checkpoint":
+		return ec.fieldContext_CreateAuditCheckpointPayload_checkpoint(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type CreateAuditCheckpointPayload", field.Name)
+}
+
 func (ec *executionContext) childFields_CreateWebhookDestinationPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "destination":
@@ -2672,8 +3024,24 @@ func (ec *executionContext) childFields_DataExport(ctx context.Context, field gr
 		return ec.fieldContext_DataExport_failureReason(ctx, field)
 	case "expiredAt":
 		return ec.fieldContext_DataExport_expiredAt(ctx, field)
+	case "fromSequence":
+		return ec.fieldContext_DataExport_fromSequence(ctx, field)
+	case "toSequence":
+		return ec.fieldContext_DataExport_toSequence(ctx, field)
+	case "checkpoint":
+		return ec.fieldContext_DataExport_checkpoint(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type DataExport", field.Name)
+}
+
+func (ec *executionContext) childFields_DataExportCheckpoint(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "sequence":
+		return ec.fieldContext_DataExportCheckpoint_sequence(ctx, field)
+	case "jws":
+		return ec.fieldContext_DataExportCheckpoint_jws(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type DataExportCheckpoint", field.Name)
 }
 
 func (ec *executionContext) childFields_DataExportConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3074,6 +3442,20 @@ func (ec *executionContext) field_Mutation_appendTelemetryHistory_args(ctx conte
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_createAuditCheckpoint_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.CreateAuditCheckpointInput, error) {
+			return ec.unmarshalNCreateAuditCheckpointInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐCreateAuditCheckpointInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_createDataExportDownload_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -3239,6 +3621,36 @@ func (ec *executionContext) field_Query___type_args(ctx context.Context, rawArgs
 		return nil, err
 	}
 	args["name"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_auditCheckpoints_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "projectId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["projectId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg2
 	return args, nil
 }
 
@@ -3793,6 +4205,355 @@ func (ec *executionContext) _AuditChainVerification_purgedThroughSequence(ctx co
 }
 func (ec *executionContext) fieldContext_AuditChainVerification_purgedThroughSequence(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("AuditChainVerification", field, false, false, "Uint64")
+}
+
+func (ec *executionContext) _AuditChainVerification_checkpointsChecked(ctx context.Context, field graphql.CollectedField, obj *app.ChainVerification) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditChainVerification_checkpointsChecked(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CheckpointsChecked, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v uint64) graphql.Marshaler {
+			return ec.marshalNUint642uint64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditChainVerification_checkpointsChecked(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditChainVerification", field, false, false, "Uint64")
+}
+
+func (ec *executionContext) _AuditChainVerification_firstInvalidCheckpointSequence(ctx context.Context, field graphql.CollectedField, obj *app.ChainVerification) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditChainVerification_firstInvalidCheckpointSequence(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FirstInvalidCheckpointSequence, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *uint64) graphql.Marshaler {
+			return ec.marshalOUint642ᚖuint64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AuditChainVerification_firstInvalidCheckpointSequence(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditChainVerification", field, false, false, "Uint64")
+}
+
+func (ec *executionContext) _AuditCheckpoint_sequence(ctx context.Context, field graphql.CollectedField, obj *domain.AuditCheckpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditCheckpoint_sequence(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Sequence, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v uint64) graphql.Marshaler {
+			return ec.marshalNUint642uint64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditCheckpoint_sequence(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditCheckpoint", field, false, false, "Uint64")
+}
+
+func (ec *executionContext) _AuditCheckpoint_chainHash(ctx context.Context, field graphql.CollectedField, obj *domain.AuditCheckpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditCheckpoint_chainHash(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ChainHash, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.Hash) graphql.Marshaler {
+			return ec.marshalNString2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐHash(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditCheckpoint_chainHash(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditCheckpoint", field, false, false, "String")
+}
+
+func (ec *executionContext) _AuditCheckpoint_purgedThroughSequence(ctx context.Context, field graphql.CollectedField, obj *domain.AuditCheckpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditCheckpoint_purgedThroughSequence(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PurgedThrough, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v uint64) graphql.Marshaler {
+			return ec.marshalNUint642uint64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditCheckpoint_purgedThroughSequence(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditCheckpoint", field, false, false, "Uint64")
+}
+
+func (ec *executionContext) _AuditCheckpoint_anchorHash(ctx context.Context, field graphql.CollectedField, obj *domain.AuditCheckpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditCheckpoint_anchorHash(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AnchorHash, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.Hash) graphql.Marshaler {
+			return ec.marshalNString2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐHash(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditCheckpoint_anchorHash(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditCheckpoint", field, false, false, "String")
+}
+
+func (ec *executionContext) _AuditCheckpoint_previousCheckpoint(ctx context.Context, field graphql.CollectedField, obj *domain.AuditCheckpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditCheckpoint_previousCheckpoint(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PreviousCheckpoint, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.Hash) graphql.Marshaler {
+			return ec.marshalOString2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐHash(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AuditCheckpoint_previousCheckpoint(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditCheckpoint", field, false, false, "String")
+}
+
+func (ec *executionContext) _AuditCheckpoint_keyId(ctx context.Context, field graphql.CollectedField, obj *domain.AuditCheckpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditCheckpoint_keyId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.KeyID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditCheckpoint_keyId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditCheckpoint", field, false, false, "String")
+}
+
+func (ec *executionContext) _AuditCheckpoint_jws(ctx context.Context, field graphql.CollectedField, obj *domain.AuditCheckpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditCheckpoint_jws(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.JWS, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditCheckpoint_jws(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditCheckpoint", field, false, false, "String")
+}
+
+func (ec *executionContext) _AuditCheckpoint_issuedAt(ctx context.Context, field graphql.CollectedField, obj *domain.AuditCheckpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditCheckpoint_issuedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.IssuedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditCheckpoint_issuedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditCheckpoint", field, false, false, "Time")
+}
+
+func (ec *executionContext) _AuditCheckpointConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.AuditCheckpointConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditCheckpointConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.AuditCheckpointEdge) graphql.Marshaler {
+			return ec.marshalNAuditCheckpointEdge2ᚕgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditCheckpointEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditCheckpointConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AuditCheckpointConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuditCheckpointEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AuditCheckpointConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.AuditCheckpointConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditCheckpointConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditCheckpointConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AuditCheckpointConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AuditCheckpointEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.AuditCheckpointEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditCheckpointEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditCheckpointEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditCheckpointEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _AuditCheckpointEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.AuditCheckpointEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditCheckpointEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.AuditCheckpoint) graphql.Marshaler {
+			return ec.marshalNAuditCheckpoint2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐAuditCheckpoint(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditCheckpointEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AuditCheckpointEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuditCheckpoint(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _AuditCorrelation_traceId(ctx context.Context, field graphql.CollectedField, obj *domain.Correlation) (ret graphql.Marshaler) {
@@ -4796,6 +5557,38 @@ func (ec *executionContext) fieldContext_AuditSubject_displayName(_ context.Cont
 	return graphql.NewScalarFieldContext("AuditSubject", field, false, false, "String")
 }
 
+func (ec *executionContext) _CreateAuditCheckpointPayload_checkpoint(ctx context.Context, field graphql.CollectedField, obj *model.CreateAuditCheckpointPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CreateAuditCheckpointPayload_checkpoint(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Checkpoint, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.AuditCheckpoint) graphql.Marshaler {
+			return ec.marshalNAuditCheckpoint2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐAuditCheckpoint(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CreateAuditCheckpointPayload_checkpoint(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CreateAuditCheckpointPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuditCheckpoint(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _CreateWebhookDestinationPayload_destination(ctx context.Context, field graphql.CollectedField, obj *model.CreateWebhookDestinationPayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4975,18 +5768,18 @@ func (ec *executionContext) _DataExport_from(ctx context.Context, field graphql.
 			return ec.fieldContext_DataExport_from(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.From, nil
+			return ec.Resolvers.DataExport().From(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
-			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_DataExport_from(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("DataExport", field, false, false, "Time")
+	return graphql.NewScalarFieldContext("DataExport", field, true, true, "Time")
 }
 
 func (ec *executionContext) _DataExport_to(ctx context.Context, field graphql.CollectedField, obj *domain.DataExport) (ret graphql.Marshaler) {
@@ -4998,18 +5791,18 @@ func (ec *executionContext) _DataExport_to(ctx context.Context, field graphql.Co
 			return ec.fieldContext_DataExport_to(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.To, nil
+			return ec.Resolvers.DataExport().To(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
-			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_DataExport_to(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("DataExport", field, false, false, "Time")
+	return graphql.NewScalarFieldContext("DataExport", field, true, true, "Time")
 }
 
 func (ec *executionContext) _DataExport_state(ctx context.Context, field graphql.CollectedField, obj *domain.DataExport) (ret graphql.Marshaler) {
@@ -5332,6 +6125,130 @@ func (ec *executionContext) _DataExport_expiredAt(ctx context.Context, field gra
 }
 func (ec *executionContext) fieldContext_DataExport_expiredAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("DataExport", field, false, false, "Time")
+}
+
+func (ec *executionContext) _DataExport_fromSequence(ctx context.Context, field graphql.CollectedField, obj *domain.DataExport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExport_fromSequence(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FromSequence, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *uint64) graphql.Marshaler {
+			return ec.marshalOUint642ᚖuint64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DataExport_fromSequence(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DataExport", field, false, false, "Uint64")
+}
+
+func (ec *executionContext) _DataExport_toSequence(ctx context.Context, field graphql.CollectedField, obj *domain.DataExport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExport_toSequence(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ToSequence, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *uint64) graphql.Marshaler {
+			return ec.marshalOUint642ᚖuint64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DataExport_toSequence(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DataExport", field, false, false, "Uint64")
+}
+
+func (ec *executionContext) _DataExport_checkpoint(ctx context.Context, field graphql.CollectedField, obj *domain.DataExport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExport_checkpoint(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Checkpoint, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.ExportCheckpoint) graphql.Marshaler {
+			return ec.marshalODataExportCheckpoint2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐExportCheckpoint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DataExport_checkpoint(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "DataExport",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DataExportCheckpoint(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _DataExportCheckpoint_sequence(ctx context.Context, field graphql.CollectedField, obj *domain.ExportCheckpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExportCheckpoint_sequence(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Sequence, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v uint64) graphql.Marshaler {
+			return ec.marshalNUint642uint64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DataExportCheckpoint_sequence(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DataExportCheckpoint", field, false, false, "Uint64")
+}
+
+func (ec *executionContext) _DataExportCheckpoint_jws(ctx context.Context, field graphql.CollectedField, obj *domain.ExportCheckpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExportCheckpoint_jws(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.JWS, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DataExportCheckpoint_jws(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DataExportCheckpoint", field, false, false, "String")
 }
 
 func (ec *executionContext) _DataExportConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.DataExportConnection) (ret graphql.Marshaler) {
@@ -5682,6 +6599,50 @@ func (ec *executionContext) fieldContext_Mutation_recordAuditEvents(ctx context.
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_recordAuditEvents_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_createAuditCheckpoint(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createAuditCheckpoint(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreateAuditCheckpoint(ctx, fc.Args["input"].(model.CreateAuditCheckpointInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.CreateAuditCheckpointPayload) graphql.Marshaler {
+			return ec.marshalNCreateAuditCheckpointPayload2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐCreateAuditCheckpointPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createAuditCheckpoint(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_CreateAuditCheckpointPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createAuditCheckpoint_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -6344,6 +7305,50 @@ func (ec *executionContext) fieldContext_Query_verifyAuditChain(ctx context.Cont
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_verifyAuditChain_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_auditCheckpoints(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_auditCheckpoints(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().AuditCheckpoints(ctx, fc.Args["projectId"].(string), fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AuditCheckpointConnection) graphql.Marshaler {
+			return ec.marshalNAuditCheckpointConnection2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditCheckpointConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_auditCheckpoints(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuditCheckpointConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_auditCheckpoints_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -9994,6 +10999,48 @@ func UnmarshalAuditSubjectInput(ctx context.Context, raw any) (model.AuditSubjec
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputCreateAuditCheckpointInput(ctx context.Context, obj any) (model.CreateAuditCheckpointInput, error) {
+	var it model.CreateAuditCheckpointInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"projectId"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "projectId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectID = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalCreateAuditCheckpointInput unmarshals raw into the CreateAuditCheckpointInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalCreateAuditCheckpointInput(ctx context.Context, raw any) (model.CreateAuditCheckpointInput, error) {
+	var out model.CreateAuditCheckpointInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "CreateAuditCheckpointInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputCreateDataExportDownloadInput(ctx context.Context, obj any) (model.CreateDataExportDownloadInput, error) {
 	var it model.CreateDataExportDownloadInput
 	if obj == nil {
@@ -10586,7 +11633,7 @@ func (ec *executionContext) unmarshalInputRequestDataExportInput(ctx context.Con
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"projectId", "kind", "from", "to", "format", "compression", "confirm", "idempotencyKey"}
+	fieldsInOrder := [...]string{"projectId", "kind", "from", "to", "format", "compression", "confirm", "idempotencyKey", "fromSequence", "toSequence"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -10609,14 +11656,14 @@ func (ec *executionContext) unmarshalInputRequestDataExportInput(ctx context.Con
 			it.Kind = data
 		case "from":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("from"))
-			data, err := ec.unmarshalNTime2timeᚐTime(ctx, v)
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
 			if err != nil {
 				return it, err
 			}
 			it.From = data
 		case "to":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("to"))
-			data, err := ec.unmarshalNTime2timeᚐTime(ctx, v)
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
 			if err != nil {
 				return it, err
 			}
@@ -10649,6 +11696,20 @@ func (ec *executionContext) unmarshalInputRequestDataExportInput(ctx context.Con
 				return it, err
 			}
 			it.IdempotencyKey = data
+		case "fromSequence":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("fromSequence"))
+			data, err := ec.unmarshalOUint642ᚖuint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FromSequence = data
+		case "toSequence":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("toSequence"))
+			data, err := ec.unmarshalOUint642ᚖuint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ToSequence = data
 		}
 	}
 	return it, nil
@@ -10969,6 +12030,160 @@ func (ec *executionContext) _AuditChainVerification(ctx context.Context, sel ast
 			}
 		case "purgedThroughSequence":
 			out.Values[i] = ec._AuditChainVerification_purgedThroughSequence(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "checkpointsChecked":
+			out.Values[i] = ec._AuditChainVerification_checkpointsChecked(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "firstInvalidCheckpointSequence":
+			out.Values[i] = ec._AuditChainVerification_firstInvalidCheckpointSequence(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var auditCheckpointImplementors = []string{"AuditCheckpoint"}
+
+func (ec *executionContext) _AuditCheckpoint(ctx context.Context, sel ast.SelectionSet, obj *domain.AuditCheckpoint) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, auditCheckpointImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AuditCheckpoint")
+		case "sequence":
+			out.Values[i] = ec._AuditCheckpoint_sequence(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "chainHash":
+			out.Values[i] = ec._AuditCheckpoint_chainHash(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "purgedThroughSequence":
+			out.Values[i] = ec._AuditCheckpoint_purgedThroughSequence(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "anchorHash":
+			out.Values[i] = ec._AuditCheckpoint_anchorHash(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "previousCheckpoint":
+			out.Values[i] = ec._AuditCheckpoint_previousCheckpoint(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "keyId":
+			out.Values[i] = ec._AuditCheckpoint_keyId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "jws":
+			out.Values[i] = ec._AuditCheckpoint_jws(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "issuedAt":
+			out.Values[i] = ec._AuditCheckpoint_issuedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var auditCheckpointConnectionImplementors = []string{"AuditCheckpointConnection"}
+
+func (ec *executionContext) _AuditCheckpointConnection(ctx context.Context, sel ast.SelectionSet, obj *model.AuditCheckpointConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, auditCheckpointConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AuditCheckpointConnection")
+		case "edges":
+			out.Values[i] = ec._AuditCheckpointConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._AuditCheckpointConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var auditCheckpointEdgeImplementors = []string{"AuditCheckpointEdge"}
+
+func (ec *executionContext) _AuditCheckpointEdge(ctx context.Context, sel ast.SelectionSet, obj *model.AuditCheckpointEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, auditCheckpointEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AuditCheckpointEdge")
+		case "cursor":
+			out.Values[i] = ec._AuditCheckpointEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._AuditCheckpointEdge_node(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -11443,6 +12658,39 @@ func (ec *executionContext) _AuditSubject(ctx context.Context, sel ast.Selection
 	return out
 }
 
+var createAuditCheckpointPayloadImplementors = []string{"CreateAuditCheckpointPayload"}
+
+func (ec *executionContext) _CreateAuditCheckpointPayload(ctx context.Context, sel ast.SelectionSet, obj *model.CreateAuditCheckpointPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, createAuditCheckpointPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("CreateAuditCheckpointPayload")
+		case "checkpoint":
+			out.Values[i] = ec._CreateAuditCheckpointPayload_checkpoint(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var createWebhookDestinationPayloadImplementors = []string{"CreateWebhookDestinationPayload"}
 
 func (ec *executionContext) _CreateWebhookDestinationPayload(ctx context.Context, sel ast.SelectionSet, obj *model.CreateWebhookDestinationPayload) graphql.Marshaler {
@@ -11518,15 +12766,17 @@ func (ec *executionContext) _DataExport(ctx context.Context, sel ast.SelectionSe
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "from":
-			out.Values[i] = ec._DataExport_from(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._DataExport_from(ctx, field, obj)
+				})
 		case "to":
-			out.Values[i] = ec._DataExport_to(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._DataExport_to(ctx, field, obj)
+				})
 		case "state":
 			out.Values[i] = ec._DataExport_state(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -11601,6 +12851,59 @@ func (ec *executionContext) _DataExport(ctx context.Context, sel ast.SelectionSe
 			out.Values[i] = ec._DataExport_expiredAt(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "fromSequence":
+			out.Values[i] = ec._DataExport_fromSequence(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "toSequence":
+			out.Values[i] = ec._DataExport_toSequence(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "checkpoint":
+			out.Values[i] = ec._DataExport_checkpoint(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var dataExportCheckpointImplementors = []string{"DataExportCheckpoint"}
+
+func (ec *executionContext) _DataExportCheckpoint(ctx context.Context, sel ast.SelectionSet, obj *domain.ExportCheckpoint) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, dataExportCheckpointImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("DataExportCheckpoint")
+		case "sequence":
+			out.Values[i] = ec._DataExportCheckpoint_sequence(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "jws":
+			out.Values[i] = ec._DataExportCheckpoint_jws(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -11842,6 +13145,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "createAuditCheckpoint":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createAuditCheckpoint(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "requestDataExport":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_requestDataExport(ctx, field)
@@ -12010,6 +13320,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_verifyAuditChain(ctx, field)
+				})
+		case "auditCheckpoints":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_auditCheckpoints(ctx, field)
 				})
 		case "dataExport":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -13240,6 +14556,42 @@ func (ec *executionContext) marshalNAuditChainVerification2ᚖgithubᚗcomᚋaet
 	return ec._AuditChainVerification(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNAuditCheckpoint2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐAuditCheckpoint(ctx context.Context, sel ast.SelectionSet, v *domain.AuditCheckpoint) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "AuditCheckpoint!")
+		return graphql.Null
+	}
+	return ec._AuditCheckpoint(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNAuditCheckpointConnection2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditCheckpointConnection(ctx context.Context, sel ast.SelectionSet, v *model.AuditCheckpointConnection) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "AuditCheckpointConnection!")
+		return graphql.Null
+	}
+	return ec._AuditCheckpointConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNAuditCheckpointEdge2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditCheckpointEdge(ctx context.Context, sel ast.SelectionSet, v model.AuditCheckpointEdge) graphql.Marshaler {
+	return ec._AuditCheckpointEdge(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNAuditCheckpointEdge2ᚕgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditCheckpointEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.AuditCheckpointEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNAuditCheckpointEdge2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditCheckpointEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) marshalNAuditEvent2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐAuditEvent(ctx context.Context, sel ast.SelectionSet, v domain.AuditEvent) graphql.Marshaler {
 	return ec._AuditEvent(ctx, sel, &v)
 }
@@ -13420,6 +14772,19 @@ func (ec *executionContext) marshalNBoolean2bool(ctx context.Context, sel ast.Se
 		graphql.AddInvalidNullFromMarshaler(ctx, "Boolean!")
 	}
 	return res
+}
+
+func (ec *executionContext) unmarshalNCreateAuditCheckpointInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐCreateAuditCheckpointInput(ctx context.Context, v any) (model.CreateAuditCheckpointInput, error) {
+	res, err := ec.unmarshalInputCreateAuditCheckpointInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNCreateAuditCheckpointPayload2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐCreateAuditCheckpointPayload(ctx context.Context, sel ast.SelectionSet, v *model.CreateAuditCheckpointPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "CreateAuditCheckpointPayload!")
+		return graphql.Null
+	}
+	return ec._CreateAuditCheckpointPayload(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNCreateDataExportDownloadInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐCreateDataExportDownloadInput(ctx context.Context, v any) (model.CreateDataExportDownloadInput, error) {
@@ -14445,6 +15810,13 @@ func (ec *executionContext) marshalODataExport2ᚖgithubᚗcomᚋaetheriotᚋaet
 	return ec._DataExport(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalODataExportCheckpoint2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐExportCheckpoint(ctx context.Context, sel ast.SelectionSet, v *domain.ExportCheckpoint) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._DataExportCheckpoint(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalODataExportFilter2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐDataExportFilter(ctx context.Context, v any) (*model.DataExportFilter, error) {
 	if v == nil {
 		return nil, nil
@@ -14606,6 +15978,24 @@ func (ec *executionContext) marshalOJSON2encodingᚋjsonᚐRawMessage(ctx contex
 	_ = sel
 	_ = ctx
 	res := scalar.MarshalJSON(v)
+	return res
+}
+
+func (ec *executionContext) unmarshalOString2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐHash(ctx context.Context, v any) (*domain.Hash, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := scalar.UnmarshalHash(v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOString2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐHash(ctx context.Context, sel ast.SelectionSet, v *domain.Hash) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := scalar.MarshalHash(*v)
 	return res
 }
 

@@ -40,6 +40,16 @@ type AppendTelemetryHistoryInput struct {
 	Points    []TelemetryPointInput `json:"points"`
 }
 
+type AuditCheckpointConnection struct {
+	Edges    []AuditCheckpointEdge `json:"edges"`
+	PageInfo *PageInfo             `json:"pageInfo"`
+}
+
+type AuditCheckpointEdge struct {
+	Cursor string                  `json:"cursor"`
+	Node   *domain.AuditCheckpoint `json:"node"`
+}
+
 // Exact-match filters on an event's correlation ids.
 type AuditCorrelationFilter struct {
 	TraceID     *string `json:"traceId,omitempty"`
@@ -102,6 +112,14 @@ type AuditSubjectInput struct {
 	Type        domain.SubjectType `json:"type"`
 	ID          string             `json:"id"`
 	DisplayName *string            `json:"displayName,omitempty"`
+}
+
+type CreateAuditCheckpointInput struct {
+	ProjectID string `json:"projectId"`
+}
+
+type CreateAuditCheckpointPayload struct {
+	Checkpoint *domain.AuditCheckpoint `json:"checkpoint"`
 }
 
 type CreateDataExportDownloadInput struct {
@@ -220,15 +238,22 @@ type RedriveWebhookDeliveryInput struct {
 }
 
 type RequestDataExportInput struct {
-	ProjectID   string                       `json:"projectId"`
-	Kind        domain.DataExportKind        `json:"kind"`
-	From        time.Time                    `json:"from"`
-	To          time.Time                    `json:"to"`
+	ProjectID string                `json:"projectId"`
+	Kind      domain.DataExportKind `json:"kind"`
+	// Inclusive start of the time range; with to, or else fromSequence and toSequence (AUDIT).
+	From *time.Time `json:"from,omitempty"`
+	// Exclusive end of the time range.
+	To          *time.Time                   `json:"to,omitempty"`
 	Format      domain.DataExportFormat      `json:"format"`
 	Compression domain.DataExportCompression `json:"compression"`
 	// Must be true: an export takes data out of the platform.
 	Confirm        bool    `json:"confirm"`
 	IdempotencyKey *string `json:"idempotencyKey,omitempty"`
+	// AUDIT only, instead of from and to: the first sequence to export
+	// (inclusive, not purged). With toSequence; at most 1,000,000 events.
+	FromSequence *uint64 `json:"fromSequence,omitempty"`
+	// AUDIT only: the last sequence to export (inclusive, at most the head).
+	ToSequence *uint64 `json:"toSequence,omitempty"`
 }
 
 type RotateWebhookDestinationSecretInput struct {

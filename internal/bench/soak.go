@@ -171,6 +171,7 @@ func newSoak(ctx context.Context, e *env, opts options) (_ *soak, err error) {
 		"DATABASE_URL=" + dbURL,
 		"AETHER_DATA_DIR=" + filepath.Join(s.dir, "data"),
 		"AETHER_JWT_SECRET=" + secret,
+		"AETHER_CHECKPOINT_KEY=" + randomHex(32),
 		"AETHER_LOG_LEVEL=warn",
 		// The receiver is on 127.0.0.1 with its own certificate, which
 		// the server trusts through the system roots' SSL_CERT_FILE.

@@ -26,12 +26,14 @@ func (q *Queries) CountActiveDataExports(ctx context.Context, tenantID string) (
 const DueDataExportExpiries = `-- name: DueDataExportExpiries :many
 (SELECT tenant_id, project_id, id, kind, format, compression, range_from, range_to, state,
     requested_by, requested_at, started_at, progress_rows, progress_bytes, object_ref, content_digest, byte_length,
-    row_count, ready_at, expires_at, failed_at, failure_reason, expired_at, updated_at
+    row_count, ready_at, expires_at, failed_at, failure_reason, expired_at, updated_at,
+    from_sequence, to_sequence, checkpoint_sequence, checkpoint_jws
     FROM data_exports WHERE state = 'READY' AND expires_at <= $1::timestamptz ORDER BY expires_at LIMIT $2::bigint)
 UNION ALL
 (SELECT tenant_id, project_id, id, kind, format, compression, range_from, range_to, state,
     requested_by, requested_at, started_at, progress_rows, progress_bytes, object_ref, content_digest, byte_length,
-    row_count, ready_at, expires_at, failed_at, failure_reason, expired_at, updated_at
+    row_count, ready_at, expires_at, failed_at, failure_reason, expired_at, updated_at,
+    from_sequence, to_sequence, checkpoint_sequence, checkpoint_jws
     FROM data_exports WHERE state = 'FAILED' AND failed_at <= $3::timestamptz ORDER BY failed_at LIMIT $2::bigint)
 `
 
@@ -77,6 +79,10 @@ func (q *Queries) DueDataExportExpiries(ctx context.Context, arg DueDataExportEx
 			&i.FailureReason,
 			&i.ExpiredAt,
 			&i.UpdatedAt,
+			&i.FromSequence,
+			&i.ToSequence,
+			&i.CheckpointSequence,
+			&i.CheckpointJws,
 		); err != nil {
 			return nil, err
 		}
@@ -91,7 +97,8 @@ func (q *Queries) DueDataExportExpiries(ctx context.Context, arg DueDataExportEx
 const GetDataExport = `-- name: GetDataExport :one
 SELECT tenant_id, project_id, id, kind, format, compression, range_from, range_to, state,
     requested_by, requested_at, started_at, progress_rows, progress_bytes, object_ref, content_digest, byte_length,
-    row_count, ready_at, expires_at, failed_at, failure_reason, expired_at, updated_at
+    row_count, ready_at, expires_at, failed_at, failure_reason, expired_at, updated_at,
+    from_sequence, to_sequence, checkpoint_sequence, checkpoint_jws
 FROM data_exports WHERE tenant_id = $1 AND id = $2
 `
 
@@ -130,6 +137,10 @@ func (q *Queries) GetDataExport(ctx context.Context, arg GetDataExportParams) (D
 		&i.FailureReason,
 		&i.ExpiredAt,
 		&i.UpdatedAt,
+		&i.FromSequence,
+		&i.ToSequence,
+		&i.CheckpointSequence,
+		&i.CheckpointJws,
 	)
 	return i, err
 }
@@ -137,36 +148,41 @@ func (q *Queries) GetDataExport(ctx context.Context, arg GetDataExportParams) (D
 const InsertDataExport = `-- name: InsertDataExport :exec
 INSERT INTO data_exports (tenant_id, project_id, id, kind, format, compression, range_from, range_to, state,
     requested_by, requested_at, started_at, progress_rows, progress_bytes, object_ref, content_digest, byte_length,
-    row_count, ready_at, expires_at, failed_at, failure_reason, expired_at, updated_at)
+    row_count, ready_at, expires_at, failed_at, failure_reason, expired_at, updated_at,
+    from_sequence, to_sequence, checkpoint_sequence, checkpoint_jws)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
-    $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)
+    $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28)
 `
 
 type InsertDataExportParams struct {
-	TenantID      string
-	ProjectID     string
-	ID            uuid.UUID
-	Kind          string
-	Format        string
-	Compression   string
-	RangeFrom     time.Time
-	RangeTo       time.Time
-	State         string
-	RequestedBy   string
-	RequestedAt   time.Time
-	StartedAt     *time.Time
-	ProgressRows  int64
-	ProgressBytes int64
-	ObjectRef     string
-	ContentDigest string
-	ByteLength    int64
-	RowCount      int64
-	ReadyAt       *time.Time
-	ExpiresAt     *time.Time
-	FailedAt      *time.Time
-	FailureReason string
-	ExpiredAt     *time.Time
-	UpdatedAt     time.Time
+	TenantID           string
+	ProjectID          string
+	ID                 uuid.UUID
+	Kind               string
+	Format             string
+	Compression        string
+	RangeFrom          *time.Time
+	RangeTo            *time.Time
+	State              string
+	RequestedBy        string
+	RequestedAt        time.Time
+	StartedAt          *time.Time
+	ProgressRows       int64
+	ProgressBytes      int64
+	ObjectRef          string
+	ContentDigest      string
+	ByteLength         int64
+	RowCount           int64
+	ReadyAt            *time.Time
+	ExpiresAt          *time.Time
+	FailedAt           *time.Time
+	FailureReason      string
+	ExpiredAt          *time.Time
+	UpdatedAt          time.Time
+	FromSequence       *int64
+	ToSequence         *int64
+	CheckpointSequence *int64
+	CheckpointJws      *string
 }
 
 // Queued by InsertDataExport with its notification: positional parameters,
@@ -197,6 +213,10 @@ func (q *Queries) InsertDataExport(ctx context.Context, arg InsertDataExportPara
 		arg.FailureReason,
 		arg.ExpiredAt,
 		arg.UpdatedAt,
+		arg.FromSequence,
+		arg.ToSequence,
+		arg.CheckpointSequence,
+		arg.CheckpointJws,
 	)
 	return err
 }
@@ -204,7 +224,8 @@ func (q *Queries) InsertDataExport(ctx context.Context, arg InsertDataExportPara
 const LockDataExport = `-- name: LockDataExport :one
 SELECT tenant_id, project_id, id, kind, format, compression, range_from, range_to, state,
     requested_by, requested_at, started_at, progress_rows, progress_bytes, object_ref, content_digest, byte_length,
-    row_count, ready_at, expires_at, failed_at, failure_reason, expired_at, updated_at
+    row_count, ready_at, expires_at, failed_at, failure_reason, expired_at, updated_at,
+    from_sequence, to_sequence, checkpoint_sequence, checkpoint_jws
 FROM data_exports WHERE tenant_id = $1 AND id = $2 FOR UPDATE
 `
 
@@ -242,6 +263,10 @@ func (q *Queries) LockDataExport(ctx context.Context, arg LockDataExportParams) 
 		&i.FailureReason,
 		&i.ExpiredAt,
 		&i.UpdatedAt,
+		&i.FromSequence,
+		&i.ToSequence,
+		&i.CheckpointSequence,
+		&i.CheckpointJws,
 	)
 	return i, err
 }
@@ -276,27 +301,30 @@ func (q *Queries) NotifyDataExport(ctx context.Context, arg NotifyDataExportPara
 const UpdateDataExport = `-- name: UpdateDataExport :exec
 UPDATE data_exports SET state = $3, started_at = $4, progress_rows = $5, progress_bytes = $6,
     object_ref = $7, content_digest = $8, byte_length = $9, row_count = $10, ready_at = $11, expires_at = $12,
-    failed_at = $13, failure_reason = $14, expired_at = $15, updated_at = $16
+    failed_at = $13, failure_reason = $14, expired_at = $15, updated_at = $16,
+    checkpoint_sequence = $17, checkpoint_jws = $18
 WHERE tenant_id = $1 AND id = $2
 `
 
 type UpdateDataExportParams struct {
-	TenantID      string
-	ID            uuid.UUID
-	State         string
-	StartedAt     *time.Time
-	ProgressRows  int64
-	ProgressBytes int64
-	ObjectRef     string
-	ContentDigest string
-	ByteLength    int64
-	RowCount      int64
-	ReadyAt       *time.Time
-	ExpiresAt     *time.Time
-	FailedAt      *time.Time
-	FailureReason string
-	ExpiredAt     *time.Time
-	UpdatedAt     time.Time
+	TenantID           string
+	ID                 uuid.UUID
+	State              string
+	StartedAt          *time.Time
+	ProgressRows       int64
+	ProgressBytes      int64
+	ObjectRef          string
+	ContentDigest      string
+	ByteLength         int64
+	RowCount           int64
+	ReadyAt            *time.Time
+	ExpiresAt          *time.Time
+	FailedAt           *time.Time
+	FailureReason      string
+	ExpiredAt          *time.Time
+	UpdatedAt          time.Time
+	CheckpointSequence *int64
+	CheckpointJws      *string
 }
 
 // Queued by UpdateDataExport with its notification: positional parameters.
@@ -319,6 +347,8 @@ func (q *Queries) UpdateDataExport(ctx context.Context, arg UpdateDataExportPara
 		arg.FailureReason,
 		arg.ExpiredAt,
 		arg.UpdatedAt,
+		arg.CheckpointSequence,
+		arg.CheckpointJws,
 	)
 	return err
 }

@@ -23,6 +23,21 @@ type AlarmHistory struct {
 	Details    []byte
 }
 
+type AuditCheckpoint struct {
+	TenantID           string
+	ProjectID          string
+	Sequence           int64
+	IssueNumber        int64
+	ChainHash          []byte
+	PurgedThrough      int64
+	AnchorHash         []byte
+	PreviousCheckpoint []byte
+	JwsDigest          []byte
+	KeyID              string
+	Jws                string
+	IssuedAt           time.Time
+}
+
 type AuditEvent struct {
 	TenantID              string
 	ProjectID             string
@@ -72,30 +87,34 @@ type AuditRetentionOverride struct {
 }
 
 type DataExport struct {
-	TenantID      string
-	ProjectID     string
-	ID            uuid.UUID
-	Kind          string
-	Format        string
-	Compression   string
-	RangeFrom     time.Time
-	RangeTo       time.Time
-	State         string
-	RequestedBy   string
-	RequestedAt   time.Time
-	StartedAt     *time.Time
-	ProgressRows  int64
-	ProgressBytes int64
-	ObjectRef     string
-	ContentDigest string
-	ByteLength    int64
-	RowCount      int64
-	ReadyAt       *time.Time
-	ExpiresAt     *time.Time
-	FailedAt      *time.Time
-	FailureReason string
-	ExpiredAt     *time.Time
-	UpdatedAt     time.Time
+	TenantID           string
+	ProjectID          string
+	ID                 uuid.UUID
+	Kind               string
+	Format             string
+	Compression        string
+	RangeFrom          *time.Time
+	RangeTo            *time.Time
+	State              string
+	RequestedBy        string
+	RequestedAt        time.Time
+	StartedAt          *time.Time
+	ProgressRows       int64
+	ProgressBytes      int64
+	ObjectRef          string
+	ContentDigest      string
+	ByteLength         int64
+	RowCount           int64
+	ReadyAt            *time.Time
+	ExpiresAt          *time.Time
+	FailedAt           *time.Time
+	FailureReason      string
+	ExpiredAt          *time.Time
+	UpdatedAt          time.Time
+	FromSequence       *int64
+	ToSequence         *int64
+	CheckpointSequence *int64
+	CheckpointJws      *string
 }
 
 type IdempotencyKey struct {
