@@ -69,6 +69,11 @@ func TestRuntimeRoleCannotChangeHistory(t *testing.T) {
 		"DROP TABLE audit_project_heads",
 		"DROP FUNCTION aether_purge_audit_events(text, text, timestamptz, bigint)",
 		"INSERT INTO goose_db_version (version_id, is_applied) VALUES (99999, true)",
+		"UPDATE audit_checkpoints SET jws = 'forged'",
+		"DELETE FROM audit_checkpoints",
+		"TRUNCATE audit_checkpoints",
+		"ALTER TABLE audit_checkpoints DISABLE TRIGGER ALL",
+		"DROP TABLE audit_checkpoints",
 	} {
 		_, err := conn.Exec(ctx, stmt)
 		requireCode(t, err, "42501", stmt)
