@@ -315,6 +315,7 @@ type served struct {
 	p         *process
 	addr, dir string
 	base      string // http://addr
+	db        string // its DATABASE_URL
 }
 
 // serveReady starts `aether serve` on a fresh database, a free loopback
@@ -322,10 +323,10 @@ type served struct {
 // ready.
 func serveReady(t *testing.T, env ...string) served {
 	t.Helper()
-	s := served{dir: dataDir(t), addr: freeAddr(t)}
+	s := served{dir: dataDir(t), addr: freeAddr(t), db: storetest.NewDatabase(t)}
 	s.base = "http://" + s.addr
 	s.p = start(t, append([]string{
-		"DATABASE_URL=" + storetest.NewDatabase(t),
+		"DATABASE_URL=" + s.db,
 		"AETHER_ADDR=" + s.addr,
 		"AETHER_DATA_DIR=" + s.dir,
 		"AETHER_LOG_LEVEL=warn",

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -59,46 +60,10 @@ func TestVerifyRealExport(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
 	require.NotContains(t, string(raw), `"errors"`, "%s", raw)
 
-	data, errs := postGraphQL(t, s.base, tok, `mutation($in: RequestDataExportInput!) { requestDataExport(input: $in) { export { id } } }`,
-		map[string]any{"in": map[string]any{"projectId": "plant-1", "kind": "AUDIT", "fromSequence": "1", "toSequence": "12",
-			"format": "NDJSON", "compression": "GZIP", "confirm": true}})
-	require.Empty(t, errs)
-	var requested struct {
-		RequestDataExport struct{ Export struct{ ID string } }
-	}
-	require.NoError(t, json.Unmarshal(data, &requested))
-	id := requested.RequestDataExport.Export.ID
-
-	var ready struct {
-		DataExport struct {
-			State      string
-			Checkpoint *struct {
-				Sequence string
-				JWS      string `json:"jws"`
-			}
-		}
-	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		data, errs = postGraphQL(t, s.base, tok, `query($id: ID!) { dataExport(id: $id) { state checkpoint { sequence jws } } }`, map[string]any{"id": id})
-		require.Empty(t, errs)
-		require.NoError(t, json.Unmarshal(data, &ready))
-		if ready.DataExport.State == "READY" {
-			break
-		}
-		require.NotEqual(t, "FAILED", ready.DataExport.State)
-		require.True(t, time.Now().Before(deadline), "export not ready: %s", data)
-		time.Sleep(100 * time.Millisecond)
-	}
-	require.NotNil(t, ready.DataExport.Checkpoint)
-	require.Equal(t, "12", ready.DataExport.Checkpoint.Sequence)
-
 	dir := t.TempDir()
-	export := filepath.Join(dir, "export.ndjson.gz")
-	_, stderr, code := run(t, []string{"AETHER_URL=" + s.base, "AETHER_TOKEN=" + tok}, "export", "download", id, "-o", export, "--no-progress")
-	require.Equal(t, 0, code, stderr)
+	export, checkpointJWS := exportAndDownload(t, s, tok, dir, "export.ndjson.gz")
 	checkpoint := filepath.Join(dir, "checkpoint.jws")
-	require.NoError(t, os.WriteFile(checkpoint, []byte(ready.DataExport.Checkpoint.JWS), 0o600))
+	require.NoError(t, os.WriteFile(checkpoint, []byte(checkpointJWS), 0o600))
 	keysURL := s.base + "/.well-known/aether/checkpoint-keys"
 	keysResp, err := http.Get(keysURL)
 	require.NoError(t, err)
@@ -149,4 +114,72 @@ func TestVerifyRealExport(t *testing.T) {
 	out, code = nodeRun(tampered)
 	require.Equal(t, 1, code, out)
 	require.Contains(t, out, "line 7: sequence 7:")
+
+	// The database superuser changes one field of event 5 behind the
+	// triggers' back: a fresh export of the same range, checked against
+	// the checkpoint signed before, names sequence 5 in both verifiers.
+	pool := mustPool(t, s.db)
+	ctx := context.Background()
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, "ALTER TABLE audit_events DISABLE TRIGGER USER")
+	require.NoError(t, err)
+	tag, err := tx.Exec(ctx, "UPDATE audit_events SET resource_id = 'd-forged' WHERE project_id = 'plant-1' AND sequence = 5")
+	require.NoError(t, err)
+	require.EqualValues(t, 1, tag.RowsAffected())
+	_, err = tx.Exec(ctx, "ALTER TABLE audit_events ENABLE TRIGGER USER")
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(ctx))
+	fresh, freshCheckpoint := exportAndDownload(t, s, tok, dir, "fresh.ndjson.gz")
+	require.Equal(t, checkpointJWS, freshCheckpoint, "the checkpoint at 12 is reused, not re-signed over the changed chain")
+	stdout, _, code = run(t, nil, "verify", "--export", fresh, "--checkpoint", checkpoint, "--keys", keysFile)
+	require.Equal(t, 1, code, stdout)
+	require.Contains(t, stdout, "line 5: sequence 5:")
+	out, code = nodeRun(fresh)
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "line 5: sequence 5:")
+}
+
+// exportAndDownload requests an AUDIT export of plant-1's sequences 1..12,
+// waits until it is READY, downloads it with `aether export download`
+// into dir/name and returns the file and the export's checkpoint JWS.
+func exportAndDownload(t *testing.T, s served, tok, dir, name string) (string, string) {
+	t.Helper()
+	data, errs := postGraphQL(t, s.base, tok, `mutation($in: RequestDataExportInput!) { requestDataExport(input: $in) { export { id } } }`,
+		map[string]any{"in": map[string]any{"projectId": "plant-1", "kind": "AUDIT", "fromSequence": "1", "toSequence": "12",
+			"format": "NDJSON", "compression": "GZIP", "confirm": true}})
+	require.Empty(t, errs)
+	var requested struct {
+		RequestDataExport struct{ Export struct{ ID string } }
+	}
+	require.NoError(t, json.Unmarshal(data, &requested))
+	id := requested.RequestDataExport.Export.ID
+
+	var ready struct {
+		DataExport struct {
+			State      string
+			Checkpoint *struct {
+				Sequence string
+				JWS      string `json:"jws"`
+			}
+		}
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		data, errs = postGraphQL(t, s.base, tok, `query($id: ID!) { dataExport(id: $id) { state checkpoint { sequence jws } } }`, map[string]any{"id": id})
+		require.Empty(t, errs)
+		require.NoError(t, json.Unmarshal(data, &ready))
+		if ready.DataExport.State == "READY" {
+			break
+		}
+		require.NotEqual(t, "FAILED", ready.DataExport.State)
+		require.True(t, time.Now().Before(deadline), "export not ready: %s", data)
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.NotNil(t, ready.DataExport.Checkpoint)
+	require.Equal(t, "12", ready.DataExport.Checkpoint.Sequence)
+	export := filepath.Join(dir, name)
+	_, stderr, code := run(t, []string{"AETHER_URL=" + s.base, "AETHER_TOKEN=" + tok}, "export", "download", id, "-o", export, "--no-progress")
+	require.Equal(t, 0, code, stderr)
+	return export, ready.DataExport.Checkpoint.JWS
 }
