@@ -50,7 +50,7 @@ func TestStreamAuditEventsByTimeDecodesRowsExactly(t *testing.T) {
 	ctx := context.Background()
 	var streamed [][]byte
 	seen := map[*domain.AuditEvent]bool{}
-	err = st.StreamAuditEventsByTime(ctx, "t1", "p1", base, base.Add(time.Hour), func(e *domain.AuditEvent) error {
+	err = st.StreamAuditEventsByTime(ctx, "t1", "p1", base, base.Add(time.Hour), nil, func(e *domain.AuditEvent) error {
 		seen[e] = true
 		b, err := eventjson.Append(nil, e)
 		if err == nil {
