@@ -25,8 +25,10 @@ type DataExportReads interface {
 	CountActiveDataExports(ctx context.Context, tenantID string) (int, error)
 	ListDataExports(ctx context.Context, tenantID, projectID string, f domain.DataExportFilter, before uuid.UUID, limit int) ([]domain.DataExport, error)
 	DueDataExportExpiries(ctx context.Context, now, failedBefore time.Time, limit int) ([]domain.DataExport, error)
-	StreamAuditEventsByTime(ctx context.Context, tenantID, projectID string, from, to time.Time, fn func(*domain.AuditEvent) error) error
-	StreamAuditEventsBySequence(ctx context.Context, tenantID, projectID string, from, to uint64, fn func(*domain.AuditEvent) error) error
+	// StreamAuditEventsByTime and StreamAuditEventsBySequence stream the
+	// events of a range that pass f (nil: all of them).
+	StreamAuditEventsByTime(ctx context.Context, tenantID, projectID string, from, to time.Time, f *domain.AuditEventFilter, fn func(*domain.AuditEvent) error) error
+	StreamAuditEventsBySequence(ctx context.Context, tenantID, projectID string, from, to uint64, f *domain.AuditEventFilter, fn func(*domain.AuditEvent) error) error
 	StreamAlarmHistory(ctx context.Context, tenantID, projectID string, from, to time.Time, fn func(*domain.AlarmRecord) error) error
 	StreamTelemetryHistory(ctx context.Context, tenantID, projectID string, from, to time.Time, fn func(*domain.TelemetryPoint) error) error
 }
@@ -132,8 +134,12 @@ type RequestDataExportInput struct {
 	// FromSequence and ToSequence (inclusive) are the sequence range of an
 	// AUDIT export, instead of From and To.
 	FromSequence, ToSequence *uint64
-	Format                   domain.DataExportFormat
-	Compression              domain.DataExportCompression
+	// Filter, AUDIT only, keeps the events of the range that pass it (the
+	// filter of SearchAuditEvents); nil, or a filter that sets nothing,
+	// exports every event of the range.
+	Filter      *AuditEventFilterInput
+	Format      domain.DataExportFormat
+	Compression domain.DataExportCompression
 	// Confirm must be true: exports take data out of the platform.
 	Confirm bool
 	// IdempotencyKey, when set, makes the request idempotent.
@@ -142,7 +148,8 @@ type RequestDataExportInput struct {
 
 // RequestDataExport queues an export of a project's history in
 // [From, To), or of the AUDIT events FromSequence..ToSequence (which must
-// be recorded and not purged). Exports are high-risk: without Confirm it fails with
+// be recorded and not purged), of AUDIT events only those that pass Filter
+// when given (a filtered export records no checkpoint). Exports are high-risk: without Confirm it fails with
 // CONFIRMATION_REQUIRED and creates nothing. In one transaction: the export
 // in state QUEUED, its audit event (export.requested, risk HIGH, the
 // confirmation recorded) and its River job. A tenant has at most MaxActive
@@ -165,6 +172,10 @@ func (a *App) RequestDataExport(ctx context.Context, id Identity, in RequestData
 		return domain.DataExport{}, badInput("format", "must be NDJSON or CSV")
 	case !in.Compression.Valid():
 		return domain.DataExport{}, badInput("compression", "must be NONE or GZIP")
+	}
+	filter, err := exportFilter(in)
+	if err != nil {
+		return domain.DataExport{}, err
 	}
 	bySequence := in.FromSequence != nil || in.ToSequence != nil
 	if bySequence {
@@ -191,7 +202,7 @@ func (a *App) RequestDataExport(ctx context.Context, id Identity, in RequestData
 	e := domain.DataExport{
 		ID: uuid.Must(uuid.NewV7()), TenantID: id.TenantID, ProjectID: in.ProjectID, Kind: in.Kind,
 		Format: in.Format, Compression: in.Compression, State: domain.DataExportQueued,
-		RequestedBy: id.Subject, RequestedAt: now, UpdatedAt: now,
+		RequestedBy: id.Subject, RequestedAt: now, UpdatedAt: now, Filter: filter,
 	}
 	if bySequence {
 		from, to := *in.FromSequence, *in.ToSequence
@@ -202,7 +213,13 @@ func (a *App) RequestDataExport(ctx context.Context, id Identity, in RequestData
 	var out domain.DataExport
 	err = a.retryTx(ctx, func(ctx context.Context, tx Tx) error {
 		if in.IdempotencyKey != "" {
-			b, _ := json.Marshal([]any{in.ProjectID, in.Kind, e.From, e.To, in.Format, in.Compression, e.FromSequence, e.ToSequence})
+			request := []any{in.ProjectID, in.Kind, e.From, e.To, in.Format, in.Compression, e.FromSequence, e.ToSequence}
+			if filter != nil {
+				// Only when given, so that the fingerprints of unfiltered
+				// requests stay what they were before filters existed.
+				request = append(request, filter)
+			}
+			b, _ := json.Marshal(request)
 			fp := domain.Hash(sha256.Sum256(b))
 			prev, found, err := a.claimIdempotentID(ctx, tx, id.TenantID, operationRequestDataExport, in.IdempotencyKey, fp, e.ID)
 			if err != nil {
@@ -235,6 +252,9 @@ func (a *App) RequestDataExport(ctx context.Context, id Identity, in RequestData
 		} else {
 			fields["from"], fields["to"] = e.From, e.To
 		}
+		if filter != nil {
+			fields["filter"] = filter
+		}
 		details, _ := json.Marshal(fields)
 		if _, err := a.recordCommandEventWith(ctx, tx, id, e.ProjectID, "export.requested",
 			domain.Resource{Type: "data_export", ID: e.ID.String()},
@@ -250,6 +270,33 @@ func (a *App) RequestDataExport(ctx context.Context, id Identity, in RequestData
 		return domain.DataExport{}, err
 	}
 	return out, nil
+}
+
+// exportFilter validates the filter of an export request
+// (ParseAuditEventFilter, errors naming filter.*): AUDIT only; nil when none
+// is given or it sets nothing. Its times are stored as PostgreSQL keeps
+// them (UTC, whole microseconds).
+func exportFilter(in RequestDataExportInput) (*domain.AuditEventFilter, error) {
+	if in.Filter == nil {
+		return nil, nil
+	}
+	if in.Kind != domain.DataExportAudit {
+		return nil, badInput("filter", "a filter is for AUDIT exports only")
+	}
+	f, err := ParseAuditEventFilter(*in.Filter)
+	if err != nil {
+		return nil, err
+	}
+	if f.IsZero() {
+		return nil, nil
+	}
+	for _, t := range []**time.Time{&f.OccurredFrom, &f.OccurredTo} {
+		if *t != nil {
+			v := (*t).UTC().Truncate(time.Microsecond)
+			*t = &v
+		}
+	}
+	return &f, nil
 }
 
 // checkSequenceRange checks the sequence range of an export request: an

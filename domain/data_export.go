@@ -95,10 +95,15 @@ type DataExport struct {
 	// AUDIT export by sequence; nil for an export by time.
 	FromSequence *uint64
 	ToSequence   *uint64
-	State        DataExportState
-	RequestedBy  string
-	RequestedAt  time.Time
-	StartedAt    *time.Time
+	// Filter, for an AUDIT export, keeps only the events that pass it
+	// within the range (it narrows the range, never widens it); nil for an
+	// unfiltered export. A filtered export has no Checkpoint: its rows are
+	// not a contiguous piece of the chain.
+	Filter      *AuditEventFilter
+	State       DataExportState
+	RequestedBy string
+	RequestedAt time.Time
+	StartedAt   *time.Time
 	// ProgressRows and ProgressBytes count what a RUNNING export has written
 	// so far.
 	ProgressRows  uint64

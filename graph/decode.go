@@ -68,6 +68,16 @@ func deref[T any](p *T) T {
 // do: "events[3]".
 func FieldIndex(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
 
+// optionalFilterInput is filterInput of a filter that may be absent: nil
+// when it is.
+func optionalFilterInput(filter *model.AuditEventFilter) *app.AuditEventFilterInput {
+	if filter == nil {
+		return nil
+	}
+	in := filterInput(filter)
+	return &in
+}
+
 // filterInput turns the GraphQL filter into the use cases' filter input.
 func filterInput(filter *model.AuditEventFilter) app.AuditEventFilterInput {
 	if filter == nil {
@@ -89,6 +99,14 @@ func filterInput(filter *model.AuditEventFilter) app.AuditEventFilterInput {
 		in.TraceID, in.RequestID, in.CausationID = deref(c.TraceID), deref(c.RequestID), deref(c.CausationID)
 	}
 	return in
+}
+
+// nonEmpty is s for a nullable String: nil when empty.
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // secondsDuration turns a count of seconds from GraphQL (64-bit) into a

@@ -76,7 +76,7 @@ func (r *dataExportResolver) FailureReason(ctx context.Context, obj *domain.Data
 func (r *mutationResolver) RequestDataExport(ctx context.Context, input model.RequestDataExportInput) (*model.DataExportPayload, error) {
 	e, err := r.App.RequestDataExport(ctx, app.IdentityFromContext(ctx), app.RequestDataExportInput{
 		ProjectID: input.ProjectID, Kind: input.Kind, From: deref(input.From), To: deref(input.To),
-		FromSequence: input.FromSequence, ToSequence: input.ToSequence, Format: input.Format,
+		FromSequence: input.FromSequence, ToSequence: input.ToSequence, Filter: optionalFilterInput(input.Filter), Format: input.Format,
 		Compression: input.Compression, Confirm: input.Confirm, IdempotencyKey: deref(input.IdempotencyKey),
 	})
 	if err != nil {

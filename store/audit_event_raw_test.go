@@ -50,7 +50,7 @@ func TestStreamAuditEventsByTimeDecodesRowsExactly(t *testing.T) {
 	ctx := context.Background()
 	var streamed [][]byte
 	seen := map[*domain.AuditEvent]bool{}
-	err = st.StreamAuditEventsByTime(ctx, "t1", "p1", base, base.Add(time.Hour), func(e *domain.AuditEvent) error {
+	err = st.StreamAuditEventsByTime(ctx, "t1", "p1", base, base.Add(time.Hour), nil, func(e *domain.AuditEvent) error {
 		seen[e] = true
 		b, err := eventjson.Append(nil, e)
 		if err == nil {
@@ -72,4 +72,72 @@ func TestStreamAuditEventsByTimeDecodesRowsExactly(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, string(wantJSON), string(got), "row %d", i)
 	}
+}
+
+// TestFilteredExportStreamsMatchTheSearch: a filtered export stream (by
+// time and by sequence) decodes its rows from the wire like the unfiltered
+// one and holds exactly what the search gives for the same filter within
+// the same range (they share their conditions), never widened by the
+// filter's own bounds.
+func TestFilteredExportStreamsMatchTheSearch(t *testing.T) {
+	pool := storetest.NewPool(t)
+	st := store.New(pool)
+	a := app.New(st, app.Config{})
+	id := app.Identity{Subject: "svc", TenantID: "t1", ProjectIDs: []string{"p1"}, Permissions: []app.Permission{app.PermissionAuditWrite}}
+	base := time.Date(2026, 11, 2, 3, 4, 5, 0, time.UTC)
+	var drafts []domain.AuditEventDraft
+	for i := range 30 {
+		d := domain.AuditEventDraft{ProjectID: "p1", Action: []string{"device.updated", "user.login"}[i%2],
+			OccurredAt: base.Add(time.Duration(i) * time.Minute), Subject: domain.Subject{Type: domain.SubjectUser, ID: "u1"},
+			Resource: domain.Resource{Type: "device", ID: "d1"}, Outcome: domain.OutcomeSuccess, Details: json.RawMessage(`{}`)}
+		if i%3 == 0 {
+			d.Correlation = &domain.Correlation{RequestID: "r-1"}
+		}
+		drafts = append(drafts, d)
+	}
+	_, err := a.RecordAuditEvents(context.Background(), id, app.RecordAuditEventsInput{Events: drafts})
+	require.NoError(t, err)
+	ctx := context.Background()
+	pattern, err := domain.ParseActionPattern("filter.action", "device.*")
+	require.NoError(t, err)
+	wideFrom, five, twenty := base.Add(-time.Hour), uint64(5), uint64(20)
+	f := domain.AuditEventFilter{Action: &pattern, RequestID: "r-1", OccurredFrom: &wideFrom}
+
+	search := func(extra domain.AuditEventFilter) []uint64 {
+		evs, err := st.SearchAuditEvents(ctx, "t1", "p1", extra, domain.AuditEventPage{Limit: 100})
+		require.NoError(t, err)
+		var out []uint64
+		for _, e := range evs {
+			out = append(out, e.Sequence)
+		}
+		return out
+	}
+	collect := func(stream func(fn func(*domain.AuditEvent) error) error) ([]uint64, int) {
+		var out []uint64
+		seen := map[*domain.AuditEvent]bool{}
+		require.NoError(t, stream(func(e *domain.AuditEvent) error {
+			seen[e] = true
+			out = append(out, e.Sequence)
+			return nil
+		}))
+		return out, len(seen)
+	}
+
+	from, to := base.Add(10*time.Minute), base.Add(25*time.Minute)
+	byTime, decoders := collect(func(fn func(*domain.AuditEvent) error) error {
+		return st.StreamAuditEventsByTime(ctx, "t1", "p1", from, to, &f, fn)
+	})
+	narrowed := f
+	narrowed.OccurredFrom, narrowed.OccurredTo = &from, &to
+	require.Equal(t, search(narrowed), byTime)
+	require.Equal(t, []uint64{13, 19, 25}, byTime, "device.* with r-1 (i = 12, 18, 24), not the filter's wider from")
+	require.Equal(t, 1, decoders, "decoded from the wire into the one reused event")
+
+	bySeq, _ := collect(func(fn func(*domain.AuditEvent) error) error {
+		return st.StreamAuditEventsBySequence(ctx, "t1", "p1", five, twenty, &f, fn)
+	})
+	narrowed = f
+	narrowed.SequenceFrom, narrowed.SequenceTo = &five, &twenty
+	require.Equal(t, search(narrowed), bySeq)
+	require.Equal(t, []uint64{7, 13, 19}, bySeq)
 }

@@ -248,56 +248,7 @@ func (q *queries) SearchAuditEvents(ctx context.Context, tenantID, projectID str
 
 func searchSQL(tenantID, projectID string, f domain.AuditEventFilter, page domain.AuditEventPage) (string, []any) {
 	q := newFiltered(`SELECT `+auditEventColumns+` FROM audit_events WHERE tenant_id = $1 AND project_id = $2`, tenantID, projectID)
-	if a := f.Action; a != nil {
-		if a.Prefix() != "" {
-			// action is COLLATE "C": the prefix range is a plain byte range
-			// ('/' follows '.'), served by the action index.
-			q.and("action >= $?", a.Prefix())
-			q.and("action < $?", strings.TrimSuffix(a.Prefix(), ".")+"/")
-		} else {
-			q.and("action = $?", a.Exact())
-		}
-	}
-	if f.SubjectID != "" {
-		q.and("subject_id = $?", f.SubjectID)
-	}
-	if f.RecordedBySubject != "" {
-		q.and("recorded_by_subject = $?", f.RecordedBySubject)
-	}
-	if f.TraceID != "" {
-		q.and("trace_id = $?", f.TraceID)
-	}
-	if f.RequestID != "" {
-		q.and("request_id = $?", f.RequestID)
-	}
-	if f.CausationID != "" {
-		q.and("causation_id = $?", f.CausationID)
-	}
-	if f.ResourceType != "" {
-		q.and("resource_type = $?", f.ResourceType)
-	}
-	if f.ResourceID != "" {
-		q.and("resource_id = $?", f.ResourceID)
-	}
-	if len(f.Outcomes) > 0 {
-		outcomes := make([]string, len(f.Outcomes))
-		for i, o := range f.Outcomes {
-			outcomes[i] = string(o)
-		}
-		q.and("outcome = ANY($?)", outcomes)
-	}
-	if f.OccurredFrom != nil {
-		q.and("occurred_at >= $?", *f.OccurredFrom)
-	}
-	if f.OccurredTo != nil {
-		q.and("occurred_at < $?", *f.OccurredTo)
-	}
-	if f.SequenceFrom != nil {
-		q.and("sequence >= $?", clampInt64(*f.SequenceFrom))
-	}
-	if f.SequenceTo != nil {
-		q.and("sequence <= $?", clampInt64(*f.SequenceTo))
-	}
+	andAuditEventFilter(q, f)
 	order := "sequence ASC"
 	if page.Order == domain.NewestFirst {
 		order = "sequence DESC"

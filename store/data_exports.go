@@ -31,10 +31,10 @@ type DataExportNotification struct {
 const dataExportColumns = `tenant_id, project_id, id, kind, format, compression, range_from, range_to, state,
 	requested_by, requested_at, started_at, progress_rows, progress_bytes, object_ref, content_digest, byte_length,
 	row_count, ready_at, expires_at, failed_at, failure_reason, expired_at, updated_at,
-	from_sequence, to_sequence, checkpoint_sequence, checkpoint_jws`
+	from_sequence, to_sequence, checkpoint_sequence, checkpoint_jws, filter`
 
 // dataExportFromRow is the domain export of a stored row.
-func dataExportFromRow(r *dbsqlc.DataExport) domain.DataExport {
+func dataExportFromRow(r *dbsqlc.DataExport) (domain.DataExport, error) {
 	e := domain.DataExport{TenantID: r.TenantID, ProjectID: r.ProjectID, ID: r.ID,
 		Kind: domain.DataExportKind(r.Kind), Format: domain.DataExportFormat(r.Format),
 		Compression: domain.DataExportCompression(r.Compression), FromSequence: uint64Ptr(r.FromSequence), ToSequence: uint64Ptr(r.ToSequence),
@@ -50,7 +50,22 @@ func dataExportFromRow(r *dbsqlc.DataExport) domain.DataExport {
 	if r.CheckpointSequence != nil && r.CheckpointJws != nil {
 		e.Checkpoint = &domain.ExportCheckpoint{Sequence: uint64(*r.CheckpointSequence), JWS: *r.CheckpointJws}
 	}
-	return e
+	if r.Filter != nil {
+		e.Filter = &domain.AuditEventFilter{}
+		if err := json.Unmarshal(r.Filter, e.Filter); err != nil {
+			return e, fmt.Errorf("decoding the filter of data export %s: %w", r.ID, err)
+		}
+	}
+	return e, nil
+}
+
+// filterColumn is the filter column's value of an export: NULL when
+// unfiltered.
+func filterColumn(f *domain.AuditEventFilter) ([]byte, error) {
+	if f == nil {
+		return nil, nil
+	}
+	return json.Marshal(f)
 }
 
 // uint64Ptr converts a nullable bigint.
@@ -89,12 +104,15 @@ func checkpointColumns(c *domain.ExportCheckpoint) (*int64, *string) {
 }
 
 // dataExportsFromRows converts rows with dataExportFromRow.
-func dataExportsFromRows(rows []dbsqlc.DataExport) []domain.DataExport {
+func dataExportsFromRows(rows []dbsqlc.DataExport) ([]domain.DataExport, error) {
 	out := make([]domain.DataExport, len(rows))
 	for i := range rows {
-		out[i] = dataExportFromRow(&rows[i])
+		var err error
+		if out[i], err = dataExportFromRow(&rows[i]); err != nil {
+			return nil, err
+		}
 	}
-	return out
+	return out, nil
 }
 
 // scanDataExport decodes a whole export from the filtered list, which sqlc
@@ -104,16 +122,23 @@ func scanDataExport(row pgx.CollectableRow) (domain.DataExport, error) {
 	err := row.Scan(&r.TenantID, &r.ProjectID, &r.ID, &r.Kind, &r.Format, &r.Compression, &r.RangeFrom, &r.RangeTo,
 		&r.State, &r.RequestedBy, &r.RequestedAt, &r.StartedAt, &r.ProgressRows, &r.ProgressBytes, &r.ObjectRef,
 		&r.ContentDigest, &r.ByteLength, &r.RowCount, &r.ReadyAt, &r.ExpiresAt, &r.FailedAt, &r.FailureReason,
-		&r.ExpiredAt, &r.UpdatedAt, &r.FromSequence, &r.ToSequence, &r.CheckpointSequence, &r.CheckpointJws)
-	return dataExportFromRow(&r), err
+		&r.ExpiredAt, &r.UpdatedAt, &r.FromSequence, &r.ToSequence, &r.CheckpointSequence, &r.CheckpointJws, &r.Filter)
+	if err != nil {
+		return domain.DataExport{}, err
+	}
+	return dataExportFromRow(&r)
 }
 
-func dataExportValues(e *domain.DataExport) []any {
+func dataExportValues(e *domain.DataExport) ([]any, error) {
 	cpSeq, cpJWS := checkpointColumns(e.Checkpoint)
+	filter, err := filterColumn(e.Filter)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the export's filter: %w", err)
+	}
 	return []any{e.TenantID, e.ProjectID, e.ID, string(e.Kind), string(e.Format), string(e.Compression), timeOrNull(e.From), timeOrNull(e.To),
 		string(e.State), e.RequestedBy, e.RequestedAt, e.StartedAt, clampInt64(e.ProgressRows), clampInt64(e.ProgressBytes),
 		e.ObjectRef, e.ContentDigest, clampInt64(e.ByteLength), clampInt64(e.RowCount), e.ReadyAt, e.ExpiresAt,
-		e.FailedAt, e.FailureReason, e.ExpiredAt, e.UpdatedAt, int64Ptr(e.FromSequence), int64Ptr(e.ToSequence), cpSeq, cpJWS}
+		e.FailedAt, e.FailureReason, e.ExpiredAt, e.UpdatedAt, int64Ptr(e.FromSequence), int64Ptr(e.ToSequence), cpSeq, cpJWS, filter}, nil
 }
 
 // notifyDataExport queues the change notification of an export in batch b.
@@ -124,8 +149,12 @@ func notifyDataExport(b *pgx.Batch, tenantID string, id uuid.UUID) {
 
 // InsertDataExport stores a new export and announces it.
 func (t *Tx) InsertDataExport(ctx context.Context, e domain.DataExport) error {
+	values, err := dataExportValues(&e)
+	if err != nil {
+		return err
+	}
 	b := &pgx.Batch{}
-	b.Queue(dbsqlc.InsertDataExport, dataExportValues(&e)...)
+	b.Queue(dbsqlc.InsertDataExport, values...)
 	notifyDataExport(b, e.TenantID, e.ID)
 	if err := t.tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("inserting data export: %w", err)
@@ -180,7 +209,7 @@ func (q *queries) GetDataExport(ctx context.Context, tenantID string, id uuid.UU
 	if err != nil {
 		return domain.DataExport{}, fmt.Errorf("reading data export: %w", err)
 	}
-	return dataExportFromRow(&r), nil
+	return dataExportFromRow(&r)
 }
 
 // LockTenantDataExports serializes, until the end of the transaction, the
@@ -233,23 +262,51 @@ func (q *queries) DueDataExportExpiries(ctx context.Context, now, failedBefore t
 	if err != nil {
 		return nil, fmt.Errorf("reading due export expiries: %w", err)
 	}
-	return dataExportsFromRows(rows), nil
+	return dataExportsFromRows(rows)
 }
 
 // StreamAuditEventsByTime calls fn for each audit event of tenant/project
-// with occurredAt in [from, to), ordered by occurredAt then sequence,
-// streaming rows from the server rather than loading them. The event fn gets
-// borrows the row's buffer: it is valid only during the call, and fn must
-// not keep it or anything in it.
-func (q *queries) StreamAuditEventsByTime(ctx context.Context, tenantID, projectID string, from, to time.Time, fn func(*domain.AuditEvent) error) error {
-	return q.streamAuditEvents(ctx, fn, dbsqlc.StreamAuditEventsByTime, tenantID, projectID, from, to)
+// with occurredAt in [from, to) that passes f (nil: every event), ordered by
+// occurredAt then sequence, streaming rows from the server rather than
+// loading them. The event fn gets borrows the row's buffer: it is valid only
+// during the call, and fn must not keep it or anything in it.
+func (q *queries) StreamAuditEventsByTime(ctx context.Context, tenantID, projectID string, from, to time.Time, f *domain.AuditEventFilter, fn func(*domain.AuditEvent) error) error {
+	if f == nil {
+		return q.streamAuditEvents(ctx, fn, dbsqlc.StreamAuditEventsByTime, tenantID, projectID, from, to)
+	}
+	fq := filteredStream(tenantID, projectID, *f)
+	fq.and("occurred_at >= $?", from)
+	fq.and("occurred_at < $?", to)
+	query, args := fq.ordered("occurred_at, sequence")
+	return q.streamAuditEvents(ctx, fn, query, args...)
 }
 
 // StreamAuditEventsBySequence calls fn for each audit event of
-// tenant/project with sequence in [from, to], in sequence order, streaming
-// as StreamAuditEventsByTime does (fn borrows the row's buffer).
-func (q *queries) StreamAuditEventsBySequence(ctx context.Context, tenantID, projectID string, from, to uint64, fn func(*domain.AuditEvent) error) error {
-	return q.streamAuditEvents(ctx, fn, dbsqlc.ScanAuditEvents, tenantID, projectID, clampInt64(from), clampInt64(to))
+// tenant/project with sequence in [from, to] that passes f (nil: every
+// event), in sequence order, streaming as StreamAuditEventsByTime does (fn
+// borrows the row's buffer).
+func (q *queries) StreamAuditEventsBySequence(ctx context.Context, tenantID, projectID string, from, to uint64, f *domain.AuditEventFilter, fn func(*domain.AuditEvent) error) error {
+	if f == nil {
+		return q.streamAuditEvents(ctx, fn, dbsqlc.ScanAuditEvents, tenantID, projectID, clampInt64(from), clampInt64(to))
+	}
+	fq := filteredStream(tenantID, projectID, *f)
+	fq.and("sequence >= $?", clampInt64(from))
+	fq.and("sequence <= $?", clampInt64(to))
+	query, args := fq.ordered("sequence")
+	return q.streamAuditEvents(ctx, fn, query, args...)
+}
+
+// filteredStream starts the query of a filtered export's stream: whole
+// events (auditEventColumns, which the raw decoder reads) of tenant/project
+// that pass f, through the search's conditions (andAuditEventFilter). The
+// caller adds the export's range, which f narrows but never widens (both
+// must hold), and the order.
+//
+// Hand-written, not in queries/: its conditions depend on the filter.
+func filteredStream(tenantID, projectID string, f domain.AuditEventFilter) *filtered {
+	fq := newFiltered(`SELECT `+auditEventColumns+` FROM audit_events WHERE tenant_id = $1 AND project_id = $2`, tenantID, projectID)
+	andAuditEventFilter(fq, f)
+	return fq
 }
 
 // streamAuditEvents runs a query of whole events and calls fn for each row,

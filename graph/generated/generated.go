@@ -166,6 +166,7 @@ type ComplexityRoot struct {
 		ExpiresAt     func(childComplexity int) int
 		FailedAt      func(childComplexity int) int
 		FailureReason func(childComplexity int) int
+		Filter        func(childComplexity int) int
 		Format        func(childComplexity int) int
 		From          func(childComplexity int) int
 		FromSequence  func(childComplexity int) int
@@ -184,6 +185,20 @@ type ComplexityRoot struct {
 		ToSequence    func(childComplexity int) int
 	}
 
+	DataExportAuditFilter struct {
+		Action            func(childComplexity int) int
+		Correlation       func(childComplexity int) int
+		OccurredFrom      func(childComplexity int) int
+		OccurredTo        func(childComplexity int) int
+		Outcome           func(childComplexity int) int
+		RecordedBySubject func(childComplexity int) int
+		ResourceID        func(childComplexity int) int
+		ResourceType      func(childComplexity int) int
+		SequenceFrom      func(childComplexity int) int
+		SequenceTo        func(childComplexity int) int
+		SubjectID         func(childComplexity int) int
+	}
+
 	DataExportCheckpoint struct {
 		JWS      func(childComplexity int) int
 		Sequence func(childComplexity int) int
@@ -192,6 +207,12 @@ type ComplexityRoot struct {
 	DataExportConnection struct {
 		Edges    func(childComplexity int) int
 		PageInfo func(childComplexity int) int
+	}
+
+	DataExportCorrelationFilter struct {
+		CausationID func(childComplexity int) int
+		RequestID   func(childComplexity int) int
+		TraceID     func(childComplexity int) int
 	}
 
 	DataExportDownload struct {
@@ -374,6 +395,8 @@ type DataExportResolver interface {
 	RowCount(ctx context.Context, obj *domain.DataExport) (*uint64, error)
 
 	FailureReason(ctx context.Context, obj *domain.DataExport) (*string, error)
+
+	Filter(ctx context.Context, obj *domain.DataExport) (*model.DataExportAuditFilter, error)
 }
 type MutationResolver interface {
 	RecordAuditEvent(ctx context.Context, input model.RecordAuditEventInput) (*model.RecordAuditEventPayload, error)
@@ -880,6 +903,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.DataExport.FailureReason(childComplexity), true
+	case "DataExport.filter":
+		if e.ComplexityRoot.DataExport.Filter == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExport.Filter(childComplexity), true
 	case "DataExport.format":
 		if e.ComplexityRoot.DataExport.Format == nil {
 			break
@@ -977,6 +1006,73 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.DataExport.ToSequence(childComplexity), true
 
+	case "DataExportAuditFilter.action":
+		if e.ComplexityRoot.DataExportAuditFilter.Action == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExportAuditFilter.Action(childComplexity), true
+	case "DataExportAuditFilter.correlation":
+		if e.ComplexityRoot.DataExportAuditFilter.Correlation == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExportAuditFilter.Correlation(childComplexity), true
+	case "DataExportAuditFilter.occurredFrom":
+		if e.ComplexityRoot.DataExportAuditFilter.OccurredFrom == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExportAuditFilter.OccurredFrom(childComplexity), true
+	case "DataExportAuditFilter.occurredTo":
+		if e.ComplexityRoot.DataExportAuditFilter.OccurredTo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExportAuditFilter.OccurredTo(childComplexity), true
+	case "DataExportAuditFilter.outcome":
+		if e.ComplexityRoot.DataExportAuditFilter.Outcome == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExportAuditFilter.Outcome(childComplexity), true
+	case "DataExportAuditFilter.recordedBySubject":
+		if e.ComplexityRoot.DataExportAuditFilter.RecordedBySubject == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExportAuditFilter.RecordedBySubject(childComplexity), true
+	case "DataExportAuditFilter.resourceId":
+		if e.ComplexityRoot.DataExportAuditFilter.ResourceID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExportAuditFilter.ResourceID(childComplexity), true
+	case "DataExportAuditFilter.resourceType":
+		if e.ComplexityRoot.DataExportAuditFilter.ResourceType == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExportAuditFilter.ResourceType(childComplexity), true
+	case "DataExportAuditFilter.sequenceFrom":
+		if e.ComplexityRoot.DataExportAuditFilter.SequenceFrom == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExportAuditFilter.SequenceFrom(childComplexity), true
+	case "DataExportAuditFilter.sequenceTo":
+		if e.ComplexityRoot.DataExportAuditFilter.SequenceTo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExportAuditFilter.SequenceTo(childComplexity), true
+	case "DataExportAuditFilter.subjectId":
+		if e.ComplexityRoot.DataExportAuditFilter.SubjectID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExportAuditFilter.SubjectID(childComplexity), true
+
 	case "DataExportCheckpoint.jws":
 		if e.ComplexityRoot.DataExportCheckpoint.JWS == nil {
 			break
@@ -1002,6 +1098,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.DataExportConnection.PageInfo(childComplexity), true
+
+	case "DataExportCorrelationFilter.causationId":
+		if e.ComplexityRoot.DataExportCorrelationFilter.CausationID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExportCorrelationFilter.CausationID(childComplexity), true
+	case "DataExportCorrelationFilter.requestId":
+		if e.ComplexityRoot.DataExportCorrelationFilter.RequestID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExportCorrelationFilter.RequestID(childComplexity), true
+	case "DataExportCorrelationFilter.traceId":
+		if e.ComplexityRoot.DataExportCorrelationFilter.TraceID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DataExportCorrelationFilter.TraceID(childComplexity), true
 
 	case "DataExportDownload.expiresAt":
 		if e.ComplexityRoot.DataExportDownload.ExpiresAt == nil {
@@ -2190,6 +2305,53 @@ extend input RequestDataExportInput {
   toSequence: Uint64
 }
 `, BuiltIn: false},
+	{Name: "../../schema/export_filter.graphqls", Input: `extend input RequestDataExportInput {
+  """
+  AUDIT only (another kind with a filter is BAD_USER_INPUT): export only the
+  events of the range that pass this filter, the filter of auditEvents. It
+  narrows the range (from/to or fromSequence/toSequence), never widens it. A
+  filtered export is not a contiguous piece of the chain, so it records no
+  checkpoint. A filter that sets nothing is no filter.
+  """
+  filter: AuditEventFilter
+}
+
+extend type DataExport {
+  "The filter of a filtered AUDIT export, as given; null for an unfiltered export."
+  filter: DataExportAuditFilter
+}
+
+"""
+The AuditEventFilter a filtered AUDIT export was requested with, in the
+input's shape; conditions not given are null.
+"""
+type DataExportAuditFilter {
+  "An exact action, or a prefix written prefix.*."
+  action: String
+  subjectId: String
+  resourceType: String
+  resourceId: String
+  outcome: [AuditOutcome!]
+  "Inclusive lower bound of occurredAt."
+  occurredFrom: Time
+  "Exclusive upper bound of occurredAt."
+  occurredTo: Time
+  "Inclusive lower bound of sequence."
+  sequenceFrom: Uint64
+  "Inclusive upper bound of sequence."
+  sequenceTo: Uint64
+  recordedBySubject: String
+  "The exact correlation ids given; null when none was."
+  correlation: DataExportCorrelationFilter
+}
+
+"The correlation ids of a DataExportAuditFilter; ids not given are null."
+type DataExportCorrelationFilter {
+  traceId: String
+  requestId: String
+  causationId: String
+}
+`, BuiltIn: false},
 	{Name: "../../schema/exports.graphqls", Input: `extend type Query {
   "One data export (never its bytes); null when missing or not visible. Needs exports:read."
   dataExport(id: ID!): DataExport
@@ -3030,8 +3192,38 @@ func (ec *executionContext) childFields_DataExport(ctx context.Context, field gr
 		return ec.fieldContext_DataExport_toSequence(ctx, field)
 	case "checkpoint":
 		return ec.fieldContext_DataExport_checkpoint(ctx, field)
+	case "filter":
+		return ec.fieldContext_DataExport_filter(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type DataExport", field.Name)
+}
+
+func (ec *executionContext) childFields_DataExportAuditFilter(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "action":
+		return ec.fieldContext_DataExportAuditFilter_action(ctx, field)
+	case "subjectId":
+		return ec.fieldContext_DataExportAuditFilter_subjectId(ctx, field)
+	case "resourceType":
+		return ec.fieldContext_DataExportAuditFilter_resourceType(ctx, field)
+	case "resourceId":
+		return ec.fieldContext_DataExportAuditFilter_resourceId(ctx, field)
+	case "outcome":
+		return ec.fieldContext_DataExportAuditFilter_outcome(ctx, field)
+	case "occurredFrom":
+		return ec.fieldContext_DataExportAuditFilter_occurredFrom(ctx, field)
+	case "occurredTo":
+		return ec.fieldContext_DataExportAuditFilter_occurredTo(ctx, field)
+	case "sequenceFrom":
+		return ec.fieldContext_DataExportAuditFilter_sequenceFrom(ctx, field)
+	case "sequenceTo":
+		return ec.fieldContext_DataExportAuditFilter_sequenceTo(ctx, field)
+	case "recordedBySubject":
+		return ec.fieldContext_DataExportAuditFilter_recordedBySubject(ctx, field)
+	case "correlation":
+		return ec.fieldContext_DataExportAuditFilter_correlation(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type DataExportAuditFilter", field.Name)
 }
 
 func (ec *executionContext) childFields_DataExportCheckpoint(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3052,6 +3244,18 @@ func (ec *executionContext) childFields_DataExportConnection(ctx context.Context
 		return ec.fieldContext_DataExportConnection_pageInfo(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type DataExportConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_DataExportCorrelationFilter(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "traceId":
+		return ec.fieldContext_DataExportCorrelationFilter_traceId(ctx, field)
+	case "requestId":
+		return ec.fieldContext_DataExportCorrelationFilter_requestId(ctx, field)
+	case "causationId":
+		return ec.fieldContext_DataExportCorrelationFilter_causationId(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type DataExportCorrelationFilter", field.Name)
 }
 
 func (ec *executionContext) childFields_DataExportDownload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -6205,6 +6409,300 @@ func (ec *executionContext) fieldContext_DataExport_checkpoint(_ context.Context
 	return fc, nil
 }
 
+func (ec *executionContext) _DataExport_filter(ctx context.Context, field graphql.CollectedField, obj *domain.DataExport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExport_filter(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.DataExport().Filter(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.DataExportAuditFilter) graphql.Marshaler {
+			return ec.marshalODataExportAuditFilter2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐDataExportAuditFilter(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DataExport_filter(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "DataExport",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DataExportAuditFilter(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _DataExportAuditFilter_action(ctx context.Context, field graphql.CollectedField, obj *model.DataExportAuditFilter) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExportAuditFilter_action(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Action, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DataExportAuditFilter_action(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DataExportAuditFilter", field, false, false, "String")
+}
+
+func (ec *executionContext) _DataExportAuditFilter_subjectId(ctx context.Context, field graphql.CollectedField, obj *model.DataExportAuditFilter) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExportAuditFilter_subjectId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SubjectID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DataExportAuditFilter_subjectId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DataExportAuditFilter", field, false, false, "String")
+}
+
+func (ec *executionContext) _DataExportAuditFilter_resourceType(ctx context.Context, field graphql.CollectedField, obj *model.DataExportAuditFilter) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExportAuditFilter_resourceType(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ResourceType, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DataExportAuditFilter_resourceType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DataExportAuditFilter", field, false, false, "String")
+}
+
+func (ec *executionContext) _DataExportAuditFilter_resourceId(ctx context.Context, field graphql.CollectedField, obj *model.DataExportAuditFilter) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExportAuditFilter_resourceId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ResourceID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DataExportAuditFilter_resourceId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DataExportAuditFilter", field, false, false, "String")
+}
+
+func (ec *executionContext) _DataExportAuditFilter_outcome(ctx context.Context, field graphql.CollectedField, obj *model.DataExportAuditFilter) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExportAuditFilter_outcome(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Outcome, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []domain.Outcome) graphql.Marshaler {
+			return ec.marshalOAuditOutcome2ᚕgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐOutcomeᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DataExportAuditFilter_outcome(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DataExportAuditFilter", field, false, false, "AuditOutcome")
+}
+
+func (ec *executionContext) _DataExportAuditFilter_occurredFrom(ctx context.Context, field graphql.CollectedField, obj *model.DataExportAuditFilter) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExportAuditFilter_occurredFrom(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OccurredFrom, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DataExportAuditFilter_occurredFrom(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DataExportAuditFilter", field, false, false, "Time")
+}
+
+func (ec *executionContext) _DataExportAuditFilter_occurredTo(ctx context.Context, field graphql.CollectedField, obj *model.DataExportAuditFilter) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExportAuditFilter_occurredTo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OccurredTo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DataExportAuditFilter_occurredTo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DataExportAuditFilter", field, false, false, "Time")
+}
+
+func (ec *executionContext) _DataExportAuditFilter_sequenceFrom(ctx context.Context, field graphql.CollectedField, obj *model.DataExportAuditFilter) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExportAuditFilter_sequenceFrom(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SequenceFrom, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *uint64) graphql.Marshaler {
+			return ec.marshalOUint642ᚖuint64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DataExportAuditFilter_sequenceFrom(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DataExportAuditFilter", field, false, false, "Uint64")
+}
+
+func (ec *executionContext) _DataExportAuditFilter_sequenceTo(ctx context.Context, field graphql.CollectedField, obj *model.DataExportAuditFilter) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExportAuditFilter_sequenceTo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SequenceTo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *uint64) graphql.Marshaler {
+			return ec.marshalOUint642ᚖuint64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DataExportAuditFilter_sequenceTo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DataExportAuditFilter", field, false, false, "Uint64")
+}
+
+func (ec *executionContext) _DataExportAuditFilter_recordedBySubject(ctx context.Context, field graphql.CollectedField, obj *model.DataExportAuditFilter) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExportAuditFilter_recordedBySubject(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RecordedBySubject, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DataExportAuditFilter_recordedBySubject(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DataExportAuditFilter", field, false, false, "String")
+}
+
+func (ec *executionContext) _DataExportAuditFilter_correlation(ctx context.Context, field graphql.CollectedField, obj *model.DataExportAuditFilter) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExportAuditFilter_correlation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Correlation, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.DataExportCorrelationFilter) graphql.Marshaler {
+			return ec.marshalODataExportCorrelationFilter2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐDataExportCorrelationFilter(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DataExportAuditFilter_correlation(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "DataExportAuditFilter",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DataExportCorrelationFilter(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _DataExportCheckpoint_sequence(ctx context.Context, field graphql.CollectedField, obj *domain.ExportCheckpoint) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6313,6 +6811,75 @@ func (ec *executionContext) fieldContext_DataExportConnection_pageInfo(_ context
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _DataExportCorrelationFilter_traceId(ctx context.Context, field graphql.CollectedField, obj *model.DataExportCorrelationFilter) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExportCorrelationFilter_traceId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TraceID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DataExportCorrelationFilter_traceId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DataExportCorrelationFilter", field, false, false, "String")
+}
+
+func (ec *executionContext) _DataExportCorrelationFilter_requestId(ctx context.Context, field graphql.CollectedField, obj *model.DataExportCorrelationFilter) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExportCorrelationFilter_requestId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RequestID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DataExportCorrelationFilter_requestId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DataExportCorrelationFilter", field, false, false, "String")
+}
+
+func (ec *executionContext) _DataExportCorrelationFilter_causationId(ctx context.Context, field graphql.CollectedField, obj *model.DataExportCorrelationFilter) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DataExportCorrelationFilter_causationId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CausationID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DataExportCorrelationFilter_causationId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DataExportCorrelationFilter", field, false, false, "String")
 }
 
 func (ec *executionContext) _DataExportDownload_url(ctx context.Context, field graphql.CollectedField, obj *model.DataExportDownload) (ret graphql.Marshaler) {
@@ -11633,7 +12200,7 @@ func (ec *executionContext) unmarshalInputRequestDataExportInput(ctx context.Con
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"projectId", "kind", "from", "to", "format", "compression", "confirm", "idempotencyKey", "fromSequence", "toSequence"}
+	fieldsInOrder := [...]string{"projectId", "kind", "from", "to", "format", "compression", "confirm", "idempotencyKey", "fromSequence", "toSequence", "filter"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -11710,6 +12277,13 @@ func (ec *executionContext) unmarshalInputRequestDataExportInput(ctx context.Con
 				return it, err
 			}
 			it.ToSequence = data
+		case "filter":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("filter"))
+			data, err := ec.unmarshalOAuditEventFilter2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditEventFilter(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Filter = data
 		}
 	}
 	return it, nil
@@ -12867,6 +13441,95 @@ func (ec *executionContext) _DataExport(ctx context.Context, sel ast.SelectionSe
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "filter":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._DataExport_filter(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var dataExportAuditFilterImplementors = []string{"DataExportAuditFilter"}
+
+func (ec *executionContext) _DataExportAuditFilter(ctx context.Context, sel ast.SelectionSet, obj *model.DataExportAuditFilter) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, dataExportAuditFilterImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("DataExportAuditFilter")
+		case "action":
+			out.Values[i] = ec._DataExportAuditFilter_action(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "subjectId":
+			out.Values[i] = ec._DataExportAuditFilter_subjectId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "resourceType":
+			out.Values[i] = ec._DataExportAuditFilter_resourceType(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "resourceId":
+			out.Values[i] = ec._DataExportAuditFilter_resourceId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "outcome":
+			out.Values[i] = ec._DataExportAuditFilter_outcome(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "occurredFrom":
+			out.Values[i] = ec._DataExportAuditFilter_occurredFrom(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "occurredTo":
+			out.Values[i] = ec._DataExportAuditFilter_occurredTo(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "sequenceFrom":
+			out.Values[i] = ec._DataExportAuditFilter_sequenceFrom(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "sequenceTo":
+			out.Values[i] = ec._DataExportAuditFilter_sequenceTo(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "recordedBySubject":
+			out.Values[i] = ec._DataExportAuditFilter_recordedBySubject(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "correlation":
+			out.Values[i] = ec._DataExportAuditFilter_correlation(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -12941,6 +13604,49 @@ func (ec *executionContext) _DataExportConnection(ctx context.Context, sel ast.S
 		case "pageInfo":
 			out.Values[i] = ec._DataExportConnection_pageInfo(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var dataExportCorrelationFilterImplementors = []string{"DataExportCorrelationFilter"}
+
+func (ec *executionContext) _DataExportCorrelationFilter(ctx context.Context, sel ast.SelectionSet, obj *model.DataExportCorrelationFilter) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, dataExportCorrelationFilterImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("DataExportCorrelationFilter")
+		case "traceId":
+			out.Values[i] = ec._DataExportCorrelationFilter_traceId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "requestId":
+			out.Values[i] = ec._DataExportCorrelationFilter_requestId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "causationId":
+			out.Values[i] = ec._DataExportCorrelationFilter_causationId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -15810,11 +16516,25 @@ func (ec *executionContext) marshalODataExport2ᚖgithubᚗcomᚋaetheriotᚋaet
 	return ec._DataExport(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalODataExportAuditFilter2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐDataExportAuditFilter(ctx context.Context, sel ast.SelectionSet, v *model.DataExportAuditFilter) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._DataExportAuditFilter(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalODataExportCheckpoint2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐExportCheckpoint(ctx context.Context, sel ast.SelectionSet, v *domain.ExportCheckpoint) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
 	return ec._DataExportCheckpoint(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalODataExportCorrelationFilter2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐDataExportCorrelationFilter(ctx context.Context, sel ast.SelectionSet, v *model.DataExportCorrelationFilter) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._DataExportCorrelationFilter(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalODataExportFilter2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐDataExportFilter(ctx context.Context, v any) (*model.DataExportFilter, error) {

@@ -151,9 +151,38 @@ type CreateWebhookSubscriptionInput struct {
 	IdempotencyKey *string `json:"idempotencyKey,omitempty"`
 }
 
+// The AuditEventFilter a filtered AUDIT export was requested with, in the
+// input's shape; conditions not given are null.
+type DataExportAuditFilter struct {
+	// An exact action, or a prefix written prefix.*.
+	Action       *string          `json:"action,omitempty"`
+	SubjectID    *string          `json:"subjectId,omitempty"`
+	ResourceType *string          `json:"resourceType,omitempty"`
+	ResourceID   *string          `json:"resourceId,omitempty"`
+	Outcome      []domain.Outcome `json:"outcome,omitempty"`
+	// Inclusive lower bound of occurredAt.
+	OccurredFrom *time.Time `json:"occurredFrom,omitempty"`
+	// Exclusive upper bound of occurredAt.
+	OccurredTo *time.Time `json:"occurredTo,omitempty"`
+	// Inclusive lower bound of sequence.
+	SequenceFrom *uint64 `json:"sequenceFrom,omitempty"`
+	// Inclusive upper bound of sequence.
+	SequenceTo        *uint64 `json:"sequenceTo,omitempty"`
+	RecordedBySubject *string `json:"recordedBySubject,omitempty"`
+	// The exact correlation ids given; null when none was.
+	Correlation *DataExportCorrelationFilter `json:"correlation,omitempty"`
+}
+
 type DataExportConnection struct {
 	Edges    []DataExportEdge `json:"edges"`
 	PageInfo *PageInfo        `json:"pageInfo"`
+}
+
+// The correlation ids of a DataExportAuditFilter; ids not given are null.
+type DataExportCorrelationFilter struct {
+	TraceID     *string `json:"traceId,omitempty"`
+	RequestID   *string `json:"requestId,omitempty"`
+	CausationID *string `json:"causationId,omitempty"`
 }
 
 type DataExportDownload struct {
@@ -254,6 +283,12 @@ type RequestDataExportInput struct {
 	FromSequence *uint64 `json:"fromSequence,omitempty"`
 	// AUDIT only: the last sequence to export (inclusive, at most the head).
 	ToSequence *uint64 `json:"toSequence,omitempty"`
+	// AUDIT only (another kind with a filter is BAD_USER_INPUT): export only the
+	// events of the range that pass this filter, the filter of auditEvents. It
+	// narrows the range (from/to or fromSequence/toSequence), never widens it. A
+	// filtered export is not a contiguous piece of the chain, so it records no
+	// checkpoint. A filter that sets nothing is no filter.
+	Filter *AuditEventFilter `json:"filter,omitempty"`
 }
 
 type RotateWebhookDestinationSecretInput struct {

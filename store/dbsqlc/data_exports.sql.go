@@ -27,13 +27,13 @@ const DueDataExportExpiries = `-- name: DueDataExportExpiries :many
 (SELECT tenant_id, project_id, id, kind, format, compression, range_from, range_to, state,
     requested_by, requested_at, started_at, progress_rows, progress_bytes, object_ref, content_digest, byte_length,
     row_count, ready_at, expires_at, failed_at, failure_reason, expired_at, updated_at,
-    from_sequence, to_sequence, checkpoint_sequence, checkpoint_jws
+    from_sequence, to_sequence, checkpoint_sequence, checkpoint_jws, filter
     FROM data_exports WHERE state = 'READY' AND expires_at <= $1::timestamptz ORDER BY expires_at LIMIT $2::bigint)
 UNION ALL
 (SELECT tenant_id, project_id, id, kind, format, compression, range_from, range_to, state,
     requested_by, requested_at, started_at, progress_rows, progress_bytes, object_ref, content_digest, byte_length,
     row_count, ready_at, expires_at, failed_at, failure_reason, expired_at, updated_at,
-    from_sequence, to_sequence, checkpoint_sequence, checkpoint_jws
+    from_sequence, to_sequence, checkpoint_sequence, checkpoint_jws, filter
     FROM data_exports WHERE state = 'FAILED' AND failed_at <= $3::timestamptz ORDER BY failed_at LIMIT $2::bigint)
 `
 
@@ -83,6 +83,7 @@ func (q *Queries) DueDataExportExpiries(ctx context.Context, arg DueDataExportEx
 			&i.ToSequence,
 			&i.CheckpointSequence,
 			&i.CheckpointJws,
+			&i.Filter,
 		); err != nil {
 			return nil, err
 		}
@@ -98,7 +99,7 @@ const GetDataExport = `-- name: GetDataExport :one
 SELECT tenant_id, project_id, id, kind, format, compression, range_from, range_to, state,
     requested_by, requested_at, started_at, progress_rows, progress_bytes, object_ref, content_digest, byte_length,
     row_count, ready_at, expires_at, failed_at, failure_reason, expired_at, updated_at,
-    from_sequence, to_sequence, checkpoint_sequence, checkpoint_jws
+    from_sequence, to_sequence, checkpoint_sequence, checkpoint_jws, filter
 FROM data_exports WHERE tenant_id = $1 AND id = $2
 `
 
@@ -141,6 +142,7 @@ func (q *Queries) GetDataExport(ctx context.Context, arg GetDataExportParams) (D
 		&i.ToSequence,
 		&i.CheckpointSequence,
 		&i.CheckpointJws,
+		&i.Filter,
 	)
 	return i, err
 }
@@ -149,9 +151,9 @@ const InsertDataExport = `-- name: InsertDataExport :exec
 INSERT INTO data_exports (tenant_id, project_id, id, kind, format, compression, range_from, range_to, state,
     requested_by, requested_at, started_at, progress_rows, progress_bytes, object_ref, content_digest, byte_length,
     row_count, ready_at, expires_at, failed_at, failure_reason, expired_at, updated_at,
-    from_sequence, to_sequence, checkpoint_sequence, checkpoint_jws)
+    from_sequence, to_sequence, checkpoint_sequence, checkpoint_jws, filter)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
-    $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28)
+    $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29)
 `
 
 type InsertDataExportParams struct {
@@ -183,6 +185,7 @@ type InsertDataExportParams struct {
 	ToSequence         *int64
 	CheckpointSequence *int64
 	CheckpointJws      *string
+	Filter             []byte
 }
 
 // Queued by InsertDataExport with its notification: positional parameters,
@@ -217,6 +220,7 @@ func (q *Queries) InsertDataExport(ctx context.Context, arg InsertDataExportPara
 		arg.ToSequence,
 		arg.CheckpointSequence,
 		arg.CheckpointJws,
+		arg.Filter,
 	)
 	return err
 }
@@ -225,7 +229,7 @@ const LockDataExport = `-- name: LockDataExport :one
 SELECT tenant_id, project_id, id, kind, format, compression, range_from, range_to, state,
     requested_by, requested_at, started_at, progress_rows, progress_bytes, object_ref, content_digest, byte_length,
     row_count, ready_at, expires_at, failed_at, failure_reason, expired_at, updated_at,
-    from_sequence, to_sequence, checkpoint_sequence, checkpoint_jws
+    from_sequence, to_sequence, checkpoint_sequence, checkpoint_jws, filter
 FROM data_exports WHERE tenant_id = $1 AND id = $2 FOR UPDATE
 `
 
@@ -267,6 +271,7 @@ func (q *Queries) LockDataExport(ctx context.Context, arg LockDataExportParams) 
 		&i.ToSequence,
 		&i.CheckpointSequence,
 		&i.CheckpointJws,
+		&i.Filter,
 	)
 	return i, err
 }

@@ -115,6 +115,7 @@ type DataExport struct {
 	ToSequence         *int64
 	CheckpointSequence *int64
 	CheckpointJws      *string
+	Filter             []byte
 }
 
 type IdempotencyKey struct {

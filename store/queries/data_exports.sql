@@ -4,9 +4,9 @@
 INSERT INTO data_exports (tenant_id, project_id, id, kind, format, compression, range_from, range_to, state,
     requested_by, requested_at, started_at, progress_rows, progress_bytes, object_ref, content_digest, byte_length,
     row_count, ready_at, expires_at, failed_at, failure_reason, expired_at, updated_at,
-    from_sequence, to_sequence, checkpoint_sequence, checkpoint_jws)
+    from_sequence, to_sequence, checkpoint_sequence, checkpoint_jws, filter)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
-    $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28);
+    $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29);
 
 -- name: UpdateDataExport :exec
 -- Queued by UpdateDataExport with its notification: positional parameters.
@@ -34,7 +34,7 @@ SELECT pg_notify($1::text, $2::text);
 SELECT tenant_id, project_id, id, kind, format, compression, range_from, range_to, state,
     requested_by, requested_at, started_at, progress_rows, progress_bytes, object_ref, content_digest, byte_length,
     row_count, ready_at, expires_at, failed_at, failure_reason, expired_at, updated_at,
-    from_sequence, to_sequence, checkpoint_sequence, checkpoint_jws
+    from_sequence, to_sequence, checkpoint_sequence, checkpoint_jws, filter
 FROM data_exports WHERE tenant_id = @tenant_id AND id = @id;
 
 -- name: LockDataExport :one
@@ -42,7 +42,7 @@ FROM data_exports WHERE tenant_id = @tenant_id AND id = @id;
 SELECT tenant_id, project_id, id, kind, format, compression, range_from, range_to, state,
     requested_by, requested_at, started_at, progress_rows, progress_bytes, object_ref, content_digest, byte_length,
     row_count, ready_at, expires_at, failed_at, failure_reason, expired_at, updated_at,
-    from_sequence, to_sequence, checkpoint_sequence, checkpoint_jws
+    from_sequence, to_sequence, checkpoint_sequence, checkpoint_jws, filter
 FROM data_exports WHERE tenant_id = @tenant_id AND id = @id FOR UPDATE;
 
 -- name: LockTenantDataExports :exec
@@ -59,11 +59,11 @@ SELECT count(*) FROM data_exports WHERE tenant_id = @tenant_id AND state IN ('QU
 (SELECT tenant_id, project_id, id, kind, format, compression, range_from, range_to, state,
     requested_by, requested_at, started_at, progress_rows, progress_bytes, object_ref, content_digest, byte_length,
     row_count, ready_at, expires_at, failed_at, failure_reason, expired_at, updated_at,
-    from_sequence, to_sequence, checkpoint_sequence, checkpoint_jws
+    from_sequence, to_sequence, checkpoint_sequence, checkpoint_jws, filter
     FROM data_exports WHERE state = 'READY' AND expires_at <= @now::timestamptz ORDER BY expires_at LIMIT @row_limit::bigint)
 UNION ALL
 (SELECT tenant_id, project_id, id, kind, format, compression, range_from, range_to, state,
     requested_by, requested_at, started_at, progress_rows, progress_bytes, object_ref, content_digest, byte_length,
     row_count, ready_at, expires_at, failed_at, failure_reason, expired_at, updated_at,
-    from_sequence, to_sequence, checkpoint_sequence, checkpoint_jws
+    from_sequence, to_sequence, checkpoint_sequence, checkpoint_jws, filter
     FROM data_exports WHERE state = 'FAILED' AND failed_at <= @failed_before::timestamptz ORDER BY failed_at LIMIT @row_limit::bigint);
