@@ -9,6 +9,7 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 
+	ckpt "github.com/aetheriot/aether-audit/checkpoint"
 	"github.com/aetheriot/aether-audit/domain"
 )
 
@@ -26,19 +27,6 @@ type checkpoint struct {
 	AnchorHash            domain.Hash
 	PreviousCheckpoint    *string
 	IssuedAt              string
-}
-
-// checkpointPayload is the JSON payload of a checkpoint JWS.
-type checkpointPayload struct {
-	V                     int     `json:"v"`
-	TenantID              string  `json:"tenantId"`
-	ProjectID             string  `json:"projectId"`
-	Sequence              string  `json:"sequence"`
-	ChainHash             string  `json:"chainHash"`
-	PurgedThroughSequence string  `json:"purgedThroughSequence"`
-	AnchorHash            string  `json:"anchorHash"`
-	PreviousCheckpoint    *string `json:"previousCheckpoint"`
-	IssuedAt              string  `json:"issuedAt"`
 }
 
 // verifyCheckpoint checks a compact JWS checkpoint: alg EdDSA, a kid found
@@ -70,29 +58,17 @@ func verifyCheckpoint(jws []byte, keys keySet) (*checkpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the signature does not verify with key %s", h.KeyID)
 	}
-	var p checkpointPayload
-	dec := json.NewDecoder(bytes.NewReader(payload))
-	if err := dec.Decode(&p); err != nil {
+	var p ckpt.Payload
+	if err := json.Unmarshal(payload, &p); err != nil {
 		return nil, fmt.Errorf("payload is not JSON: %v", err)
 	}
-	if p.V != 1 {
-		return nil, fmt.Errorf("payload version %d is not 1", p.V)
+	f, err := p.Fields()
+	if err != nil {
+		return nil, err
 	}
-	c := &checkpoint{KeyID: h.KeyID, TenantID: p.TenantID, ProjectID: p.ProjectID,
-		PreviousCheckpoint: p.PreviousCheckpoint, IssuedAt: p.IssuedAt}
-	if c.Sequence, err = strconv.ParseUint(p.Sequence, 10, 64); err != nil {
-		return nil, fmt.Errorf("payload sequence %q is not a decimal number", p.Sequence)
-	}
-	if c.PurgedThroughSequence, err = strconv.ParseUint(p.PurgedThroughSequence, 10, 64); err != nil {
-		return nil, fmt.Errorf("payload purgedThroughSequence %q is not a decimal number", p.PurgedThroughSequence)
-	}
-	if c.ChainHash, err = parseHash(p.ChainHash); err != nil {
-		return nil, fmt.Errorf("payload chainHash: %v", err)
-	}
-	if c.AnchorHash, err = parseHash(p.AnchorHash); err != nil {
-		return nil, fmt.Errorf("payload anchorHash: %v", err)
-	}
-	return c, nil
+	return &checkpoint{KeyID: h.KeyID, TenantID: f.TenantID, ProjectID: f.ProjectID, Sequence: f.Sequence,
+		ChainHash: f.ChainHash, PurgedThroughSequence: f.PurgedThrough, AnchorHash: f.AnchorHash,
+		PreviousCheckpoint: p.PreviousCheckpoint, IssuedAt: p.IssuedAt}, nil
 }
 
 // parseHash reads a chain hash written as 64 hex digits.
