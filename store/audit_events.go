@@ -66,16 +66,20 @@ func (t *Tx) LockAuditHead(ctx context.Context, tenantID, projectID string) (hea
 // domain.ChainHead.Append), moves the project's head, locked by
 // LockAuditHead in the same transaction, to head, and notifies the live
 // hubs (pg_notify on live.Channel, delivered at commit) with the tenant,
-// project and new head sequence, never the events. Small appends go in one
-// round trip (a multi-row INSERT, the head UPDATE and the notification in
-// one batch); large ones use COPY.
+// project and new head sequence, never the events.
+//
+// Small appends are a multi-row INSERT, the head UPDATE and the
+// notification; large ones COPY the events first. These writes have no
+// result but their success, so they are queued on the transaction rather
+// than sent (see txConn): they go to the server with its next statement or
+// its COMMIT, in one round trip. Their error, if any, is then that
+// statement's or the commit's, and the transaction rolls back.
 //
 // The events' INSERT is written here, not in queries/audit_events.sql: its
 // number of VALUES rows varies with the batch, which sqlc cannot express,
 // and it shares auditEventValues with COPY. The head update and the
-// notification are sqlc's, queued in the same batch.
+// notification are sqlc's.
 func (t *Tx) AppendAuditEvents(ctx context.Context, tenantID, projectID string, events []domain.AuditEvent, head domain.ChainHead) error {
-	headArgs := []any{tenantID, projectID, int64(head.Sequence), head.Hash[:]}
 	note, err := json.Marshal(AuditEventsNotification{TenantID: tenantID, ProjectID: projectID, Sequence: head.Sequence})
 	if err != nil {
 		return fmt.Errorf("encoding notification: %w", err)
@@ -88,39 +92,29 @@ func (t *Tx) AppendAuditEvents(ctx context.Context, tenantID, projectID string, 
 		if _, err := t.tx.CopyFrom(ctx, pgx.Identifier{"audit_events"}, auditEventColumnNames, pgx.CopyFromRows(rows)); err != nil {
 			return fmt.Errorf("copying audit events: %w", err)
 		}
-		batch := &pgx.Batch{}
-		batch.Queue(dbsqlc.UpdateAuditHead, headArgs...)
-		batch.Queue(dbsqlc.NotifyAuditEvents, AuditEventsChannel, string(note))
-		if err := t.tx.SendBatch(ctx, batch).Close(); err != nil {
-			return fmt.Errorf("updating audit head: %w", err)
-		}
-		return nil
-	}
-	var sb strings.Builder
-	sb.WriteString("INSERT INTO audit_events (" + auditEventColumns + ") VALUES ")
-	args := make([]any, 0, len(events)*len(auditEventColumnNames))
-	for i, row := range rows {
-		if i > 0 {
-			sb.WriteString(", ")
-		}
-		sb.WriteByte('(')
-		for j := range row {
-			if j > 0 {
+	} else {
+		var sb strings.Builder
+		sb.WriteString("INSERT INTO audit_events (" + auditEventColumns + ") VALUES ")
+		args := make([]any, 0, len(events)*len(auditEventColumnNames))
+		for i, row := range rows {
+			if i > 0 {
 				sb.WriteString(", ")
 			}
-			sb.WriteByte('$')
-			sb.WriteString(strconv.Itoa(len(args) + j + 1))
+			sb.WriteByte('(')
+			for j := range row {
+				if j > 0 {
+					sb.WriteString(", ")
+				}
+				sb.WriteByte('$')
+				sb.WriteString(strconv.Itoa(len(args) + j + 1))
+			}
+			sb.WriteByte(')')
+			args = append(args, row...)
 		}
-		sb.WriteByte(')')
-		args = append(args, row...)
+		t.tx.queue("inserting audit events", sb.String(), args...)
 	}
-	batch := &pgx.Batch{}
-	batch.Queue(sb.String(), args...)
-	batch.Queue(dbsqlc.UpdateAuditHead, headArgs...)
-	batch.Queue(dbsqlc.NotifyAuditEvents, AuditEventsChannel, string(note))
-	if err := t.tx.SendBatch(ctx, batch).Close(); err != nil {
-		return fmt.Errorf("inserting audit events: %w", err)
-	}
+	t.tx.queue("updating audit head", dbsqlc.UpdateAuditHead, tenantID, projectID, int64(head.Sequence), head.Hash[:])
+	t.tx.queue("notifying audit events", dbsqlc.NotifyAuditEvents, AuditEventsChannel, string(note))
 	return nil
 }
 

@@ -26,11 +26,14 @@ func (t *Tx) EnqueueJobs(ctx context.Context, jobs ...domain.OutboxJob) error {
 			MaxAttempts: j.MaxAttempts,
 		}}
 	}
-	var err error
+	tx, err := t.tx.pgxTx(ctx)
+	if err != nil {
+		return fmt.Errorf("enqueueing %d jobs: %w", len(jobs), err)
+	}
 	if len(params) == 1 {
-		_, err = t.jobs.InsertTx(ctx, t.tx, params[0].Args, params[0].InsertOpts)
+		_, err = t.jobs.InsertTx(ctx, tx, params[0].Args, params[0].InsertOpts)
 	} else {
-		_, err = t.jobs.InsertManyFastTx(ctx, t.tx, params)
+		_, err = t.jobs.InsertManyFastTx(ctx, tx, params)
 	}
 	if err != nil {
 		return fmt.Errorf("enqueueing %d jobs: %w", len(jobs), err)
@@ -43,7 +46,11 @@ func (t *Tx) EnqueueJobs(ctx context.Context, jobs ...domain.OutboxJob) error {
 // exactly when what the transaction records commits. ctx must be (derived
 // from) the worker's context, which carries River's client.
 func (t *Tx) CompleteJob(ctx context.Context, job *rivertype.JobRow) error {
-	if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, t.tx, &river.Job[completedJobArgs]{JobRow: job}); err != nil {
+	tx, err := t.tx.pgxTx(ctx)
+	if err != nil {
+		return fmt.Errorf("completing job %d: %w", job.ID, err)
+	}
+	if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, &river.Job[completedJobArgs]{JobRow: job}); err != nil {
 		return fmt.Errorf("completing job %d: %w", job.ID, err)
 	}
 	return nil
