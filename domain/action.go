@@ -1,16 +1,9 @@
 package domain
 
-import (
-	"regexp"
-	"strings"
-)
+import "strings"
 
 // MaxActionLength is the longest accepted audit action name, in bytes.
 const MaxActionLength = 128
-
-// actionPattern: two to eight dot-separated lower-case segments, each starting
-// with a letter, e.g. "device.firmware.updated".
-var actionPattern = regexp.MustCompile(`^[a-z][a-z0-9_-]*(\.[a-z][a-z0-9_-]*){1,7}$`)
 
 // ValidateAction checks an audit action name: a dotted lower-case name of two
 // to eight segments ([a-z][a-z0-9_-]*), at most MaxActionLength bytes. Actions
@@ -22,7 +15,7 @@ func ValidateAction(field, action string) error {
 	if len(action) > MaxActionLength {
 		return invalid(field, "must be at most %d bytes", MaxActionLength)
 	}
-	if !actionPattern.MatchString(action) {
+	if !isAction(action) {
 		return invalid(field, "must be a dotted lower-case name such as device.firmware.updated")
 	}
 	return nil

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -32,10 +31,7 @@ const (
 )
 
 var (
-	traceIDPattern       = regexp.MustCompile(`^[0-9a-f]{32}$`)
-	digestAlgorithmRegex = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
-	resourceTypePattern  = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.:-]*$`)
-	minOccurredAt        = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+	minOccurredAt = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
 )
 
 // AuditEventDraft is an audit event as a client submits it, before the server
@@ -99,7 +95,7 @@ func (d *AuditEventDraft) Normalize(path string, now time.Time) error {
 	if err := checkText(f("subject.displayName"), d.Subject.DisplayName, MaxNameLength, false, false); err != nil {
 		return err
 	}
-	if d.Resource.Type == "" || len(d.Resource.Type) > MaxResourceTypeLength || !resourceTypePattern.MatchString(d.Resource.Type) {
+	if d.Resource.Type == "" || len(d.Resource.Type) > MaxResourceTypeLength || !isResourceType(d.Resource.Type) {
 		return invalid(f("resource.type"), "must be 1-%d characters of letters, digits, _ . : - starting with a letter", MaxResourceTypeLength)
 	}
 	if err := checkText(f("resource.id"), d.Resource.ID, MaxIDLength, true, true); err != nil {
@@ -126,7 +122,7 @@ func (d *AuditEventDraft) Normalize(path string, now time.Time) error {
 		}
 	}
 	if c := d.Correlation; c != nil {
-		if c.TraceID != "" && !traceIDPattern.MatchString(c.TraceID) {
+		if c.TraceID != "" && !isTraceID(c.TraceID) {
 			return invalid(f("correlation.traceId"), "must be a W3C trace id: 32 lower-case hex digits")
 		}
 		if err := checkText(f("correlation.requestId"), c.RequestID, MaxShortTextLength, false, true); err != nil {
@@ -145,7 +141,7 @@ func (d *AuditEventDraft) Normalize(path string, now time.Time) error {
 	for i := range d.EvidenceDigests {
 		e := &d.EvidenceDigests[i]
 		p := f("evidenceDigests") + "[" + strconv.Itoa(i) + "]"
-		if e.Algorithm == "" || len(e.Algorithm) > MaxDigestAlgorithmBytes || !digestAlgorithmRegex.MatchString(e.Algorithm) {
+		if e.Algorithm == "" || len(e.Algorithm) > MaxDigestAlgorithmBytes || !isDigestAlgorithm(e.Algorithm) {
 			return invalid(p+".algorithm", "must be a lower-case algorithm name such as sha256")
 		}
 		if err := checkText(p+".value", e.Value, MaxDigestValueBytes, true, true); err != nil {
