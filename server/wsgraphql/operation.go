@@ -12,18 +12,42 @@ import (
 )
 
 // operation is one running subscribe (start). It is in conn.ops from the
-// subscribe until it ends or the client stops it.
+// subscribe until it ends or the client stops it. It is served either by
+// a Source of Config.FastPath, pulled by the connection's writer (src is
+// set), or by the executor in a goroutine of its own (cancel is set).
 type operation struct {
-	id     string
-	cancel context.CancelFunc
+	id   string
+	head []byte          // start of its result messages (resultHead)
+	ctx  context.Context // the connection's operations context (fast path)
 
+	src    Source             // fast path; set before registered
+	cancel context.CancelFunc // executor
+
+	// registered is set once the operation is in conn.ops with its source:
+	// the writer pulls it only then.
+	registered atomic.Bool
+	// ready is set while the operation is on the writer's ready list
+	// (guarded by conn.smu).
+	ready bool
 	// stopped is set when the client completed (stopped) the operation;
 	// from then on no message of the operation is written.
 	stopped atomic.Bool
 }
 
-// handleSubscribe registers operation id and starts its goroutine. An id
-// still running closes a graphql-transport-ws connection with
+// close releases what the operation holds: its source, or its context.
+func (op *operation) close() {
+	if op.src != nil {
+		op.src.Close()
+	}
+	if op.cancel != nil {
+		op.cancel()
+	}
+}
+
+// handleSubscribe registers operation id and starts it: offered to
+// Config.FastPath first (no goroutine: the writer pulls its results), else
+// in a goroutine of its own that runs the executor. An id still running
+// closes a graphql-transport-ws connection with
 // CloseSubscriberAlreadyExists, and replaces the running operation in the
 // legacy protocol; an operation over Config.MaxOperations is refused with a
 // CodeQuotaExceeded error.
@@ -31,6 +55,7 @@ func (c *conn) handleSubscribe(id string, params *graphql.RawParams) {
 	params.Headers = c.req.Header
 
 	c.mu.Lock()
+	var replaced *operation
 	if old := c.ops[id]; old != nil {
 		if !c.legacy {
 			c.mu.Unlock()
@@ -39,27 +64,61 @@ func (c *conn) handleSubscribe(id string, params *graphql.RawParams) {
 		}
 		delete(c.ops, id)
 		old.stopped.Store(true)
-		old.cancel()
+		replaced = old
 	}
-	if len(c.ops) >= c.cfg.MaxOperations {
-		c.mu.Unlock()
+	full := len(c.ops) >= c.cfg.MaxOperations
+	c.mu.Unlock()
+	if replaced != nil {
+		replaced.close()
+	}
+	if full {
 		c.refuse(id, &gqlerror.Error{
 			Message:    fmt.Sprintf("too many operations on this connection (limit %d); complete one first", c.cfg.MaxOperations),
 			Extensions: map[string]any{"code": CodeQuotaExceeded},
 		})
 		return
 	}
+
+	op := &operation{id: id, head: c.resultHead(id), ctx: c.opsCtx}
+	if c.cfg.FastPath != nil {
+		if src, ok := c.openFastPath(op, params); ok {
+			op.src = src
+			c.mu.Lock()
+			c.ops[id] = op
+			c.mu.Unlock()
+			op.registered.Store(true)
+			c.markReady(op) // what is at hand already (a replay, say)
+			return
+		}
+	}
 	ctx, cancel := context.WithCancel(c.opsCtx)
-	op := &operation{id: id, cancel: cancel}
+	op.cancel = cancel
+	c.mu.Lock()
 	c.ops[id] = op
 	c.wg.Add(1)
 	c.mu.Unlock()
-
+	op.registered.Store(true)
 	go c.run(ctx, op, params)
 }
 
+// openFastPath offers op to Config.FastPath; a panic there leaves the
+// operation to the executor.
+func (c *conn) openFastPath(op *operation, params *graphql.RawParams) (src Source, ok bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.log.Error("websocket fast path panicked", "id", op.id, "panic", v)
+			src, ok = nil, false
+		}
+	}()
+	src, ok = c.cfg.FastPath(op.ctx, params, func() { c.markReady(op) })
+	if ok && src == nil {
+		return nil, false
+	}
+	return src, ok
+}
+
 // stopOperation handles the client's complete (stop) for id: the operation
-// is cancelled and nothing more is written for it. An unknown id (one that
+// is ended and nothing more is written for it. An unknown id (one that
 // already ended, say) is ignored.
 func (c *conn) stopOperation(id string) {
 	c.mu.Lock()
@@ -70,7 +129,7 @@ func (c *conn) stopOperation(id string) {
 	}
 	c.mu.Unlock()
 	if op != nil {
-		op.cancel()
+		op.close()
 	}
 }
 
@@ -90,32 +149,7 @@ func (c *conn) run(ctx context.Context, op *operation, params *graphql.RawParams
 		}
 	}()
 
-	head := c.resultHead(op.id)
-	if c.cfg.FastPath != nil {
-		if next, ok := c.cfg.FastPath(ctx, params); ok {
-			var batch [][]byte
-			for ctx.Err() == nil {
-				payload, more := next(ctx, true)
-				if !more {
-					break
-				}
-				// The results already at hand go out with this one.
-				batch = append(batch[:0], payload)
-				for size := len(payload); len(batch) < maxBatch && size < maxBatchBytes; size += len(payload) {
-					if payload, _ = next(ctx, false); payload == nil {
-						break
-					}
-					batch = append(batch, payload)
-				}
-				if !c.sendResults(ctx, op, head, batch) {
-					return
-				}
-			}
-			c.finishOperation(op, nil)
-			return
-		}
-	}
-
+	head := op.head
 	ctx = graphql.StartOperationTrace(ctx)
 	rc, errs := c.exec.CreateOperationContext(ctx, params)
 	if errs != nil {
@@ -144,7 +178,7 @@ func (c *conn) run(ctx context.Context, op *operation, params *graphql.RawParams
 }
 
 // maxBatch and maxBatchBytes bound how many results, and how many bytes of
-// them, one write of the fast path carries.
+// them, one pull of a fast-path operation writes at once.
 const (
 	maxBatch      = 64
 	maxBatchBytes = 64 << 10
@@ -161,6 +195,9 @@ func (c *conn) finishOperation(op *operation, errs gqlerror.List) {
 		delete(c.ops, op.id)
 	}
 	c.mu.Unlock()
+	if mine && op.src != nil {
+		op.src.Close()
+	}
 	if !mine || op.stopped.Load() || c.isClosing() {
 		return
 	}

@@ -60,6 +60,12 @@ func (t *Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Grap
 		HandshakeTimeout: t.cfg.WriteTimeout,
 		Subprotocols:     []string{proto},
 		CheckOrigin:      t.cfg.CheckOrigin,
+		// An idle connection holds a small read buffer and no write
+		// buffer: data frames are assembled in pooled buffers taken only
+		// while writing (messageBuffers), and gorilla's own writer, which
+		// the transport does not use, would take one from the pool.
+		ReadBufferSize:  readBufferSize,
+		WriteBufferPool: writeBufferPool,
 	}
 	ws, err := up.Upgrade(w, r, nil)
 	if err != nil {
@@ -77,6 +83,16 @@ func (t *Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Grap
 	defer t.unregister(c)
 	c.serve()
 }
+
+// readBufferSize is the size of a connection's read buffer. Client
+// messages are small (operations of a few hundred bytes, pings); a larger
+// one is read in several system calls. It must hold a control frame
+// (125 bytes of payload).
+const readBufferSize = 512
+
+// writeBufferPool lends gorilla/websocket its write buffers while it
+// writes (control frames do not need one).
+var writeBufferPool = &sync.Pool{}
 
 // Shutdown closes every connection with [CloseGoingAway] and waits until
 // their goroutines have exited, or until ctx is done; then the sockets still
