@@ -183,7 +183,7 @@ func (c *conn) cleanup() {
 	c.mu.Unlock()
 	for _, op := range ops {
 		op.stopped.Store(true)
-		op.close()
+		c.closeOp(op)
 	}
 	c.wg.Wait()
 	if c.opsCancel != nil {
@@ -424,6 +424,9 @@ func (c *conn) ping() {
 // it falls behind and later catches up; nothing is lost.
 func (c *conn) pull(op *operation) {
 	if !op.registered.Load() || op.stopped.Load() {
+		return
+	}
+	if op.src == nil && !c.start(op) {
 		return
 	}
 	bp := messageBuffers.Get().(*[]byte)

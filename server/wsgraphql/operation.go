@@ -20,8 +20,13 @@ type operation struct {
 	head []byte          // start of its result messages (resultHead)
 	ctx  context.Context // the connection's operations context (fast path)
 
-	src    Source             // fast path; set before registered
-	cancel context.CancelFunc // executor
+	// params waits for the writer to offer the operation to the fast
+	// path (which may read the database: the reader does not wait for it).
+	params *graphql.RawParams
+	// src (fast path) or cancel (executor) are set under conn.mu once the
+	// operation started; the writer reads src without it.
+	src    Source
+	cancel context.CancelFunc
 
 	// registered is set once the operation is in conn.ops with its source:
 	// the writer pulls it only then.
@@ -34,13 +39,16 @@ type operation struct {
 	stopped atomic.Bool
 }
 
-// close releases what the operation holds: its source, or its context.
-func (op *operation) close() {
-	if op.src != nil {
-		op.src.Close()
+// closeOp releases what op holds: its source, or its context.
+func (c *conn) closeOp(op *operation) {
+	c.mu.Lock()
+	src, cancel := op.src, op.cancel
+	c.mu.Unlock()
+	if src != nil {
+		src.Close()
 	}
-	if op.cancel != nil {
-		op.cancel()
+	if cancel != nil {
+		cancel()
 	}
 }
 
@@ -69,7 +77,7 @@ func (c *conn) handleSubscribe(id string, params *graphql.RawParams) {
 	full := len(c.ops) >= c.cfg.MaxOperations
 	c.mu.Unlock()
 	if replaced != nil {
-		replaced.close()
+		c.closeOp(replaced)
 	}
 	if full {
 		c.refuse(id, &gqlerror.Error{
@@ -81,15 +89,15 @@ func (c *conn) handleSubscribe(id string, params *graphql.RawParams) {
 
 	op := &operation{id: id, head: c.resultHead(id), ctx: c.opsCtx}
 	if c.cfg.FastPath != nil {
-		if src, ok := c.openFastPath(op, params); ok {
-			op.src = src
-			c.mu.Lock()
-			c.ops[id] = op
-			c.mu.Unlock()
-			op.registered.Store(true)
-			c.markReady(op) // what is at hand already (a replay, say)
-			return
-		}
+		// The writer offers it to the fast path (start), then pulls what
+		// is at hand already (a replay, say).
+		op.params = params
+		c.mu.Lock()
+		c.ops[id] = op
+		c.mu.Unlock()
+		op.registered.Store(true)
+		c.markReady(op)
+		return
 	}
 	ctx, cancel := context.WithCancel(c.opsCtx)
 	op.cancel = cancel
@@ -99,6 +107,40 @@ func (c *conn) handleSubscribe(id string, params *graphql.RawParams) {
 	c.mu.Unlock()
 	op.registered.Store(true)
 	go c.run(ctx, op, params)
+}
+
+// start runs on the writer: it offers op to Config.FastPath, or else runs
+// it with the executor in a goroutine of its own. It reports whether op
+// has a source to pull.
+func (c *conn) start(op *operation) bool {
+	params := op.params
+	op.params = nil
+	if params == nil {
+		return false // with the executor already
+	}
+	if src, ok := c.openFastPath(op, params); ok {
+		c.mu.Lock()
+		if op.stopped.Load() || c.ops[op.id] != op {
+			c.mu.Unlock()
+			src.Close()
+			return false
+		}
+		op.src = src
+		c.mu.Unlock()
+		return true
+	}
+	ctx, cancel := context.WithCancel(c.opsCtx)
+	c.mu.Lock()
+	if op.stopped.Load() || c.ops[op.id] != op {
+		c.mu.Unlock()
+		cancel()
+		return false
+	}
+	op.cancel = cancel
+	c.wg.Add(1)
+	c.mu.Unlock()
+	go c.run(ctx, op, params)
+	return false
 }
 
 // openFastPath offers op to Config.FastPath; a panic there leaves the
@@ -129,7 +171,7 @@ func (c *conn) stopOperation(id string) {
 	}
 	c.mu.Unlock()
 	if op != nil {
-		op.close()
+		c.closeOp(op)
 	}
 }
 
@@ -195,8 +237,8 @@ func (c *conn) finishOperation(op *operation, errs gqlerror.List) {
 		delete(c.ops, op.id)
 	}
 	c.mu.Unlock()
-	if mine && op.src != nil {
-		op.src.Close()
+	if mine {
+		c.closeOp(op)
 	}
 	if !mine || op.stopped.Load() || c.isClosing() {
 		return

@@ -60,11 +60,11 @@ func (t *Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Grap
 		HandshakeTimeout: t.cfg.WriteTimeout,
 		Subprotocols:     []string{proto},
 		CheckOrigin:      t.cfg.CheckOrigin,
-		// An idle connection holds a small read buffer and no write
-		// buffer: data frames are assembled in pooled buffers taken only
-		// while writing (messageBuffers), and gorilla's own writer, which
-		// the transport does not use, would take one from the pool.
-		ReadBufferSize:  readBufferSize,
+		// The read buffer is net/http's, reused (ReadBufferSize 0); an
+		// idle connection holds no write buffer of gorilla's: data frames
+		// are assembled in pooled buffers taken only while writing
+		// (messageBuffers), and gorilla's own writer, which the transport
+		// does not use, would take one from the pool.
 		WriteBufferPool: writeBufferPool,
 	}
 	ws, err := up.Upgrade(w, r, nil)
@@ -83,12 +83,6 @@ func (t *Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Grap
 	defer t.unregister(c)
 	c.serve()
 }
-
-// readBufferSize is the size of a connection's read buffer. Client
-// messages are small (operations of a few hundred bytes, pings); a larger
-// one is read in several system calls. It must hold a control frame
-// (125 bytes of payload).
-const readBufferSize = 512
 
 // writeBufferPool lends gorilla/websocket its write buffers while it
 // writes (control frames do not need one).
