@@ -104,8 +104,8 @@
 // reads the socket, and a writer, which runs only while there is
 // something to write (queued messages, results of operations whose
 // sources woke it, a ping due) and exits when there is not. An idle
-// connection therefore holds one goroutine, a 512-byte read buffer and no
-// write buffer. Each operation left to the executor adds a goroutine while
+// connection therefore holds one goroutine, net/http's read buffer (which
+// gorilla/websocket reuses) and no write buffer of gorilla's. Each operation left to the executor adds a goroutine while
 // it runs. Do returns only after all of them have exited. Executor
 // operations stop when their context is cancelled, so resolvers must
 // honour context cancellation (as gqlgen's generated subscription code
