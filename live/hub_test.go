@@ -360,3 +360,59 @@ func TestTryNext(t *testing.T) {
 	_, ok = s.TryNext()
 	require.False(t, ok, "closed")
 }
+
+// TestPullWithOnReady: a subscriber driven by OnReady and Pull, with no
+// goroutine waiting in Next, gets every event once and in order, also
+// those behind the window (read from the store), and is called back when
+// new events are at hand.
+func TestPullWithOnReady(t *testing.T) {
+	b := setup(t)
+	h := b.startHub(t, live.Config{Window: 4})
+	after := uint64(0)
+	stream, err := h.Subscribe(context.Background(), "t1", "p1", &after, domain.AuditEventFilter{})
+	require.NoError(t, err)
+	defer stream.Close()
+	s := stream.(*live.Subscription)
+	ready := make(chan struct{}, 1)
+	s.OnReady(func() {
+		select {
+		case ready <- struct{}{}:
+		default:
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pullAll := func() []uint64 {
+		var seqs []uint64
+		for {
+			e, ok, err := s.Pull(ctx)
+			require.NoError(t, err)
+			if !ok {
+				return seqs
+			}
+			seqs = append(seqs, e.Sequence)
+		}
+	}
+	await := func(n int) []uint64 {
+		var seqs []uint64
+		for len(seqs) < n {
+			select {
+			case <-ready:
+			case <-ctx.Done():
+				t.Fatalf("no callback; have %v", seqs)
+			}
+			seqs = append(seqs, pullAll()...)
+		}
+		return seqs
+	}
+	require.Empty(t, pullAll(), "nothing recorded")
+
+	b.record(t, "p1", 10) // the window keeps 7..10: 1..6 come from the store
+	require.Equal(t, dense(1, 10), await(10))
+	b.record(t, "p1", 3)
+	require.Equal(t, dense(11, 13), await(3))
+	s.Close()
+	_, ok, err := s.Pull(ctx)
+	require.False(t, ok)
+	require.ErrorIs(t, err, live.ErrClosed)
+}

@@ -8,11 +8,17 @@ import (
 )
 
 // Subscription is one subscriber's position in a project's events. It is
-// pulled with Next; a subscriber that pulls slowly only delays itself.
+// pulled with Next (which waits), or with Pull after OnReady (which does
+// not: the hub calls back when events may be at hand, and the subscriber
+// needs no goroutine of its own); a subscriber that pulls slowly only
+// delays itself.
 type Subscription struct {
 	feed   *feed
 	filter domain.AuditEventFilter
 	signal chan struct{}
+	// onReady, if set, is called by the feed (under its lock, so set it
+	// under the lock too) whenever events may be at hand.
+	onReady func()
 
 	// Owned by the goroutine calling Next.
 	cursor  uint64               // newest sequence passed on (or skipped by the filter)
@@ -23,7 +29,12 @@ type Subscription struct {
 	closed    chan struct{} // closed by Close
 }
 
+// notify tells the subscriber that events may be at hand; the feed calls
+// it under f.mu.
 func (s *Subscription) notify() {
+	if s.onReady != nil {
+		s.onReady()
+	}
 	select {
 	case s.signal <- struct{}{}:
 	default:
@@ -88,6 +99,56 @@ func (s *Subscription) TryNext() (e *domain.AuditEvent, ok bool) {
 		}
 	}
 }
+
+// OnReady registers f to be called whenever matching events may have
+// become available (after each read of new events by the hub), so that a
+// subscriber can Pull without a goroutine waiting in Next. f is called from
+// the hub's goroutine with the project's lock held: it must return at once
+// and must not call back into the subscription (schedule the Pull
+// elsewhere). Call OnReady once, before pulling: f is not called for
+// events at hand before it was registered, so pull once after registering.
+func (s *Subscription) OnReady(f func()) {
+	s.feed.mu.Lock()
+	s.onReady = f
+	s.feed.mu.Unlock()
+}
+
+// Pull returns the next matching event, in sequence order, if one is
+// committed: from what was read already, from the shared window, or, when
+// the subscription has fallen behind the window, from the store (a read
+// bounded like Next's, one of at most MaxCatchUpReads at once). It never
+// waits for an event to be committed: ok is false when none is at hand,
+// and then the OnReady callback is called once there may be. Pull keeps
+// Next's guarantees (no event twice, none skipped) and may be mixed with
+// Next and TryNext, from one goroutine at a time. After Close it returns
+// ErrClosed.
+func (s *Subscription) Pull(ctx context.Context) (e *domain.AuditEvent, ok bool, err error) {
+	for {
+		if s.next < len(s.pending) {
+			e := s.pending[s.next]
+			s.pending[s.next] = nil
+			s.next++
+			return e, true, nil
+		}
+		s.pending, s.next = s.pending[:0], 0
+		if s.isClosed() {
+			return nil, false, ErrClosed
+		}
+		progressed, err := s.advance(ctx)
+		if err != nil {
+			return nil, false, err
+		}
+		if !progressed {
+			if cap(s.pending) > maxIdlePending {
+				s.pending = nil // an idle subscriber holds no large buffer
+			}
+			return nil, false, nil
+		}
+	}
+}
+
+// maxIdlePending is the capacity of pending an idle subscription may keep.
+const maxIdlePending = 16
 
 // advanceInWindow is advance served from the shared window only; behind
 // reports that the cursor is behind the window (the store must be read).

@@ -47,11 +47,15 @@ func (s *Server) graphQLHandler() *handler.Server {
 	fast := fastpath.New(fastCfg)
 	srv.AroundRootFields(fast.AroundRootFields)
 	wsCfg := s.webSocketConfig()
-	wsCfg.FastPath = func(ctx context.Context, params *graphql.RawParams) (func(context.Context, bool) ([]byte, bool), bool) {
+	wsCfg.FastPath = func(ctx context.Context, params *graphql.RawParams, wake func()) (wsgraphql.Source, bool) {
 		if checkShape(params.Query, s.cfg.MaxRootFields) != "" {
 			return nil, false // the executor refuses it (operationShape)
 		}
-		return fast.Open(ctx, params)
+		sub, ok := fast.Open(ctx, params, wake)
+		if !ok {
+			return nil, false
+		}
+		return sub, true
 	}
 	s.ws = wsgraphql.New(wsCfg)
 	srv.AddTransport(s.ws)

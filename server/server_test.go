@@ -122,6 +122,8 @@ type testBundle struct {
 	secret []byte
 	// ready is what Config.Ready answers; nil means ready.
 	ready *atomic.Pointer[error]
+	// hub is the app's live hub.
+	hub *live.Hub
 }
 
 // setup serves a fresh server over a fresh database on a real socket.
@@ -143,6 +145,7 @@ func setupApp(t *testing.T, appCfg app.Config, mutate func(*server.Config)) *tes
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	hub := testHub(t, pool, store.New(pool), live.Config{Logger: logger})
 	appCfg.Logger, appCfg.Live, appCfg.ExportWatch = logger, hub, hub
+	b.hub = hub
 	if appCfg.Checkpoints == nil {
 		appCfg.Checkpoints = testKeyRing(t)
 	}

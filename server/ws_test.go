@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"runtime"
 	"strconv"
@@ -322,6 +323,45 @@ func TestWebSocketGoroutinesEnd(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return runtime.NumGoroutine() <= before+2 }, 20*time.Second, 20*time.Millisecond,
 		"goroutines: %d before, %d now", before, runtime.NumGoroutine())
+}
+
+// TestWebSocketGoroutinesDoNotGrowWithSubscriptions: one connection with
+// 1, 10 and 30 live subscriptions, each delivered an event, settles at
+// most two goroutines above what ran before it (the reader, and the
+// writer while it writes): no goroutine per subscription. The counts are
+// awaited, not slept for.
+func TestWebSocketGoroutinesDoNotGrowWithSubscriptions(t *testing.T) {
+	b := setup(t, nil)
+	tok := b.token(t, tokenOpts{})
+	// Warm up the pools and the hub's feed so they do not count.
+	warm := b.dialWS(t, tok)
+	warm.subscribe("w", map[string]any{"p": projectA, "after": "0"})
+	b.recordN(t, tok, 1, "device.warm")
+	warm.sequences("w", 1)
+	require.NoError(t, warm.conn.Close())
+	require.Eventually(t, func() bool { return b.hub.Subscribers() == 0 }, 20*time.Second, 10*time.Millisecond)
+
+	c := b.dialWS(t, tok)
+	c.subscribe("probe", map[string]any{"p": projectA})
+	c.send(map[string]any{"id": "probe", "type": "complete"})
+	before := runtime.NumGoroutine()
+	subscribed := 0
+	for _, n := range []int{1, 10, 30} {
+		for ; subscribed < n; subscribed++ {
+			c.subscribe(fmt.Sprint("s", subscribed), map[string]any{"p": projectA})
+		}
+		require.Eventually(t, func() bool { return b.hub.Subscribers() == n }, 20*time.Second, 10*time.Millisecond)
+		b.recordN(t, tok, 1, "device.fanout")
+		seen := map[any]bool{}
+		for range n {
+			msg := c.read()
+			require.Equal(t, "next", msg["type"], "%v", msg)
+			require.False(t, seen[msg["id"]], "two results for %v", msg["id"])
+			seen[msg["id"]] = true
+		}
+		require.Eventually(t, func() bool { return runtime.NumGoroutine() <= before+2 }, 20*time.Second, 10*time.Millisecond,
+			"%d subscriptions: goroutines %d before them, %d now", n, before, runtime.NumGoroutine())
+	}
 }
 
 // TestLiveConnectionsPerIdentityCoverEventStreams: live and snapshot SSE

@@ -208,11 +208,12 @@ func (r *coverageRig) serve(t *testing.T, op ast.Operation, query string, vars m
 		served := r.paths.TryServe(ctx, &buf, query, "", raw)
 		return served, buf.String(), r.uc.take()
 	default:
-		next, ok := r.paths.Open(ctx, &graphql.RawParams{Query: query, Variables: vars})
+		sub, ok := r.paths.Open(ctx, &graphql.RawParams{Query: query, Variables: vars}, nil)
 		if !ok {
 			return false, "", r.uc.take()
 		}
-		payload, more := next(ctx, true)
+		defer sub.Close()
+		payload, more := sub.Wait(ctx)
 		require.True(t, more)
 		return true, string(payload), r.uc.take()
 	}

@@ -167,11 +167,11 @@ func encodeResponse(resp *graphql.Response) string {
 func (s *diffSide) subscribe(ctx context.Context, query, operationName string, vars map[string]any) (served bool, opened string, results func(n int) []string) {
 	params := &graphql.RawParams{Query: query, OperationName: operationName, Variables: vars, ReadTime: graphql.TraceTiming{Start: graphql.Now(), End: graphql.Now()}}
 	if s.fast != nil {
-		if next, ok := s.fast.Open(ctx, params); ok {
+		if sub, ok := s.fast.Open(ctx, params, nil); ok {
 			return true, "", func(n int) []string {
 				var out []string
 				for len(out) < n {
-					payload, more := next(ctx, true)
+					payload, more := sub.Wait(ctx)
 					if !more {
 						return append(out, "ended")
 					}

@@ -47,13 +47,14 @@ const encodedCacheSize = 1024
 // reports whether it is: a valid document with exactly this one
 // subscription field, variables it reads strictly, within the limits.
 // Anything else, and any error opening the subscription (opening has no
-// side effects), is left to the executor, which reports it. next returns
-// each result payload, blocking until an event commits, and more=false when
-// the subscription ends; with wait=false it returns at once, a nil payload
-// when no result is at hand. The subscription ends when ctx ends.
-// Operation middlewares of the generic server do not see the subscriptions
-// it opens (see Config.OnOpened).
-func (p *Paths) Open(ctx context.Context, params *graphql.RawParams) (next func(ctx context.Context, wait bool) (payload []byte, more bool), ok bool) {
+// side effects), is left to the executor, which reports it. The results
+// are pulled from the returned Subscription: with Next, which never waits
+// for an event to be committed (wake, if not nil, is called whenever
+// results may have become available: the subscription needs no goroutine
+// waiting for them), or with Wait, which does. The subscription ends when
+// ctx ends or it is closed. Operation middlewares of the generic server do
+// not see the subscriptions it opens (see Config.OnOpened).
+func (p *Paths) Open(ctx context.Context, params *graphql.RawParams, wake func()) (sub *Subscription, ok bool) {
 	if !p.subscribeOn || len(params.Extensions) > 0 {
 		return nil, false
 	}
@@ -77,30 +78,145 @@ func (p *Paths) Open(ctx context.Context, params *graphql.RawParams) (next func(
 	if p.cfg.OnOpened != nil {
 		p.cfg.OnOpened(ctx, plan.name)
 	}
-	// The subscription ends with ctx, also when the caller stops calling
-	// next (the connection closed while it waited to send, say).
-	context.AfterFunc(ctx, stream.Close)
-	try, _ := stream.(interface {
-		TryNext() (*domain.AuditEvent, bool)
-	})
-	return func(ctx context.Context, wait bool) ([]byte, bool) {
-		if !wait {
-			if try == nil {
-				return nil, true
-			}
-			e, ok := try.TryNext()
-			if !ok {
-				return nil, true
-			}
-			return plan.payload(e), true
+	sub = &Subscription{plan: plan, stream: stream, wake: wake}
+	sub.pull, _ = stream.(puller)
+	if sub.pull != nil && wake != nil {
+		sub.pull.OnReady(wake)
+	}
+	// The subscription ends with ctx, also when the caller stops pulling
+	// (the connection closed while it waited to send, say).
+	sub.stop = context.AfterFunc(ctx, stream.Close)
+	return sub, true
+}
+
+// puller is a stream that can be pulled without waiting, calling back when
+// events may be at hand; *live.Subscription is one.
+type puller interface {
+	OnReady(f func())
+	Pull(ctx context.Context) (*domain.AuditEvent, bool, error)
+}
+
+// Subscription is an auditEventRecorded subscription served by the fast
+// path (see [Paths.Open]). Next and Wait are called from one goroutine at a
+// time; Close from any.
+type Subscription struct {
+	plan   *subscribePlan
+	stream app.AuditEventStream
+	pull   puller // the stream, if it can be pulled without waiting
+	wake   func()
+	stop   func() bool
+
+	// bridge carries the events of a stream that can only be waited on
+	// (not the live hub's) from a goroutine waiting on it, started by the
+	// first Next; it is closed when the stream ends.
+	bridge chan *domain.AuditEvent
+	ended  bool
+}
+
+// Next returns the next result payload if one is at hand, without waiting
+// for an event to be committed (it may read committed ones from the store):
+// a nil payload when none is, after which wake is called once one may be;
+// more is false when the subscription has ended.
+func (s *Subscription) Next(ctx context.Context) (payload []byte, more bool) {
+	if s.ended {
+		return nil, false
+	}
+	if s.pull != nil {
+		e, ok, err := s.pull.Pull(ctx)
+		switch {
+		case err != nil:
+			s.end()
+			return nil, false
+		case !ok:
+			return nil, true
 		}
-		e, err := stream.Next(ctx)
-		if err != nil {
-			stream.Close()
+		return s.plan.payload(e), true
+	}
+	if s.bridge == nil {
+		s.startBridge(ctx)
+	}
+	select {
+	case e, ok := <-s.bridge:
+		if !ok {
+			s.end()
 			return nil, false
 		}
-		return plan.payload(e), true
-	}, true
+		return s.plan.payload(e), true
+	default:
+		return nil, true
+	}
+}
+
+// Wait returns the next result payload, waiting until an event is
+// committed; more is false when the subscription has ended (ctx ended, the
+// subscription was closed, or its stream failed).
+func (s *Subscription) Wait(ctx context.Context) (payload []byte, more bool) {
+	if s.ended {
+		return nil, false
+	}
+	if s.bridge != nil {
+		select {
+		case e, ok := <-s.bridge:
+			if !ok {
+				s.end()
+				return nil, false
+			}
+			return s.plan.payload(e), true
+		case <-ctx.Done():
+			s.end()
+			return nil, false
+		}
+	}
+	e, err := s.stream.Next(ctx)
+	if err != nil {
+		s.end()
+		return nil, false
+	}
+	return s.plan.payload(e), true
+}
+
+// startBridge starts the goroutine moving a waiting-only stream's events
+// into bridge, calling wake after each.
+func (s *Subscription) startBridge(ctx context.Context) {
+	ch := make(chan *domain.AuditEvent, 1)
+	s.bridge = ch
+	go func() {
+		defer func() {
+			close(ch)
+			if s.wake != nil {
+				s.wake() // Next sees the end
+			}
+		}()
+		for {
+			e, err := s.stream.Next(ctx)
+			if err != nil {
+				return
+			}
+			select {
+			case ch <- e:
+			case <-ctx.Done():
+				return
+			}
+			if s.wake != nil {
+				s.wake()
+			}
+		}
+	}()
+}
+
+// end marks the subscription ended and closes its stream.
+func (s *Subscription) end() {
+	s.ended = true
+	s.Close()
+}
+
+// Close ends the subscription and releases its stream. It may be called
+// more than once, from any goroutine.
+func (s *Subscription) Close() {
+	s.stream.Close()
+	if s.stop != nil {
+		s.stop()
+	}
 }
 
 // payload returns the result message payload of e, encoding each shared

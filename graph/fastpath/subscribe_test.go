@@ -102,7 +102,7 @@ func TestSubscribeFastPathMatchesExecutor(t *testing.T) {
 				want = append(want, string(b))
 			}
 
-			next, ok := fast.Open(ctx, params)
+			sub, ok := fast.Open(ctx, params, nil)
 			require.Equal(t, tc.served, ok)
 			if !ok {
 				return
@@ -110,7 +110,11 @@ func TestSubscribeFastPathMatchesExecutor(t *testing.T) {
 			var got []string
 			for len(got) < tc.n {
 				// Alternately what is at hand and what is waited for.
-				payload, more := next(ctx, len(got)%2 == 0)
+				next := sub.Wait
+				if len(got)%2 == 1 {
+					next = sub.Next
+				}
+				payload, more := next(ctx)
 				require.True(t, more)
 				if payload != nil {
 					got = append(got, string(payload))

@@ -194,11 +194,14 @@ type Config struct {
 	// Zero or negative means [DefaultMaxOperations] (100).
 	MaxOperations int
 
-	// SendQueueSize is how many outgoing messages may wait for the writer
-	// of one connection. Operation results wait for room (backpressure: a
-	// slow client slows only its own operations); a protocol message that
-	// finds it full closes the connection with [CloseTryAgainLater]. Zero or
-	// negative means [DefaultSendQueueSize] (32).
+	// SendQueueSize is how many protocol messages (acknowledgements,
+	// pongs, errors, completions) may wait for the writer of one
+	// connection; one that finds the queue full closes the connection with
+	// [CloseTryAgainLater]. Operation results are not queued: they are
+	// pulled from their source, or written by their operation, only when
+	// the socket takes them (backpressure: a slow client slows only its
+	// own operations). The queue holds memory only while messages wait.
+	// Zero or negative means [DefaultSendQueueSize] (32).
 	SendQueueSize int
 
 	// CheckOrigin decides whether an upgrade request's Origin is allowed; a
@@ -233,16 +236,20 @@ type Config struct {
 	OnConnect func(ctx context.Context) (release func(), err error)
 
 	// FastPath, if set, is offered every operation before the executor,
-	// with the connection's context. It returns ok=false to leave the
-	// operation to the executor. Otherwise the transport sends each payload
-	// next returns (a complete GraphQL response, e.g. {"data":…}) as a
-	// result message until next reports no more or the operation ends, then
-	// completes the operation. With wait=false, next must not block: it
-	// returns a nil payload (and more=true) when no result is at hand; the
-	// transport uses it to write the results a subscriber is behind by in
-	// one go. It serves hot subscriptions without the executor's per-field
-	// work; it must answer exactly as the executor would.
-	FastPath func(ctx context.Context, params *graphql.RawParams) (next func(ctx context.Context, wait bool) (payload []byte, more bool), ok bool)
+	// from the goroutine that reads the socket, with the context operations
+	// get (the one Authenticate returned; it ends with the connection). It
+	// returns ok=false to leave the operation to the executor. Otherwise
+	// the operation runs without a goroutine of its own: the connection's
+	// writer pulls src whenever wake has been called (wake may be called
+	// from any goroutine, never blocks, and is cheap: it schedules a pull)
+	// and sends each payload src returns (a complete GraphQL response, e.g.
+	// {"data":…}) as a result message, several in one write when it is
+	// behind, until src reports no more; then it completes the operation.
+	// The transport pulls once right after FastPath returns. src is closed
+	// when the operation ends, however it ends. It serves hot subscriptions
+	// without the executor's per-field work; it must answer exactly as the
+	// executor would.
+	FastPath func(ctx context.Context, params *graphql.RawParams, wake func()) (src Source, ok bool)
 
 	// Logger receives connection closes (debug), refused authentications
 	// (info) and panics (error). Nil discards.
@@ -279,6 +286,21 @@ func (c Config) withDefaults() Config {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return c
+}
+
+// Source is the results of an operation served by [Config.FastPath],
+// pulled by the connection's writer goroutine.
+type Source interface {
+	// Next returns the next result payload if one is at hand. It must not
+	// wait for new results (it may do bounded work, such as a database
+	// read of results already committed): when none is at hand it returns
+	// a nil payload and more=true, and the source calls its wake function
+	// once one may be. more=false ends the operation (complete). ctx ends
+	// with the connection.
+	Next(ctx context.Context) (payload []byte, more bool)
+	// Close releases the source; it may be called concurrently with Next,
+	// and more than once.
+	Close()
 }
 
 // Authorization returns the credential a connection presents: the

@@ -17,24 +17,27 @@ import (
 	"github.com/gorilla/websocket"
 )
 
-// outbound is a message waiting for the writer. A message of an operation
-// the client has completed is dropped instead of written.
+// outbound is a protocol message waiting for the writer. A message of an
+// operation the client has completed is dropped instead of written.
 type outbound struct {
 	data []byte
 	op   *operation // nil for connection-level messages
 }
 
-// conn is one WebSocket connection. Three kinds of goroutine touch it: the
-// reader (the HTTP handler's goroutine, running serve), the writer
-// (writeLoop), and one per operation (run). Fields marked "reader" are
-// touched by the reader only.
+// conn is one WebSocket connection. At most two goroutines serve it,
+// however many operations it runs: the reader (the HTTP handler's
+// goroutine, running serve) and the writer (writeLoop), which runs only
+// while there is something to write and exits when there is not, so that
+// an idle connection holds one goroutine. Operations served by
+// Config.FastPath have no goroutine: their sources call wake, which puts
+// them on the ready list, and the writer pulls their results. Only
+// operations left to gqlgen's executor, whose response function blocks,
+// run in a goroutine of their own (run). Fields marked "reader" are touched
+// by the reader only.
 //
-// Messages reach the socket two ways. Protocol messages (acknowledgements,
-// pongs, errors, completions) are queued for the writer. An operation's
-// results are written by the operation's goroutine itself, under wmu, when
-// nothing is queued (sendResults): that spares each result a hand-off to the
-// writer goroutine. When something is queued, results are queued too, so
-// that every message leaves in the order it was sent.
+// Data frames reach the socket under wmu, and whoever holds it first
+// writes the queued protocol messages (drainLocked), so that every message
+// leaves in the order it was sent.
 type conn struct {
 	cfg    *Config
 	ws     *websocket.Conn
@@ -48,13 +51,17 @@ type conn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	queue chan outbound
-	// queued counts the messages queued and not yet written or dropped by
-	// the writer; an operation writes a result itself only when it is 0.
-	queued atomic.Int64
 	// wmu is held while a data message is written to ws (gorilla allows
 	// one writer at a time; control frames need no lock).
 	wmu sync.Mutex
+
+	// smu guards the writer's work: the fields below, and operation.ready.
+	smu       sync.Mutex
+	queue     []outbound   // protocol messages, at most SendQueueSize; nil when empty
+	ready     []*operation // fast-path operations to pull; nil when none
+	pingDue   bool         // the ping timer fired
+	writing   bool         // a writer runs (for good once the connection is closing)
+	pingTimer *time.Timer
 
 	closeOnce   sync.Once
 	closing     chan struct{} // closed by closeWith
@@ -63,7 +70,7 @@ type conn struct {
 	closeFinal  [][]byte // messages written just before the close frame
 
 	readerDone chan struct{} // closed when the reader stops reading
-	writerDone chan struct{} // closed when the writer has exited
+	writerDone chan struct{} // closed when the writer has closed the socket
 	finished   chan struct{} // closed when serve has returned (by Transport.unregister)
 
 	initReceived atomic.Bool
@@ -78,7 +85,7 @@ type conn struct {
 
 	mu  sync.Mutex
 	ops map[string]*operation // running operations by id
-	wg  sync.WaitGroup        // operation goroutines
+	wg  sync.WaitGroup        // operation goroutines (executor operations only)
 }
 
 func newConn(t *Transport, ws *websocket.Conn, r *http.Request, exec graphql.GraphExecutor, legacy bool) *conn {
@@ -92,7 +99,6 @@ func newConn(t *Transport, ws *websocket.Conn, r *http.Request, exec graphql.Gra
 		log:        t.cfg.Logger.With("subprotocol", ws.Subprotocol(), "remote", ws.RemoteAddr().String()),
 		ctx:        ctx,
 		cancel:     cancel,
-		queue:      make(chan outbound, t.cfg.SendQueueSize),
 		closing:    make(chan struct{}),
 		readerDone: make(chan struct{}),
 		writerDone: make(chan struct{}),
@@ -103,12 +109,10 @@ func newConn(t *Transport, ws *websocket.Conn, r *http.Request, exec graphql.Gra
 	return c
 }
 
-// serve runs the connection to its end: it starts the writer, reads and
-// handles messages until the socket fails or closes, then waits for the
-// writer and every operation to exit and releases what the connection
-// holds.
+// serve runs the connection to its end: it reads and handles messages
+// until the socket fails or closes, then waits for the writer and every
+// operation to exit and releases what the connection holds.
 func (c *conn) serve() {
-	go c.writeLoop()
 	defer c.cleanup()
 
 	c.ws.SetCloseHandler(func(code int, _ string) error {
@@ -129,6 +133,11 @@ func (c *conn) serve() {
 	})
 	c.touch()
 
+	if c.cfg.PingInterval > 0 {
+		c.smu.Lock()
+		c.pingTimer = time.AfterFunc(c.cfg.PingInterval, c.pingTick)
+		c.smu.Unlock()
+	}
 	if c.cfg.InitTimeout > 0 {
 		c.initTimer = time.AfterFunc(c.cfg.InitTimeout, func() {
 			if !c.initReceived.Load() {
@@ -160,6 +169,21 @@ func (c *conn) cleanup() {
 	}
 	if c.expiryTimer != nil {
 		c.expiryTimer.Stop()
+	}
+	c.smu.Lock()
+	if c.pingTimer != nil {
+		c.pingTimer.Stop()
+	}
+	c.smu.Unlock()
+	// The writer has exited for good: end the operations, releasing the
+	// fast path's sources (executor operations end with their context).
+	c.mu.Lock()
+	ops := c.ops
+	c.ops = nil
+	c.mu.Unlock()
+	for _, op := range ops {
+		op.stopped.Store(true)
+		c.closeOp(op)
 	}
 	c.wg.Wait()
 	if c.opsCancel != nil {
@@ -244,6 +268,9 @@ func (c *conn) closeWith(code int, reason string, final ...[]byte) {
 		c.closeFinal = final
 		close(c.closing)
 		c.cancel()
+		c.smu.Lock()
+		c.kickLocked() // the writer writes the close frame
+		c.smu.Unlock()
 	})
 }
 
@@ -259,76 +286,253 @@ func (c *conn) isClosing() bool {
 // enqueue queues a protocol message (acknowledgements, pongs, errors,
 // completions) for the writer. It never blocks: when the queue is full the
 // connection is closed with CloseTryAgainLater. It reports whether the
-// message was queued. Operation results use sendResults.
+// message was queued.
 func (c *conn) enqueue(data []byte, op *operation) bool {
 	if c.isClosing() {
 		return false
 	}
-	c.queued.Add(1)
-	select {
-	case c.queue <- outbound{data: data, op: op}:
-		return true
-	default:
-		c.queued.Add(-1)
-		c.log.Info("websocket client too slow; closing", "queued", len(c.queue))
+	c.smu.Lock()
+	if n := len(c.queue); n >= c.cfg.SendQueueSize {
+		c.smu.Unlock()
+		c.log.Info("websocket client too slow; closing", "queued", n)
 		c.closeWith(CloseTryAgainLater, reasonTooSlow)
 		return false
 	}
+	c.queue = append(c.queue, outbound{data: data, op: op})
+	c.kickLocked()
+	c.smu.Unlock()
+	return true
 }
 
-// enqueueResult queues one result of op, waiting while the queue is full:
-// the operation (and the source it reads from) waits for a slow client
-// rather than the client being dropped. The live feed is pulled by
-// sequence, so a waiting subscription only falls behind and later catches
-// up from the store; nothing is lost. A client that stops reading
-// altogether is disconnected when a write passes WriteTimeout. It reports
-// false when the operation or the connection ended first.
-func (c *conn) enqueueResult(ctx context.Context, data []byte, op *operation) bool {
-	c.queued.Add(1)
-	select {
-	case c.queue <- outbound{data: data, op: op}:
-		return true
-	case <-c.closing:
-	case <-ctx.Done():
+// markReady schedules a pull of the fast-path operation op by the writer.
+// It never blocks: it is the wake function of op's source, called by the
+// live hub.
+func (c *conn) markReady(op *operation) {
+	c.smu.Lock()
+	if !op.ready {
+		op.ready = true
+		c.ready = append(c.ready, op)
+		c.kickLocked()
 	}
-	c.queued.Add(-1)
-	return false
+	c.smu.Unlock()
 }
 
-// sendResults sends results of op, each the message head (see resultHead),
-// a payload and the closing brace. When nothing is queued it writes them
-// itself, in one write to the socket, waiting for a slow client as
-// enqueueResult does (a client that stops reading fails the write after
-// WriteTimeout, which drops the connection); otherwise it queues them
-// behind the others. It reports false when the operation or the connection
-// ended first.
-func (c *conn) sendResults(ctx context.Context, op *operation, head []byte, payloads [][]byte) bool {
-	c.wmu.Lock()
-	if c.queued.Load() > 0 {
+// kickLocked starts the writer unless one runs; the caller holds smu.
+func (c *conn) kickLocked() {
+	if !c.writing {
+		c.writing = true
+		go c.writeLoop()
+	}
+}
+
+// pingTick runs when the ping timer fires: it rearms it and has the writer
+// send a ping, running the writer on the timer's goroutine if none runs.
+func (c *conn) pingTick() {
+	c.smu.Lock()
+	if c.isClosing() {
+		c.smu.Unlock()
+		return
+	}
+	c.pingTimer.Reset(c.cfg.PingInterval)
+	c.pingDue = true
+	if c.writing {
+		c.smu.Unlock()
+		return
+	}
+	c.writing = true
+	c.smu.Unlock()
+	c.writeLoop()
+}
+
+// writeLoop is the connection's only writer goroutine, started when there
+// is something to write (kickLocked) and exiting when there is nothing
+// left: queued protocol messages, pulls of ready fast-path operations,
+// pings and keep-alives, and finally the close frame. An idle connection
+// has no writer.
+func (c *conn) writeLoop() {
+	for {
+		c.smu.Lock()
+		// Closing takes precedence over everything else. writing stays
+		// set: no writer starts after this one.
+		if c.isClosing() {
+			c.smu.Unlock()
+			c.finish()
+			close(c.writerDone)
+			return
+		}
+		ping, ready := c.pingDue, c.ready
+		if !ping && len(ready) == 0 && len(c.queue) == 0 {
+			c.writing = false
+			c.smu.Unlock()
+			return
+		}
+		c.pingDue, c.ready = false, nil
+		for _, op := range ready {
+			op.ready = false // a wake from now on schedules another pull
+		}
+		c.smu.Unlock()
+
+		if ping {
+			c.ping()
+		}
+		c.wmu.Lock()
+		err := c.drainLocked()
 		c.wmu.Unlock()
-		for _, p := range payloads {
-			msg := make([]byte, 0, len(head)+len(p)+1)
-			msg = append(append(append(msg, head...), p...), '}')
-			if !c.enqueueResult(ctx, msg, op) {
-				return false
+		if err != nil {
+			c.writeFailed(err)
+			continue
+		}
+		for _, op := range ready {
+			if c.isClosing() {
+				break
+			}
+			c.pull(op)
+		}
+	}
+}
+
+// ping sends a WebSocket ping and, once acknowledged, a protocol ping (ka
+// in the legacy protocol).
+func (c *conn) ping() {
+	if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.cfg.WriteTimeout)); err != nil {
+		c.writeFailed(err)
+		return
+	}
+	if !c.acked.Load() {
+		return
+	}
+	msg := msgPing
+	if c.legacy {
+		msg = msgKeepAlive
+	}
+	c.wmu.Lock()
+	err := c.drainLocked()
+	if err == nil {
+		err = c.writeLocked(msg)
+	}
+	c.wmu.Unlock()
+	if err != nil {
+		c.writeFailed(err)
+	}
+}
+
+// pull writes the results of fast-path operation op that are at hand,
+// at most maxBatch of them (or maxBatchBytes), in one write; it schedules
+// another pull when it stopped at the bound, and completes the operation
+// when its source ended. A client that does not read holds the writer in
+// that write (up to WriteTimeout): the source is not pulled meanwhile, so
+// it falls behind and later catches up; nothing is lost.
+func (c *conn) pull(op *operation) {
+	if !op.registered.Load() || op.stopped.Load() {
+		return
+	}
+	if op.src == nil && !c.start(op) {
+		return
+	}
+	bp := messageBuffers.Get().(*[]byte)
+	b := (*bp)[:0]
+	n, ended := 0, false
+	defer func() {
+		if cap(b) <= maxPooledMessage {
+			*bp = b[:0]
+			messageBuffers.Put(bp)
+		}
+		if v := recover(); v != nil {
+			c.log.Error("websocket operation panicked", "id", op.id, "panic", v)
+			c.finishOperation(op, c.presentPanic(op.ctx, nil, v))
+		}
+	}()
+	for n < maxBatch && len(b) < maxBatchBytes {
+		payload, more := op.src.Next(op.ctx)
+		if !more {
+			ended = true
+			break
+		}
+		if payload == nil {
+			break
+		}
+		b = appendFrameHeader(b, len(op.head)+len(payload)+1)
+		b = append(append(append(b, op.head...), payload...), '}')
+		n++
+	}
+	if n > 0 {
+		c.wmu.Lock()
+		err := c.drainLocked()
+		if err == nil && !op.stopped.Load() && !c.isClosing() {
+			err = c.flushLocked(b)
+		}
+		c.wmu.Unlock()
+		if err != nil {
+			c.writeFailed(err)
+			return
+		}
+	}
+	switch {
+	case ended:
+		c.finishOperation(op, nil)
+	case n == maxBatch || len(b) >= maxBatchBytes:
+		c.markReady(op) // more may be at hand: after the others' turn
+	}
+}
+
+// drainLocked writes the queued protocol messages, in one write; the
+// caller holds wmu. Messages of operations the client has completed are
+// dropped.
+func (c *conn) drainLocked() error {
+	for {
+		c.smu.Lock()
+		q := c.queue
+		c.queue = nil
+		c.smu.Unlock()
+		if len(q) == 0 {
+			return nil
+		}
+		bp := messageBuffers.Get().(*[]byte)
+		b := (*bp)[:0]
+		for _, m := range q {
+			if m.op == nil || !m.op.stopped.Load() {
+				b = append(appendFrameHeader(b, len(m.data)), m.data...)
 			}
 		}
-		return true
+		var err error
+		if len(b) > 0 {
+			err = c.flushLocked(b)
+		}
+		if cap(b) <= maxPooledMessage {
+			*bp = b[:0]
+			messageBuffers.Put(bp)
+		}
+		if err != nil {
+			return err
+		}
 	}
+}
+
+// sendResults sends results of an executor operation op, each the message
+// head (see resultHead), a payload and the closing brace, in one write to
+// the socket after the queued protocol messages, waiting for a slow client
+// (a client that stops reading fails the write after WriteTimeout, which
+// drops the connection). It reports false when the operation or the
+// connection ended first.
+func (c *conn) sendResults(ctx context.Context, op *operation, head []byte, payloads [][]byte) bool {
+	c.wmu.Lock()
 	if c.isClosing() || op.stopped.Load() || ctx.Err() != nil {
 		c.wmu.Unlock()
 		return false
 	}
+	err := c.drainLocked()
 	bp := messageBuffers.Get().(*[]byte)
 	b := (*bp)[:0]
-	for _, p := range payloads {
-		b = appendFrameHeader(b, len(head)+len(p)+1)
-		b = append(append(append(b, head...), p...), '}')
+	if err == nil {
+		for _, p := range payloads {
+			b = appendFrameHeader(b, len(head)+len(p)+1)
+			b = append(append(append(b, head...), p...), '}')
+		}
+		err = c.flushLocked(b)
 	}
-	err := c.flushLocked(b)
 	c.wmu.Unlock()
 	if cap(b) <= maxPooledMessage {
-		*bp = b
+		*bp = b[:0]
 		messageBuffers.Put(bp)
 	}
 	if err != nil {
@@ -338,8 +542,9 @@ func (c *conn) sendResults(ctx context.Context, op *operation, head []byte, payl
 	return true
 }
 
-// messageBuffers holds the buffers results are assembled in before a
-// write; buffers grown over maxPooledMessage are left to the collector.
+// messageBuffers holds the buffers messages are assembled in before a
+// write, taken only while writing; buffers grown over maxPooledMessage are
+// left to the collector.
 var messageBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 const maxPooledMessage = 64 << 10
@@ -349,63 +554,6 @@ const maxPooledMessage = 64 << 10
 func (c *conn) resultHead(id string) []byte {
 	b := frame(id, c.nextType(), []byte("{}"))
 	return b[:len(b)-3] // drop the payload and the closing brace
-}
-
-// writeLoop is the connection's only writer: queued messages, pings and
-// keep-alives, and finally the close frame.
-func (c *conn) writeLoop() {
-	defer close(c.writerDone)
-	var tick <-chan time.Time
-	if c.cfg.PingInterval > 0 {
-		ticker := time.NewTicker(c.cfg.PingInterval)
-		defer ticker.Stop()
-		tick = ticker.C
-	}
-	for {
-		// Closing takes precedence over queued messages.
-		select {
-		case <-c.closing:
-			c.finish()
-			return
-		default:
-		}
-		select {
-		case <-c.closing:
-			c.finish()
-			return
-		case m := <-c.queue:
-			c.wmu.Lock()
-			var err error
-			if m.op == nil || !m.op.stopped.Load() {
-				err = c.writeLocked(m.data)
-			}
-			c.queued.Add(-1)
-			c.wmu.Unlock()
-			if err != nil {
-				c.writeFailed(err)
-				return
-			}
-		case <-tick:
-			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.cfg.WriteTimeout)); err != nil {
-				c.writeFailed(err)
-				return
-			}
-			if !c.acked.Load() {
-				continue
-			}
-			msg := msgPing
-			if c.legacy {
-				msg = msgKeepAlive
-			}
-			c.wmu.Lock()
-			err := c.writeLocked(msg)
-			c.wmu.Unlock()
-			if err != nil {
-				c.writeFailed(err)
-				return
-			}
-		}
-	}
 }
 
 var (

@@ -43,12 +43,16 @@
 // ([CloseTooManyConnections]). Only then is connection_ack sent and may the
 // client start operations.
 //
-// Each operation (subscribe, or start in the legacy protocol) runs in its
-// own goroutine that reads gqlgen's response function until it returns nil
-// and forwards every response as next (data) followed by complete. When the
-// client completes (stops) an operation, its context is cancelled, the
-// transport stops reading its results, and no further message for its id
-// is written, not even one already queued. Errors found before execution
+// An operation (subscribe, or start in the legacy protocol) is offered to
+// [Config.FastPath] first: one it serves has no goroutine of its own; its
+// [Source] calls a wake function when results may be at hand and the
+// connection's writer pulls them. Any other operation runs in its own
+// goroutine that reads gqlgen's response function (which blocks) until it
+// returns nil. Either way each response is forwarded as next (data),
+// followed by complete. When the client completes (stops) an operation,
+// its source is closed or its context cancelled, the transport stops
+// reading its results, and no further message for its id is written, not
+// even one already queued. Errors found before execution
 // (parse and validation errors, or any other error from creating the
 // operation context) are sent as one error message carrying an array of
 // GraphQL errors; in graphql-transport-ws that message ends the operation,
@@ -70,20 +74,20 @@
 //
 // # Flow control
 //
-// Protocol messages pass through a bounded per-connection queue drained by
-// one writer goroutine. An operation writes its results itself, under the
-// connection's write lock, when nothing is queued (saving a hand-off per
-// result), and queues them behind the queued messages otherwise, so that
-// messages leave in order; a fast-path subscription behind by several
-// results writes them in one write to the socket. Data frames are framed
-// by the transport and written whole, so they never interleave with the
-// control frames gorilla/websocket writes. An operation's results wait for
-// the client (for room in the queue, or in its write): a slow client holds
-// back only its own operations, whose sources (the live feed is pulled by
-// sequence) fall behind and later catch up, losing nothing. Each write has
-// a deadline of [Config.WriteTimeout]; a client that stops reading entirely
-// is disconnected when it passes. Protocol messages (pongs, errors,
-// completions) never wait: one that finds the queue full closes the
+// Protocol messages (acknowledgements, pongs, errors, completions) pass
+// through a bounded per-connection queue. Results are not queued: the
+// writer pulls a fast-path operation's results only when it is about to
+// write them (up to 64 at once, in one write to the socket when the
+// subscriber is behind by several), and an executor operation writes its
+// own; whoever writes first writes the queued messages, so that messages
+// leave in order. Data frames are framed by the transport and written
+// whole, in buffers taken from a pool only while writing, so they never
+// interleave with the control frames gorilla/websocket writes. Results wait
+// for the client: a slow client holds back only its own operations, whose
+// sources (the live feed is pulled by sequence) fall behind and later catch
+// up, losing nothing. Each write has a deadline of [Config.WriteTimeout]; a
+// client that stops reading entirely is disconnected when it passes.
+// Protocol messages never wait: one that finds the queue full closes the
 // connection with [CloseTryAgainLater].
 //
 // # Shutdown
@@ -95,11 +99,17 @@
 //
 // # Goroutines
 //
-// A connection owns the goroutine of the HTTP handler (which reads the
-// socket), one writer goroutine, and one goroutine per running operation.
-// Do returns only after all of them have exited. Operations stop when their
-// context is cancelled, so resolvers must honour context cancellation (as
-// gqlgen's generated subscription code does) for a connection to finish.
+// A connection is served by at most two goroutines, however many
+// fast-path operations it runs: the goroutine of the HTTP handler, which
+// reads the socket, and a writer, which runs only while there is
+// something to write (queued messages, results of operations whose
+// sources woke it, a ping due) and exits when there is not. An idle
+// connection therefore holds one goroutine, net/http's read buffer (which
+// gorilla/websocket reuses) and no write buffer of gorilla's. Each operation left to the executor adds a goroutine while
+// it runs. Do returns only after all of them have exited. Executor
+// operations stop when their context is cancelled, so resolvers must
+// honour context cancellation (as gqlgen's generated subscription code
+// does) for a connection to finish.
 //
 // # Close codes
 //

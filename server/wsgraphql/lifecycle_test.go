@@ -149,17 +149,17 @@ func TestOperationPanic(t *testing.T) {
 func TestResultsKeepOrderWithProtocolMessages(t *testing.T) {
 	const results, pings, bursts = 2000, 100, 5
 	pad := strings.Repeat("x", 4<<10)
-	e := newEnv(t, Config{FastPath: func(ctx context.Context, _ *graphql.RawParams) (func(context.Context, bool) ([]byte, bool), bool) {
+	e := newEnv(t, Config{FastPath: func(context.Context, *graphql.RawParams, func()) (Source, bool) {
 		n := 0
-		return func(context.Context, bool) ([]byte, bool) {
+		return sourceFunc(func() ([]byte, bool) {
 			if n == results {
 				return nil, false
 			}
 			n++
-			// Large enough to fill the socket's buffers: the operation
+			// Large enough to fill the socket's buffers: the writer
 			// then waits in its writes while the pongs queue up.
 			return fmt.Appendf(nil, `{"data":{"n":%d,"pad":%q}}`, n-1, pad), true
-		}, true
+		}), true
 	}})
 	c := dial(t, e.url, tws)
 	c.init()
@@ -192,3 +192,9 @@ func TestResultsKeepOrderWithProtocolMessages(t *testing.T) {
 	}
 	c.roundTrip()
 }
+
+// sourceFunc is a Source whose results are always at hand.
+type sourceFunc func() ([]byte, bool)
+
+func (f sourceFunc) Next(context.Context) ([]byte, bool) { return f() }
+func (f sourceFunc) Close()                              {}

@@ -12,18 +12,50 @@ import (
 )
 
 // operation is one running subscribe (start). It is in conn.ops from the
-// subscribe until it ends or the client stops it.
+// subscribe until it ends or the client stops it. It is served either by
+// a Source of Config.FastPath, pulled by the connection's writer (src is
+// set), or by the executor in a goroutine of its own (cancel is set).
 type operation struct {
-	id     string
+	id   string
+	head []byte          // start of its result messages (resultHead)
+	ctx  context.Context // the connection's operations context (fast path)
+
+	// params waits for the writer to offer the operation to the fast
+	// path (which may read the database: the reader does not wait for it).
+	params *graphql.RawParams
+	// src (fast path) or cancel (executor) are set under conn.mu once the
+	// operation started; the writer reads src without it.
+	src    Source
 	cancel context.CancelFunc
 
+	// registered is set once the operation is in conn.ops with its source:
+	// the writer pulls it only then.
+	registered atomic.Bool
+	// ready is set while the operation is on the writer's ready list
+	// (guarded by conn.smu).
+	ready bool
 	// stopped is set when the client completed (stopped) the operation;
 	// from then on no message of the operation is written.
 	stopped atomic.Bool
 }
 
-// handleSubscribe registers operation id and starts its goroutine. An id
-// still running closes a graphql-transport-ws connection with
+// closeOp releases what op holds: its source, or its context.
+func (c *conn) closeOp(op *operation) {
+	c.mu.Lock()
+	src, cancel := op.src, op.cancel
+	c.mu.Unlock()
+	if src != nil {
+		src.Close()
+	}
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// handleSubscribe registers operation id and starts it: offered to
+// Config.FastPath first (no goroutine: the writer pulls its results), else
+// in a goroutine of its own that runs the executor. An id still running
+// closes a graphql-transport-ws connection with
 // CloseSubscriberAlreadyExists, and replaces the running operation in the
 // legacy protocol; an operation over Config.MaxOperations is refused with a
 // CodeQuotaExceeded error.
@@ -31,6 +63,7 @@ func (c *conn) handleSubscribe(id string, params *graphql.RawParams) {
 	params.Headers = c.req.Header
 
 	c.mu.Lock()
+	var replaced *operation
 	if old := c.ops[id]; old != nil {
 		if !c.legacy {
 			c.mu.Unlock()
@@ -39,27 +72,95 @@ func (c *conn) handleSubscribe(id string, params *graphql.RawParams) {
 		}
 		delete(c.ops, id)
 		old.stopped.Store(true)
-		old.cancel()
+		replaced = old
 	}
-	if len(c.ops) >= c.cfg.MaxOperations {
-		c.mu.Unlock()
+	full := len(c.ops) >= c.cfg.MaxOperations
+	c.mu.Unlock()
+	if replaced != nil {
+		c.closeOp(replaced)
+	}
+	if full {
 		c.refuse(id, &gqlerror.Error{
 			Message:    fmt.Sprintf("too many operations on this connection (limit %d); complete one first", c.cfg.MaxOperations),
 			Extensions: map[string]any{"code": CodeQuotaExceeded},
 		})
 		return
 	}
+
+	op := &operation{id: id, head: c.resultHead(id), ctx: c.opsCtx}
+	if c.cfg.FastPath != nil {
+		// The writer offers it to the fast path (start), then pulls what
+		// is at hand already (a replay, say).
+		op.params = params
+		c.mu.Lock()
+		c.ops[id] = op
+		c.mu.Unlock()
+		op.registered.Store(true)
+		c.markReady(op)
+		return
+	}
 	ctx, cancel := context.WithCancel(c.opsCtx)
-	op := &operation{id: id, cancel: cancel}
+	op.cancel = cancel
+	c.mu.Lock()
 	c.ops[id] = op
 	c.wg.Add(1)
 	c.mu.Unlock()
-
+	op.registered.Store(true)
 	go c.run(ctx, op, params)
 }
 
+// start runs on the writer: it offers op to Config.FastPath, or else runs
+// it with the executor in a goroutine of its own. It reports whether op
+// has a source to pull.
+func (c *conn) start(op *operation) bool {
+	params := op.params
+	op.params = nil
+	if params == nil {
+		return false // with the executor already
+	}
+	if src, ok := c.openFastPath(op, params); ok {
+		c.mu.Lock()
+		if op.stopped.Load() || c.ops[op.id] != op {
+			c.mu.Unlock()
+			src.Close()
+			return false
+		}
+		op.src = src
+		c.mu.Unlock()
+		return true
+	}
+	ctx, cancel := context.WithCancel(c.opsCtx)
+	c.mu.Lock()
+	if op.stopped.Load() || c.ops[op.id] != op {
+		c.mu.Unlock()
+		cancel()
+		return false
+	}
+	op.cancel = cancel
+	c.wg.Add(1)
+	c.mu.Unlock()
+	go c.run(ctx, op, params)
+	return false
+}
+
+// openFastPath offers op to Config.FastPath; a panic there leaves the
+// operation to the executor.
+func (c *conn) openFastPath(op *operation, params *graphql.RawParams) (src Source, ok bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.log.Error("websocket fast path panicked", "id", op.id, "panic", v)
+			src, ok = nil, false
+		}
+	}()
+	src, ok = c.cfg.FastPath(op.ctx, params, func() { c.markReady(op) })
+	if ok && src == nil {
+		return nil, false
+	}
+	return src, ok
+}
+
 // stopOperation handles the client's complete (stop) for id: the operation
-// is cancelled and nothing more is written for it. An unknown id (one that
+// is ended and nothing more is written for it. An unknown id (one that
 // already ended, say) is ignored.
 func (c *conn) stopOperation(id string) {
 	c.mu.Lock()
@@ -70,7 +171,7 @@ func (c *conn) stopOperation(id string) {
 	}
 	c.mu.Unlock()
 	if op != nil {
-		op.cancel()
+		c.closeOp(op)
 	}
 }
 
@@ -90,32 +191,7 @@ func (c *conn) run(ctx context.Context, op *operation, params *graphql.RawParams
 		}
 	}()
 
-	head := c.resultHead(op.id)
-	if c.cfg.FastPath != nil {
-		if next, ok := c.cfg.FastPath(ctx, params); ok {
-			var batch [][]byte
-			for ctx.Err() == nil {
-				payload, more := next(ctx, true)
-				if !more {
-					break
-				}
-				// The results already at hand go out with this one.
-				batch = append(batch[:0], payload)
-				for size := len(payload); len(batch) < maxBatch && size < maxBatchBytes; size += len(payload) {
-					if payload, _ = next(ctx, false); payload == nil {
-						break
-					}
-					batch = append(batch, payload)
-				}
-				if !c.sendResults(ctx, op, head, batch) {
-					return
-				}
-			}
-			c.finishOperation(op, nil)
-			return
-		}
-	}
-
+	head := op.head
 	ctx = graphql.StartOperationTrace(ctx)
 	rc, errs := c.exec.CreateOperationContext(ctx, params)
 	if errs != nil {
@@ -144,7 +220,7 @@ func (c *conn) run(ctx context.Context, op *operation, params *graphql.RawParams
 }
 
 // maxBatch and maxBatchBytes bound how many results, and how many bytes of
-// them, one write of the fast path carries.
+// them, one pull of a fast-path operation writes at once.
 const (
 	maxBatch      = 64
 	maxBatchBytes = 64 << 10
@@ -161,6 +237,9 @@ func (c *conn) finishOperation(op *operation, errs gqlerror.List) {
 		delete(c.ops, op.id)
 	}
 	c.mu.Unlock()
+	if mine {
+		c.closeOp(op)
+	}
 	if !mine || op.stopped.Load() || c.isClosing() {
 		return
 	}

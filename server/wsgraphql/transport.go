@@ -60,6 +60,12 @@ func (t *Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Grap
 		HandshakeTimeout: t.cfg.WriteTimeout,
 		Subprotocols:     []string{proto},
 		CheckOrigin:      t.cfg.CheckOrigin,
+		// The read buffer is net/http's, reused (ReadBufferSize 0); an
+		// idle connection holds no write buffer of gorilla's: data frames
+		// are assembled in pooled buffers taken only while writing
+		// (messageBuffers), and gorilla's own writer, which the transport
+		// does not use, would take one from the pool.
+		WriteBufferPool: writeBufferPool,
 	}
 	ws, err := up.Upgrade(w, r, nil)
 	if err != nil {
@@ -77,6 +83,10 @@ func (t *Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Grap
 	defer t.unregister(c)
 	c.serve()
 }
+
+// writeBufferPool lends gorilla/websocket its write buffers while it
+// writes (control frames do not need one).
+var writeBufferPool = &sync.Pool{}
 
 // Shutdown closes every connection with [CloseGoingAway] and waits until
 // their goroutines have exited, or until ctx is done; then the sockets still
