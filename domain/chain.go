@@ -218,11 +218,50 @@ func appendUUID(b []byte, u uuid.UUID) []byte {
 
 // appendTime appends t in canonicalTimeLayout as a JSON string: the same
 // bytes as appendJSONString(b, formatTime(t)), which holds only digits and
-// punctuation, without the intermediate string.
+// punctuation, without the intermediate string. Years 0 to 9999 have their
+// digits written directly, the layout not being interpreted per call (the
+// chain formats two times per event); other years go through AppendFormat.
 func appendTime(b []byte, t time.Time) []byte {
-	b = append(b, '"')
-	b = t.UTC().AppendFormat(b, canonicalTimeLayout)
-	return append(b, '"')
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		b = append(b, '"')
+		b = t.AppendFormat(b, canonicalTimeLayout)
+		return append(b, '"')
+	}
+	hour, minute, sec := t.Clock()
+	micro := t.Nanosecond() / 1000 // the layout truncates, as here
+	var a [len(canonicalTimeLayout) + 2]byte
+	a[0] = '"'
+	put4(a[1:], year)
+	a[5] = '-'
+	put2(a[6:], int(month))
+	a[8] = '-'
+	put2(a[9:], day)
+	a[11] = 'T'
+	put2(a[12:], hour)
+	a[14] = ':'
+	put2(a[15:], minute)
+	a[17] = ':'
+	put2(a[18:], sec)
+	a[20] = '.'
+	put2(a[21:], micro/10000)
+	put2(a[23:], micro/100%100)
+	put2(a[25:], micro%100)
+	a[27] = 'Z'
+	a[28] = '"'
+	return append(b, a[:]...)
+}
+
+// put2 writes n (0 to 99) as two decimal digits at the start of b.
+func put2(b []byte, n int) {
+	b[0], b[1] = byte('0'+n/10), byte('0'+n%10)
+}
+
+// put4 writes n (0 to 9999) as four decimal digits at the start of b.
+func put4(b []byte, n int) {
+	put2(b, n/100)
+	put2(b[2:], n%100)
 }
 
 // CanonicalBytes returns the event's canonical encoding: the JSON object

@@ -191,3 +191,38 @@ func BenchmarkChainHashWith(b *testing.B) {
 		_, buf = events[0].ChainHashWith(Hash{}, buf)
 	}
 }
+
+// TestAppendTimeMatchesFormat: appendTime writes the bytes of formatTime
+// (time.Format with the canonical layout) as a JSON string, for random
+// instants in any zone, the edges of the directly formatted years and
+// years outside them.
+func TestAppendTimeMatchesFormat(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	zones := []*time.Location{time.UTC, time.FixedZone("plus", 5*3600+1800), time.FixedZone("minus", -11*3600), time.Local}
+	check := func(tm time.Time) {
+		t.Helper()
+		want := `"` + formatTime(tm) + `"`
+		if got := string(appendTime([]byte("x"), tm)); got != "x"+want {
+			t.Fatalf("%v: got %s, want %s", tm, got, want)
+		}
+	}
+	for range 200_000 {
+		// Anywhere from year -50 to 10050, to the nanosecond.
+		sec := rng.Int64N(10100*365*86400) - 62_135_596_800 - 51*365*86400
+		check(time.Unix(sec, rng.Int64N(1e9)).In(zones[rng.IntN(len(zones))]))
+	}
+	for _, s := range []string{
+		"0000-01-01T00:00:00Z", "0001-01-01T00:00:00Z", "9999-12-31T23:59:59.999999999Z", "2024-02-29T12:34:56.000001Z",
+		"2026-11-30T12:00:00.999999Z", "1969-12-31T23:59:59.9999995Z", "1970-01-01T00:00:00Z",
+	} {
+		tm, err := time.Parse(time.RFC3339Nano, s)
+		require.NoError(t, err)
+		check(tm)
+		check(tm.Add(-time.Nanosecond))
+		check(tm.Add(time.Nanosecond))
+	}
+	check(time.Time{})
+	check(time.Date(-1, 12, 31, 23, 59, 59, 0, time.UTC))
+	check(time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC))
+	check(time.Date(-12345, 6, 7, 8, 9, 10, 11000, time.UTC))
+}
