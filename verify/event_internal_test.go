@@ -1,6 +1,9 @@
 package verify
 
 import (
+	"encoding/binary"
+	"math/bits"
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -46,6 +49,49 @@ func TestSpecial8(t *testing.T) {
 			} else if !want && got {
 				t.Errorf("byte %#x at %d: false positive", c, pos)
 			}
+		}
+	}
+}
+
+// specialMask's lowest marked byte is the first special byte of random
+// words, and scanString finds the closing quote and reports ASCII
+// exactly.
+func TestSpecialMaskFirstByte(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	alphabet := []byte{'a', '"', '\\', 0, 0x1f, 0x20, 0x21, 0x5b, 0x5d, 0x7f, 0x80, 0xff, 0xe2, 0x9f, 0xa0, 'z'}
+	for range 200_000 {
+		var b [8]byte
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		first := 8
+		for i, c := range b {
+			if c == '"' || c == '\\' || c < 0x20 {
+				first = i
+				break
+			}
+		}
+		m := specialMask(binary.LittleEndian.Uint64(b[:]))
+		if got := bits.TrailingZeros64(m) >> 3; got != first {
+			t.Fatalf("%q: first special byte at %d, mask says %d", b, first, got)
+		}
+	}
+	for range 20_000 {
+		n := rng.IntN(40)
+		text := make([]byte, n)
+		ascii := true
+		for i := range text {
+			text[i] = alphabet[rng.IntN(len(alphabet))]
+			if text[i] == '"' || text[i] == '\\' || text[i] < 0x20 {
+				text[i] = 'q'
+			}
+			ascii = ascii && text[i] < 0x80
+		}
+		line := append(append(append([]byte(`"`), text...), `",`...), make([]byte, rng.IntN(10))...)
+		s := scanner{b: line}
+		raw, escaped, gotASCII, err := s.scanString()
+		if err != nil || string(raw) != string(text) || escaped || gotASCII != ascii || s.i != n+2 {
+			t.Fatalf("%q: got %q %v %v %v at %d", line, raw, escaped, gotASCII, err, s.i)
 		}
 	}
 }
