@@ -112,10 +112,7 @@ func parseLine(b []byte, l *line) error {
 			e.EvidenceDigests, err = s.evidenceDigests()
 		case "details":
 			seen |= hasDetails
-			var raw []byte
-			if raw, err = s.skip(); err == nil {
-				e.Details, err = canonicalDetails(raw)
-			}
+			e.Details, err = s.details()
 		case "chainHash":
 			seen |= hasChainHash
 			var raw []byte

@@ -2,10 +2,14 @@ package verify
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"math/bits"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/aetheriot/aether-audit/domain"
 )
 
 // parseUTCTime agrees with time.Parse(time.RFC3339, ...) wherever it
@@ -92,6 +96,89 @@ func TestSpecialMaskFirstByte(t *testing.T) {
 		raw, escaped, gotASCII, err := s.scanString()
 		if err != nil || string(raw) != string(text) || escaped || gotASCII != ascii || s.i != n+2 {
 			t.Fatalf("%q: got %q %v %v %v at %d", line, raw, escaped, gotASCII, err, s.i)
+		}
+	}
+}
+
+// scanner.details returns what skip and canonicalDetails return for the
+// same line (the canonical details, or the same error), and leaves the
+// scanner at the same place, for canonical and non-canonical details.
+func TestDetailsMatchesSkipAndCanonicalize(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	// Mostly plain pieces; the last ones (escapes, U+2028, invalid bytes)
+	// more rarely.
+	pieces := []string{`a`, `b`, `é`, `<&>`, `12345678`, ``, `zz`, "\u00e9t\u00e9", `b0`, "\u2028", `\"`, `\n`, `\u003c`, "\x01", "\xff"}
+	str := func() string {
+		var b []byte
+		for range rng.IntN(4) {
+			n := 9
+			if rng.IntN(20) == 0 {
+				n = len(pieces)
+			}
+			b = append(b, pieces[rng.IntN(n)]...)
+		}
+		return `"` + string(b) + `"`
+	}
+	var value func(depth int) string
+	value = func(depth int) string {
+		switch k := rng.IntN(9); {
+		case k < 2 && depth < 18:
+			out := "{"
+			for i := range rng.IntN(4) {
+				if i > 0 {
+					out += ","
+				}
+				if rng.IntN(10) == 0 {
+					out += " "
+				}
+				out += str() + ":" + value(depth+1)
+			}
+			return out + "}"
+		case k < 3 && depth < 18:
+			out := "["
+			for i := range rng.IntN(4) {
+				if i > 0 {
+					out += ","
+				}
+				out += value(depth + 1)
+			}
+			return out + "]"
+		case k < 5:
+			return str()
+		case k < 6:
+			if rng.IntN(20) == 0 {
+				return []string{"01", "1.", "-", "nul", "tru"}[rng.IntN(5)]
+			}
+			return []string{"0", "-0.0", "1.50", "1e2", "12345678901234567890"}[rng.IntN(5)]
+		default:
+			return []string{"true", "false", "null"}[rng.IntN(3)]
+		}
+	}
+	fixed := []string{`null`, `{}`, `{"a":1}`, `{"b":1,"a":2}`, `{"a":1,"a":2}`, `{"a": 1}`, `[1]`, `"x"`, `{"a":{"b":[1,{"c":null}]}}`,
+		`{"a":"` + strings.Repeat("x", domain.MaxDetailsBytes) + `"}`, `{"a":"` + strings.Repeat("x", domain.MaxDetailsBytes-8) + `"}`,
+		`{"a":1`, `{"a":"x`, `{"a":` + strings.Repeat("[", 20) + strings.Repeat("]", 20) + `}`}
+	for i := range 30_000 {
+		d := value(0)
+		if i < len(fixed) {
+			d = fixed[i]
+		} else if i%2 == 0 {
+			d = "{" + strings.TrimPrefix(d, "{")
+			if d[len(d)-1] != '}' {
+				d = `{"k":` + d + `}`
+			}
+		}
+		line := []byte(`{"details":` + d + `,"z":1}`)
+		old := scanner{b: line, i: len(`{"details":`)}
+		var want json.RawMessage
+		raw, wantErr := old.skip()
+		if wantErr == nil {
+			want, wantErr = canonicalDetails(raw)
+		}
+		s := scanner{b: line, i: len(`{"details":`)}
+		got, err := s.details()
+		if string(got) != string(want) || (err == nil) != (wantErr == nil) || (err != nil && err.Error() != wantErr.Error()) ||
+			(err == nil && s.i != old.i) {
+			t.Fatalf("%s: got %s, %v at %d; want %s, %v at %d", line, got, err, s.i, want, wantErr, old.i)
 		}
 	}
 }
