@@ -3,11 +3,14 @@ package verify
 import (
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"math/bits"
 	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/aetheriot/aether-audit/domain"
 )
@@ -180,5 +183,55 @@ func TestDetailsMatchesSkipAndCanonicalize(t *testing.T) {
 			(err == nil && s.i != old.i) {
 			t.Fatalf("%s: got %s, %v at %d; want %s, %v at %d", line, got, err, s.i, want, wantErr, old.i)
 		}
+	}
+}
+
+// parseUTCTime returns exactly time.Date's Time (the same value, not only
+// the same instant) over random dates of every year it reads, and rejects
+// the days a month does not have, as time.Parse does.
+func TestParseUTCTimeRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for range 300_000 {
+		year, month, day := rng.IntN(10000), 1+rng.IntN(12), 1+rng.IntN(31)
+		hour, minute, sec, nsec := rng.IntN(24), rng.IntN(60), rng.IntN(60), rng.IntN(1e9)
+		s := fmt.Sprintf("%04d-%02d-%02dT%02d:%02d:%02d.%09dZ", year, month, day, hour, minute, sec, nsec)
+		got, ok := parseUTCTime([]byte(s))
+		want := time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC)
+		_, perr := time.Parse(time.RFC3339, s)
+		if ok != (perr == nil) || (ok && got != want) {
+			t.Fatalf("%s: got %v %v (%#v), want %v (%#v), time.Parse %v", s, got, ok, got, want, want, perr)
+		}
+	}
+}
+
+// parseUUID agrees with uuid.Parse on random hyphenated UUIDs, with bad
+// digits and dashes, and on the other forms uuid.Parse reads.
+func TestParseUUID(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	check := func(s string) {
+		t.Helper()
+		got, err := parseUUID(s)
+		want, werr := uuid.Parse(s)
+		if got != want || (err == nil) != (werr == nil) || (err != nil && err.Error() != werr.Error()) {
+			t.Fatalf("%q: got %v %v, want %v %v", s, got, err, want, werr)
+		}
+	}
+	for range 100_000 {
+		var u uuid.UUID
+		for i := range u {
+			u[i] = byte(rng.IntN(256))
+		}
+		b := []byte(u.String())
+		switch rng.IntN(4) {
+		case 0:
+			b = []byte(strings.ToUpper(string(b)))
+		case 1:
+			b[rng.IntN(len(b))] = "0aF-gG:x \x00\xff"[rng.IntN(11)]
+		}
+		check(string(b))
+	}
+	for _, s := range []string{"", "urn:uuid:6ba7b810-9dad-11d1-80b4-00c04fd430c8", "{6ba7b810-9dad-11d1-80b4-00c04fd430c8}",
+		"6ba7b8109dad11d180b400c04fd430c8", "6ba7b810-9dad-11d1-80b4-00c04fd430c"} {
+		check(s)
 	}
 }
