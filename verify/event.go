@@ -37,7 +37,168 @@ func (e *fieldError) Error() string { return e.field + ": " + e.err.Error() }
 // decimal sequence, the UUID), re-canonicalizes details, and requires
 // sequence, chainHash and the other covered fields to be present. A line
 // without chainVersion is of version 1 (exports from before version 2).
+//
+// A line laid out exactly as eventjson.Append writes it is read by
+// parseLayout; any other line, or one with a problem, by parseAny. Both
+// read each field with the same function, so they agree.
 func parseLine(b []byte, l *line) error {
+	if parseLayout(b, l) {
+		return nil
+	}
+	return parseAny(b, l)
+}
+
+// A field reader reads the value of one key of the event object into l.
+type fieldReader func(s *scanner, l *line) error
+
+func readID(s *scanner, l *line) error {
+	v, err := s.str()
+	if err == nil {
+		l.event.ID, err = parseUUID(v)
+	}
+	return err
+}
+
+func readTenant(s *scanner, l *line) (err error) {
+	l.event.TenantID, err = s.str()
+	return err
+}
+
+func readProject(s *scanner, l *line) (err error) {
+	l.event.ProjectID, err = s.str()
+	return err
+}
+
+func readSequence(s *scanner, l *line) error {
+	raw, escaped, err := s.rawString()
+	if err != nil {
+		return err
+	}
+	if escaped || len(raw) == 0 {
+		return errSyntax
+	}
+	l.event.Sequence, err = strconv.ParseUint(string(raw), 10, 64)
+	return err
+}
+
+func readAction(s *scanner, l *line) (err error) {
+	l.event.Action, err = s.str()
+	return err
+}
+
+func readOccurred(s *scanner, l *line) (err error) {
+	l.event.OccurredAt, err = s.time()
+	return err
+}
+
+func readRecorded(s *scanner, l *line) (err error) {
+	l.event.RecordedAt, err = s.time()
+	return err
+}
+
+func readSubject(s *scanner, l *line) (err error) {
+	l.event.Subject, err = s.subject()
+	return err
+}
+
+func readResource(s *scanner, l *line) (err error) {
+	l.event.Resource, err = s.resource()
+	return err
+}
+
+func readOutcome(s *scanner, l *line) error {
+	v, err := s.str()
+	l.event.Outcome = domain.Outcome(v)
+	return err
+}
+
+func readGovernance(s *scanner, l *line) (err error) {
+	l.event.Governance, err = s.governance()
+	return err
+}
+
+func readCorrelation(s *scanner, l *line) (err error) {
+	l.event.Correlation, err = s.correlation()
+	return err
+}
+
+func readEvidence(s *scanner, l *line) (err error) {
+	l.event.EvidenceDigests, err = s.evidenceDigests()
+	return err
+}
+
+func readDetails(s *scanner, l *line) (err error) {
+	l.event.Details, err = s.details()
+	return err
+}
+
+func readChainHash(s *scanner, l *line) error {
+	raw, escaped, err := s.rawString()
+	if err != nil {
+		return err
+	}
+	if escaped || len(raw) != 2*len(l.claimed) {
+		return fmt.Errorf("must be 64 hex digits")
+	} else if _, herr := hex.Decode(l.claimed[:], raw); herr != nil {
+		return fmt.Errorf("must be 64 hex digits")
+	}
+	return nil
+}
+
+func readChainVersion(s *scanner, l *line) error {
+	raw, err := s.skip()
+	if err != nil {
+		return err
+	}
+	switch string(raw) {
+	case "1":
+		l.event.ChainVersion = domain.ChainVersionOriginal
+	case "2":
+		l.event.ChainVersion = domain.ChainVersionRecordedBy
+	default:
+		return fmt.Errorf("unknown canonical encoding version %s", raw)
+	}
+	return nil
+}
+
+func readRecordedBy(s *scanner, l *line) (err error) {
+	l.event.RecordedBy, err = s.recorder(&l.recordedBy)
+	return err
+}
+
+// eventLayout is the event object as eventjson.Append writes it: each
+// key, with the text before it, in order.
+var eventLayout = [...]struct {
+	text string
+	read fieldReader
+}{
+	{`{"id":`, readID}, {`,"tenantId":`, readTenant}, {`,"projectId":`, readProject},
+	{`,"sequence":`, readSequence}, {`,"action":`, readAction}, {`,"occurredAt":`, readOccurred},
+	{`,"recordedAt":`, readRecorded}, {`,"subject":`, readSubject}, {`,"resource":`, readResource},
+	{`,"outcome":`, readOutcome}, {`,"governance":`, readGovernance}, {`,"correlation":`, readCorrelation},
+	{`,"evidenceDigests":`, readEvidence}, {`,"details":`, readDetails}, {`,"chainHash":`, readChainHash},
+	{`,"chainVersion":`, readChainVersion}, {`,"recordedBy":`, readRecordedBy},
+}
+
+// parseLayout reads a line that holds exactly the keys of eventLayout, in
+// its order, with no white space, and no problem, and reports whether it
+// did; parseAny would read such a line the same way (the same readers on
+// the same values in the same order, every required key present). For
+// any other line it reports false, and l is to be read again.
+func parseLayout(b []byte, l *line) bool {
+	*l = line{}
+	l.event.ChainVersion = domain.ChainVersionOriginal
+	s := scanner{b: b}
+	for _, f := range eventLayout {
+		if !s.lit(f.text) || f.read(&s, l) != nil {
+			return false
+		}
+	}
+	return s.lit("}") && s.i == len(s.b)
+}
+
+// parseAny reads a line with its keys in any order (see parseLine).
+func parseAny(b []byte, l *line) error {
 	*l = line{}
 	e := &l.event
 	e.ChainVersion = domain.ChainVersionOriginal
@@ -62,89 +223,53 @@ func parseLine(b []byte, l *line) error {
 		required = 1<<iota - 1
 	)
 	err := s.fields(func(key []byte) error {
-		var err error
+		var (
+			read fieldReader
+			bit  uint32
+		)
 		switch string(key) {
 		case "id":
-			seen |= hasID
-			var v string
-			if v, err = s.str(); err == nil {
-				e.ID, err = parseUUID(v)
-			}
+			read, bit = readID, hasID
 		case "tenantId":
-			seen |= hasTenant
-			e.TenantID, err = s.str()
+			read, bit = readTenant, hasTenant
 		case "projectId":
-			seen |= hasProject
-			e.ProjectID, err = s.str()
+			read, bit = readProject, hasProject
 		case "sequence":
-			seen |= hasSequence
-			var raw []byte
-			var escaped bool
-			if raw, escaped, err = s.rawString(); err == nil {
-				if escaped || len(raw) == 0 {
-					err = errSyntax
-				} else {
-					e.Sequence, err = strconv.ParseUint(string(raw), 10, 64)
-				}
-			}
+			read, bit = readSequence, hasSequence
 		case "action":
-			seen |= hasAction
-			e.Action, err = s.str()
+			read, bit = readAction, hasAction
 		case "occurredAt":
-			seen |= hasOccurred
-			e.OccurredAt, err = s.time()
+			read, bit = readOccurred, hasOccurred
 		case "recordedAt":
-			seen |= hasRecorded
-			e.RecordedAt, err = s.time()
+			read, bit = readRecorded, hasRecorded
 		case "subject":
-			seen |= hasSubject
-			e.Subject, err = s.subject()
+			read, bit = readSubject, hasSubject
 		case "resource":
-			seen |= hasResource
-			e.Resource, err = s.resource()
+			read, bit = readResource, hasResource
 		case "outcome":
-			seen |= hasOutcome
-			var v string
-			v, err = s.str()
-			e.Outcome = domain.Outcome(v)
+			read, bit = readOutcome, hasOutcome
 		case "governance":
-			e.Governance, err = s.governance()
+			read = readGovernance
 		case "correlation":
-			e.Correlation, err = s.correlation()
+			read = readCorrelation
 		case "evidenceDigests":
-			e.EvidenceDigests, err = s.evidenceDigests()
+			read = readEvidence
 		case "details":
-			seen |= hasDetails
-			e.Details, err = s.details()
+			read, bit = readDetails, hasDetails
 		case "chainHash":
-			seen |= hasChainHash
-			var raw []byte
-			var escaped bool
-			if raw, escaped, err = s.rawString(); err == nil {
-				if escaped || len(raw) != 2*len(l.claimed) {
-					err = fmt.Errorf("must be 64 hex digits")
-				} else if _, herr := hex.Decode(l.claimed[:], raw); herr != nil {
-					err = fmt.Errorf("must be 64 hex digits")
-				}
-			}
+			read, bit = readChainHash, hasChainHash
 		case "chainVersion":
-			var raw []byte
-			if raw, err = s.skip(); err == nil {
-				switch string(raw) {
-				case "1":
-					e.ChainVersion = domain.ChainVersionOriginal
-				case "2":
-					e.ChainVersion = domain.ChainVersionRecordedBy
-				default:
-					err = fmt.Errorf("unknown canonical encoding version %s", raw)
-				}
-			}
+			read = readChainVersion
 		case "recordedBy":
-			e.RecordedBy, err = s.recorder(&l.recordedBy)
+			read = readRecordedBy
 		default:
-			_, err = s.skip() // not covered by the hash
+			read = func(s *scanner, _ *line) error {
+				_, err := s.skip() // not covered by the hash
+				return err
+			}
 		}
-		if err != nil {
+		seen |= bit
+		if err := read(&s, l); err != nil {
 			return &fieldError{string(key), err}
 		}
 		return nil

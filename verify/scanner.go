@@ -52,6 +52,16 @@ func (s *scanner) literal(lit string) bool {
 	return false
 }
 
+// lit consumes text if the input continues with it exactly (no white
+// space skipped), reporting whether it did.
+func (s *scanner) lit(text string) bool {
+	if len(s.b)-s.i >= len(text) && string(s.b[s.i:s.i+len(text)]) == text {
+		s.i += len(text)
+		return true
+	}
+	return false
+}
+
 // rawString consumes a string and returns its text between the quotes,
 // still escaped, and whether it holds an escape.
 func (s *scanner) rawString() (raw []byte, escaped bool, err error) {
