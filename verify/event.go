@@ -426,7 +426,43 @@ func daysSinceEpoch(year, month, day int) int64 {
 	return era*146097 + doe - 719468
 }
 
+// layoutStr reads text, then a string into *dst, while *ok: a step of
+// reading a nested object laid out as eventjson.Append writes it. *ok
+// turns false at the first difference, and the caller reads the object
+// again from its start with fields, which yields the same values for
+// the same keys in the same order.
+func (s *scanner) layoutStr(ok *bool, text string, dst *string) {
+	if !*ok {
+		return
+	}
+	if !s.lit(text) {
+		*ok = false
+		return
+	}
+	v, err := s.str()
+	if err != nil {
+		*ok = false
+		return
+	}
+	*dst = v
+}
+
 func (s *scanner) subject() (v domain.Subject, err error) {
+	start, ok := s.i, true
+	var typ string
+	s.layoutStr(&ok, `{"type":`, &typ)
+	s.layoutStr(&ok, `,"id":`, &v.ID)
+	s.layoutStr(&ok, `,"displayName":`, &v.DisplayName)
+	if ok && s.lit("}") {
+		v.Type = domain.SubjectType(typ)
+		return v, nil
+	}
+	s.i = start
+	return s.subjectAny()
+}
+
+// subjectAny reads a subject object with its keys in any order.
+func (s *scanner) subjectAny() (v domain.Subject, err error) {
 	if !s.consume('{') {
 		return v, errSyntax
 	}
@@ -450,6 +486,18 @@ func (s *scanner) subject() (v domain.Subject, err error) {
 }
 
 func (s *scanner) resource() (v domain.Resource, err error) {
+	start, ok := s.i, true
+	s.layoutStr(&ok, `{"type":`, &v.Type)
+	s.layoutStr(&ok, `,"id":`, &v.ID)
+	if ok && s.lit("}") {
+		return v, nil
+	}
+	s.i = start
+	return s.resourceAny()
+}
+
+// resourceAny reads a resource object with its keys in any order.
+func (s *scanner) resourceAny() (v domain.Resource, err error) {
 	if !s.consume('{') {
 		return v, errSyntax
 	}
@@ -469,6 +517,25 @@ func (s *scanner) resource() (v domain.Resource, err error) {
 }
 
 func (s *scanner) governance() (*domain.Governance, error) {
+	if start := s.i; s.lit(`{"reason":`) {
+		s.i = start
+		v, ok := &domain.Governance{}, true
+		var risk string
+		s.layoutStr(&ok, `{"reason":`, &v.Reason)
+		s.layoutStr(&ok, `,"ticket":`, &v.Ticket)
+		s.layoutStr(&ok, `,"risk":`, &risk)
+		s.layoutStr(&ok, `,"confirmedBy":`, &v.ConfirmedBy)
+		if ok && s.lit("}") {
+			v.Risk = domain.Risk(risk)
+			return v, nil
+		}
+		s.i = start
+	}
+	return s.governanceAny()
+}
+
+// governanceAny reads null or a governance object with its keys in any order.
+func (s *scanner) governanceAny() (*domain.Governance, error) {
 	if ok, err := s.nullableObject(); !ok || err != nil {
 		return nil, err
 	}
@@ -494,6 +561,22 @@ func (s *scanner) governance() (*domain.Governance, error) {
 }
 
 func (s *scanner) correlation() (*domain.Correlation, error) {
+	if start := s.i; s.lit(`{"traceId":`) {
+		s.i = start
+		v, ok := &domain.Correlation{}, true
+		s.layoutStr(&ok, `{"traceId":`, &v.TraceID)
+		s.layoutStr(&ok, `,"requestId":`, &v.RequestID)
+		s.layoutStr(&ok, `,"causationId":`, &v.CausationID)
+		if ok && s.lit("}") {
+			return v, nil
+		}
+		s.i = start
+	}
+	return s.correlationAny()
+}
+
+// correlationAny reads null or a correlation object with its keys in any order.
+func (s *scanner) correlationAny() (*domain.Correlation, error) {
 	if ok, err := s.nullableObject(); !ok || err != nil {
 		return nil, err
 	}
@@ -517,6 +600,25 @@ func (s *scanner) correlation() (*domain.Correlation, error) {
 // recorder reads a recordedBy object into v and returns v (or nil for
 // null).
 func (s *scanner) recorder(v *domain.Recorder) (*domain.Recorder, error) {
+	if start := s.i; s.lit(`{"issuer":`) {
+		s.i = start
+		*v = domain.Recorder{}
+		ok := true
+		s.layoutStr(&ok, `{"issuer":`, &v.Issuer)
+		s.layoutStr(&ok, `,"subject":`, &v.Subject)
+		s.layoutStr(&ok, `,"tokenId":`, &v.TokenID)
+		s.layoutStr(&ok, `,"clientId":`, &v.ClientID)
+		if ok && s.lit("}") {
+			return v, nil
+		}
+		s.i = start
+	}
+	return s.recorderAny(v)
+}
+
+// recorderAny reads null or a recordedBy object with its keys in any
+// order, into v.
+func (s *scanner) recorderAny(v *domain.Recorder) (*domain.Recorder, error) {
 	if ok, err := s.nullableObject(); !ok || err != nil {
 		return nil, err
 	}

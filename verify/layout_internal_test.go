@@ -92,3 +92,49 @@ func TestParseLayoutAgreesWithParseAny(t *testing.T) {
 	}
 	t.Logf("%d of 100000 changed lines left to parseAny", declined)
 }
+
+// The nested objects' readers read what their Any forms read, and stop at
+// the same place, on the layouts eventjson.Append writes and on 100k
+// randomly changed ones.
+func TestNestedLayoutsAgreeWithAny(t *testing.T) {
+	type reader func(s *scanner) (any, error)
+	readers := []struct {
+		texts     []string
+		fast, any reader
+	}{
+		{[]string{`{"type":"USER","id":"u-1","displayName":"Ada \"<L>\" ü"}`, `{"type":"SERVICE","id":"g","displayName":""}`},
+			func(s *scanner) (any, error) { return s.subject() }, func(s *scanner) (any, error) { return s.subjectAny() }},
+		{[]string{`{"type":"device","id":"dev-1"}`},
+			func(s *scanner) (any, error) { return s.resource() }, func(s *scanner) (any, error) { return s.resourceAny() }},
+		{[]string{`{"reason":"r","ticket":"CHG-1","risk":"LOW","confirmedBy":""}`, `null`},
+			func(s *scanner) (any, error) { return s.governance() }, func(s *scanner) (any, error) { return s.governanceAny() }},
+		{[]string{`{"traceId":"4bf92f3577b34da6a3ce929d0e0e4736","requestId":"r\n","causationId":""}`, `null`},
+			func(s *scanner) (any, error) { return s.correlation() }, func(s *scanner) (any, error) { return s.correlationAny() }},
+		{[]string{`{"issuer":"https://idp/","subject":"svc","tokenId":"j","clientId":"c"}`, `null`},
+			func(s *scanner) (any, error) { return s.recorder(new(domain.Recorder)) },
+			func(s *scanner) (any, error) { return s.recorderAny(new(domain.Recorder)) }},
+	}
+	rng := rand.New(rand.NewPCG(15, 16))
+	edits := []string{" ", "\\", `"`, ",", "}", "{", ":", "x", "\u00e9", "\xff", `,"x":1`, `"id":"y",`, "null"}
+	for i := range 100_000 {
+		r := readers[i%len(readers)]
+		b := []byte(r.texts[rng.IntN(len(r.texts))] + `,"next":1}`)
+		if i >= len(readers)*2 {
+			at := rng.IntN(len(b))
+			switch rng.IntN(3) {
+			case 0:
+				b = append(b[:at:at], append([]byte(edits[rng.IntN(len(edits))]), b[at:]...)...)
+			case 1:
+				b = append(b[:at:at], b[at+1:]...)
+			default:
+				b[at] = edits[rng.IntN(len(edits))][0]
+			}
+		}
+		fs, as := scanner{b: b}, scanner{b: b}
+		fv, ferr := r.fast(&fs)
+		av, aerr := r.any(&as)
+		if !reflect.DeepEqual(fv, av) || (ferr == nil) != (aerr == nil) || (ferr == nil && fs.i != as.i) {
+			t.Fatalf("%s: %#v %v at %d; Any: %#v %v at %d", b, fv, ferr, fs.i, av, aerr, as.i)
+		}
+	}
+}
