@@ -180,18 +180,48 @@ func (c *canonicalEvent) appendTo(b []byte) []byte {
 // writes it with HTML escaping off. Plain printable ASCII, the common case,
 // is copied as is; anything else goes through encoding/json itself.
 func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
+	i := 0
+	for ; i+8 <= len(s); i += 8 { // eight bytes at a time
+		w := s[i : i+8] // the loads below combine into one
+		x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+		if notPlain8(x) {
+			return appendMarshaledString(b, s)
+		}
+	}
+	for ; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
-			enc, err := marshalCanonical(s)
-			if err != nil {
-				panic("domain: encoding string: " + err.Error()) // strings always encode
-			}
-			return append(b, enc...)
+			return appendMarshaledString(b, s)
 		}
 	}
 	b = append(b, '"')
 	b = append(b, s...)
 	return append(b, '"')
+}
+
+// appendMarshaledString appends s as encoding/json writes it.
+func appendMarshaledString(b []byte, s string) []byte {
+	enc, err := marshalCanonical(s)
+	if err != nil {
+		panic("domain: encoding string: " + err.Error()) // strings always encode
+	}
+	return append(b, enc...)
+}
+
+// notPlain8 reports whether any of the eight bytes of x is not printable
+// ASCII copied as is: below 0x20, above 0x7e, a quote or a backslash.
+// Each term is zero unless some byte is such a byte (a borrow starts only
+// at one), so the answer is exact.
+func notPlain8(x uint64) bool {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	quote := x ^ (ones * '"')
+	backslash := x ^ (ones * '\\')
+	del := x ^ (ones * 0x7f)
+	less := (x - ones*0x20) &^ x // a byte below 0x20
+	return (x|less|(quote-ones)&^quote|(backslash-ones)&^backslash|(del-ones)&^del)&highs != 0
 }
 
 // canonicalTimeLayout is the canonical form of a time: UTC, six

@@ -226,3 +226,34 @@ func TestAppendTimeMatchesFormat(t *testing.T) {
 	check(time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC))
 	check(time.Date(-12345, 6, 7, 8, 9, 10, 11000, time.UTC))
 }
+
+// appendJSONString writes what encoding/json writes (marshalCanonical)
+// for random strings of plain ASCII with, now and then, a byte it must
+// escape or pass on as UTF-8, at every offset.
+func TestAppendJSONStringMatchesMarshal(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	special := []string{"\"", "\\", "\x00", "\x1f", "\x7f", "\x80", "\xff", "é", "\u2028", "\u2029", "<", "&", "/", " ", "~"}
+	for range 200_000 {
+		var b []byte
+		for range rng.IntN(40) {
+			if rng.IntN(30) == 0 {
+				b = append(b, special[rng.IntN(len(special))]...)
+			} else {
+				b = append(b, byte(0x20+rng.IntN(0x5f)))
+			}
+		}
+		want, err := marshalCanonical(string(b))
+		require.NoError(t, err)
+		if got := appendJSONString([]byte("x"), string(b)); string(got) != "x"+string(want) {
+			t.Fatalf("%q: got %s, want %s", b, got[1:], want)
+		}
+	}
+	for c := range 256 {
+		for pos := range 9 {
+			b := []byte(strings.Repeat("a", 9))
+			b[pos] = byte(c)
+			want, _ := marshalCanonical(string(b))
+			require.Equal(t, "x"+string(want), string(appendJSONString([]byte("x"), string(b))), "%q", b)
+		}
+	}
+}
