@@ -50,6 +50,9 @@ type parsed struct {
 	// previous line of the same chunk claims, when linkedOK.
 	linked   domain.Hash
 	linkedOK bool
+	// sameScope: the line before it in the chunk is an event, and of the
+	// same tenant and project.
+	sameScope bool
 }
 
 // chunkPool holds chunks, with their buffers and lines, for reuse: a
@@ -105,6 +108,7 @@ func parseChunk(c *chunk) {
 			if prev := &c.lines[n-1]; prev.err == nil && !prev.empty {
 				p.linked, scratch = p.event.ChainHashWith(prev.claimed, scratch)
 				p.linkedOK = true
+				p.sameScope = p.event.TenantID == prev.event.TenantID && p.event.ProjectID == prev.event.ProjectID
 			}
 		}
 	}
