@@ -20,7 +20,7 @@ import (
 // checks the rest (first lines, lines after a break) itself.
 
 // chunkSize is the size of a chunk of lines read at once.
-const chunkSize = 1 << 20
+const chunkSize = 256 << 10
 
 // chunk is a run of whole lines of the export and what its worker found.
 type chunk struct {
