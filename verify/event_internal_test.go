@@ -2,6 +2,7 @@ package verify
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math/bits"
@@ -233,5 +234,29 @@ func TestParseUUID(t *testing.T) {
 	for _, s := range []string{"", "urn:uuid:6ba7b810-9dad-11d1-80b4-00c04fd430c8", "{6ba7b810-9dad-11d1-80b4-00c04fd430c8}",
 		"6ba7b8109dad11d180b400c04fd430c8", "6ba7b810-9dad-11d1-80b4-00c04fd430c"} {
 		check(s)
+	}
+}
+
+// readChainHash decodes what hex.Decode decodes (either case) and
+// rejects what it rejects.
+func TestReadChainHash(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 20))
+	alphabet := "0123456789abcdefABCDEF"
+	for i := range 50_000 {
+		b := make([]byte, 64)
+		for j := range b {
+			b[j] = alphabet[rng.IntN(len(alphabet))]
+		}
+		if i%2 == 0 {
+			b[rng.IntN(64)] = "gG/:@`x \xff"[rng.IntN(9)]
+		}
+		var want domain.Hash
+		_, werr := hex.Decode(want[:], b)
+		var l line
+		s := scanner{b: []byte(`"` + string(b) + `"`)}
+		err := readChainHash(&s, &l)
+		if (err == nil) != (werr == nil) || (err == nil && l.claimed != want) {
+			t.Fatalf("%s: got %x %v, hex.Decode %x %v", b, l.claimed, err, want, werr)
+		}
 	}
 }
