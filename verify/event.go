@@ -172,35 +172,35 @@ func readRecordedBy(s *scanner, l *line) (err error) {
 	return err
 }
 
-// eventLayout is the event object as eventjson.Append writes it: each
-// key, with the text before it, in order.
-var eventLayout = [...]struct {
-	text string
-	read fieldReader
-}{
-	{`{"id":`, readID}, {`,"tenantId":`, readTenant}, {`,"projectId":`, readProject},
-	{`,"sequence":`, readSequence}, {`,"action":`, readAction}, {`,"occurredAt":`, readOccurred},
-	{`,"recordedAt":`, readRecorded}, {`,"subject":`, readSubject}, {`,"resource":`, readResource},
-	{`,"outcome":`, readOutcome}, {`,"governance":`, readGovernance}, {`,"correlation":`, readCorrelation},
-	{`,"evidenceDigests":`, readEvidence}, {`,"details":`, readDetails}, {`,"chainHash":`, readChainHash},
-	{`,"chainVersion":`, readChainVersion}, {`,"recordedBy":`, readRecordedBy},
-}
-
-// parseLayout reads a line that holds exactly the keys of eventLayout, in
-// its order, with no white space, and no problem, and reports whether it
-// did; parseAny would read such a line the same way (the same readers on
-// the same values in the same order, every required key present). For
-// any other line it reports false, and l is to be read again.
+// parseLayout reads a line laid out exactly as eventjson.Append writes
+// it: these keys in this order, no white space, and no problem; it
+// reports whether it did. parseAny would read such a line the same way
+// (the same readers on the same values in the same order, every
+// required key present). For any other line it reports false, and l is
+// to be read again. The keys are literals, so that the compiler compares
+// them inline.
 func parseLayout(b []byte, l *line) bool {
 	*l = line{}
 	l.event.ChainVersion = domain.ChainVersionOriginal
 	s := scanner{b: b}
-	for _, f := range eventLayout {
-		if !s.lit(f.text) || f.read(&s, l) != nil {
-			return false
-		}
-	}
-	return s.lit("}") && s.i == len(s.b)
+	return s.lit(`{"id":`) && readID(&s, l) == nil &&
+		s.lit(`,"tenantId":`) && readTenant(&s, l) == nil &&
+		s.lit(`,"projectId":`) && readProject(&s, l) == nil &&
+		s.lit(`,"sequence":`) && readSequence(&s, l) == nil &&
+		s.lit(`,"action":`) && readAction(&s, l) == nil &&
+		s.lit(`,"occurredAt":`) && readOccurred(&s, l) == nil &&
+		s.lit(`,"recordedAt":`) && readRecorded(&s, l) == nil &&
+		s.lit(`,"subject":`) && readSubject(&s, l) == nil &&
+		s.lit(`,"resource":`) && readResource(&s, l) == nil &&
+		s.lit(`,"outcome":`) && readOutcome(&s, l) == nil &&
+		s.lit(`,"governance":`) && readGovernance(&s, l) == nil &&
+		s.lit(`,"correlation":`) && readCorrelation(&s, l) == nil &&
+		s.lit(`,"evidenceDigests":`) && readEvidence(&s, l) == nil &&
+		s.lit(`,"details":`) && readDetails(&s, l) == nil &&
+		s.lit(`,"chainHash":`) && readChainHash(&s, l) == nil &&
+		s.lit(`,"chainVersion":`) && readChainVersion(&s, l) == nil &&
+		s.lit(`,"recordedBy":`) && readRecordedBy(&s, l) == nil &&
+		s.lit("}") && s.i == len(s.b)
 }
 
 // parseAny reads a line with its keys in any order (see parseLine).
