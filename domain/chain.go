@@ -180,18 +180,48 @@ func (c *canonicalEvent) appendTo(b []byte) []byte {
 // writes it with HTML escaping off. Plain printable ASCII, the common case,
 // is copied as is; anything else goes through encoding/json itself.
 func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
+	i := 0
+	for ; i+8 <= len(s); i += 8 { // eight bytes at a time
+		w := s[i : i+8] // the loads below combine into one
+		x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+		if notPlain8(x) {
+			return appendMarshaledString(b, s)
+		}
+	}
+	for ; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
-			enc, err := marshalCanonical(s)
-			if err != nil {
-				panic("domain: encoding string: " + err.Error()) // strings always encode
-			}
-			return append(b, enc...)
+			return appendMarshaledString(b, s)
 		}
 	}
 	b = append(b, '"')
 	b = append(b, s...)
 	return append(b, '"')
+}
+
+// appendMarshaledString appends s as encoding/json writes it.
+func appendMarshaledString(b []byte, s string) []byte {
+	enc, err := marshalCanonical(s)
+	if err != nil {
+		panic("domain: encoding string: " + err.Error()) // strings always encode
+	}
+	return append(b, enc...)
+}
+
+// notPlain8 reports whether any of the eight bytes of x is not printable
+// ASCII copied as is: below 0x20, above 0x7e, a quote or a backslash.
+// Each term is zero unless some byte is such a byte (a borrow starts only
+// at one), so the answer is exact.
+func notPlain8(x uint64) bool {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	quote := x ^ (ones * '"')
+	backslash := x ^ (ones * '\\')
+	del := x ^ (ones * 0x7f)
+	less := (x - ones*0x20) &^ x // a byte below 0x20
+	return (x|less|(quote-ones)&^quote|(backslash-ones)&^backslash|(del-ones)&^del)&highs != 0
 }
 
 // canonicalTimeLayout is the canonical form of a time: UTC, six
@@ -218,11 +248,50 @@ func appendUUID(b []byte, u uuid.UUID) []byte {
 
 // appendTime appends t in canonicalTimeLayout as a JSON string: the same
 // bytes as appendJSONString(b, formatTime(t)), which holds only digits and
-// punctuation, without the intermediate string.
+// punctuation, without the intermediate string. Years 0 to 9999 have their
+// digits written directly, the layout not being interpreted per call (the
+// chain formats two times per event); other years go through AppendFormat.
 func appendTime(b []byte, t time.Time) []byte {
-	b = append(b, '"')
-	b = t.UTC().AppendFormat(b, canonicalTimeLayout)
-	return append(b, '"')
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		b = append(b, '"')
+		b = t.AppendFormat(b, canonicalTimeLayout)
+		return append(b, '"')
+	}
+	hour, minute, sec := t.Clock()
+	micro := t.Nanosecond() / 1000 // the layout truncates, as here
+	var a [len(canonicalTimeLayout) + 2]byte
+	a[0] = '"'
+	put4(a[1:], year)
+	a[5] = '-'
+	put2(a[6:], int(month))
+	a[8] = '-'
+	put2(a[9:], day)
+	a[11] = 'T'
+	put2(a[12:], hour)
+	a[14] = ':'
+	put2(a[15:], minute)
+	a[17] = ':'
+	put2(a[18:], sec)
+	a[20] = '.'
+	put2(a[21:], micro/10000)
+	put2(a[23:], micro/100%100)
+	put2(a[25:], micro%100)
+	a[27] = 'Z'
+	a[28] = '"'
+	return append(b, a[:]...)
+}
+
+// put2 writes n (0 to 99) as two decimal digits at the start of b.
+func put2(b []byte, n int) {
+	b[0], b[1] = byte('0'+n/10), byte('0'+n%10)
+}
+
+// put4 writes n (0 to 9999) as four decimal digits at the start of b.
+func put4(b []byte, n int) {
+	put2(b, n/100)
+	put2(b[2:], n%100)
 }
 
 // CanonicalBytes returns the event's canonical encoding: the JSON object

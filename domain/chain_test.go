@@ -191,3 +191,69 @@ func BenchmarkChainHashWith(b *testing.B) {
 		_, buf = events[0].ChainHashWith(Hash{}, buf)
 	}
 }
+
+// TestAppendTimeMatchesFormat: appendTime writes the bytes of formatTime
+// (time.Format with the canonical layout) as a JSON string, for random
+// instants in any zone, the edges of the directly formatted years and
+// years outside them.
+func TestAppendTimeMatchesFormat(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	zones := []*time.Location{time.UTC, time.FixedZone("plus", 5*3600+1800), time.FixedZone("minus", -11*3600), time.Local}
+	check := func(tm time.Time) {
+		t.Helper()
+		want := `"` + formatTime(tm) + `"`
+		if got := string(appendTime([]byte("x"), tm)); got != "x"+want {
+			t.Fatalf("%v: got %s, want %s", tm, got, want)
+		}
+	}
+	for range 200_000 {
+		// Anywhere from year -50 to 10050, to the nanosecond.
+		sec := rng.Int64N(10100*365*86400) - 62_135_596_800 - 51*365*86400
+		check(time.Unix(sec, rng.Int64N(1e9)).In(zones[rng.IntN(len(zones))]))
+	}
+	for _, s := range []string{
+		"0000-01-01T00:00:00Z", "0001-01-01T00:00:00Z", "9999-12-31T23:59:59.999999999Z", "2024-02-29T12:34:56.000001Z",
+		"2026-11-30T12:00:00.999999Z", "1969-12-31T23:59:59.9999995Z", "1970-01-01T00:00:00Z",
+	} {
+		tm, err := time.Parse(time.RFC3339Nano, s)
+		require.NoError(t, err)
+		check(tm)
+		check(tm.Add(-time.Nanosecond))
+		check(tm.Add(time.Nanosecond))
+	}
+	check(time.Time{})
+	check(time.Date(-1, 12, 31, 23, 59, 59, 0, time.UTC))
+	check(time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC))
+	check(time.Date(-12345, 6, 7, 8, 9, 10, 11000, time.UTC))
+}
+
+// appendJSONString writes what encoding/json writes (marshalCanonical)
+// for random strings of plain ASCII with, now and then, a byte it must
+// escape or pass on as UTF-8, at every offset.
+func TestAppendJSONStringMatchesMarshal(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	special := []string{"\"", "\\", "\x00", "\x1f", "\x7f", "\x80", "\xff", "é", "\u2028", "\u2029", "<", "&", "/", " ", "~"}
+	for range 200_000 {
+		var b []byte
+		for range rng.IntN(40) {
+			if rng.IntN(30) == 0 {
+				b = append(b, special[rng.IntN(len(special))]...)
+			} else {
+				b = append(b, byte(0x20+rng.IntN(0x5f)))
+			}
+		}
+		want, err := marshalCanonical(string(b))
+		require.NoError(t, err)
+		if got := appendJSONString([]byte("x"), string(b)); string(got) != "x"+string(want) {
+			t.Fatalf("%q: got %s, want %s", b, got[1:], want)
+		}
+	}
+	for c := range 256 {
+		for pos := range 9 {
+			b := []byte(strings.Repeat("a", 9))
+			b[pos] = byte(c)
+			want, _ := marshalCanonical(string(b))
+			require.Equal(t, "x"+string(want), string(appendJSONString([]byte("x"), string(b))), "%q", b)
+		}
+	}
+}

@@ -33,6 +33,8 @@ type chain struct {
 	startWhy string // where the start hash came from
 
 	tenant, project string // of the first event
+	// scopeLine is the last line found to be of tenant and project.
+	scopeLine int
 
 	started   bool
 	prevSeq   uint64      // the sequence the chain is at
@@ -89,9 +91,10 @@ func (c *chain) add(n int, p *parsed) error {
 		return nil
 	}
 	e := &p.event
-	seq := strconv.FormatUint(e.Sequence, 10)
+	// The sequence as text, for problems only.
+	seq := func() string { return strconv.FormatUint(e.Sequence, 10) }
 	if !p.terminated {
-		c.r.lineProblem(n, seq, "cut short: no newline at the end of the file")
+		c.r.lineProblem(n, seq(), "cut short: no newline at the end of the file")
 	}
 	c.events++
 	c.lastSeq, c.lastHash = e.Sequence, p.claimed
@@ -107,8 +110,14 @@ func (c *chain) add(n int, p *parsed) error {
 		c.prevSeq, c.prev, c.prevKnown, c.prevLine = e.Sequence-1, start, true, 0
 		c.startHex, c.startWhy = hex.EncodeToString(start[:]), why
 	}
-	if e.TenantID != c.tenant || e.ProjectID != c.project {
-		c.r.lineProblem(n, seq, "tenant/project is %s/%s, not %s/%s as on the first line",
+	// A line the worker found of the tenant and project of the line
+	// before it, which was, needs no comparison here.
+	if p.sameScope && c.scopeLine == n-1 {
+		c.scopeLine = n
+	} else if e.TenantID == c.tenant && e.ProjectID == c.project {
+		c.scopeLine = n
+	} else {
+		c.r.lineProblem(n, seq(), "tenant/project is %s/%s, not %s/%s as on the first line",
 			strconv.Quote(e.TenantID), strconv.Quote(e.ProjectID), strconv.Quote(c.tenant), strconv.Quote(c.project))
 	}
 	switch want := c.prevSeq + 1; {
@@ -123,14 +132,14 @@ func (c *chain) add(n int, p *parsed) error {
 			if got == p.claimed {
 				c.verified++
 			} else {
-				c.r.lineProblem(n, seq, "chain hash mismatch: the event and the previous chain hash give %s, the line says %s", got, p.claimed)
+				c.r.lineProblem(n, seq(), "chain hash mismatch: the event and the previous chain hash give %s, the line says %s", got, p.claimed)
 			}
 		}
 	case e.Sequence > want:
 		missing := e.Sequence - want
-		c.r.lineProblem(n, seq, "sequence gap: expected %d, found %d (%d missing)", want, e.Sequence, missing)
+		c.r.lineProblem(n, seq(), "sequence gap: expected %d, found %d (%d missing)", want, e.Sequence, missing)
 	default:
-		c.r.lineProblem(n, seq, "out of order: sequence %d after %d (expected %d)", e.Sequence, c.prevSeq, want)
+		c.r.lineProblem(n, seq(), "out of order: sequence %d after %d (expected %d)", e.Sequence, c.prevSeq, want)
 		return nil // the chain stays at prevSeq
 	}
 	c.prevSeq, c.prev, c.prevKnown, c.prevLine = e.Sequence, p.claimed, true, n

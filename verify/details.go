@@ -2,7 +2,9 @@ package verify
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"math/bits"
 	"unicode/utf8"
 
 	"github.com/aetheriot/aether-audit/domain"
@@ -26,6 +28,28 @@ func canonicalDetails(raw []byte) (json.RawMessage, error) {
 		}
 	}
 	return domain.CanonicalJSON(raw)
+}
+
+// details consumes the details value of an event line and returns its
+// canonical form, as canonicalDetails(raw) does for the raw text skip
+// would return. Details already canonical, as most are, are checked and
+// delimited in one pass; anything else is skipped and canonicalized.
+func (s *scanner) details() (json.RawMessage, error) {
+	if s.peek() == '{' {
+		c := canonicalChecker{b: s.b, i: s.i}
+		// The checker accepts only a complete, valid object, which it
+		// delimits exactly as skip would; it never looks past its end.
+		if c.value(0) && c.i-s.i <= domain.MaxDetailsBytes {
+			raw := s.b[s.i:c.i]
+			s.i = c.i
+			return raw, nil
+		}
+	}
+	raw, err := s.skip()
+	if err != nil {
+		return nil, err
+	}
+	return canonicalDetails(raw)
 }
 
 // canonicalChecker reports whether JSON text is exactly what
@@ -139,6 +163,19 @@ func (c *canonicalChecker) str() ([]byte, bool) {
 	}
 	start := c.i + 1
 	for i := start; i < len(c.b); {
+		// Eight bytes at a time up to the first special or non-ASCII byte
+		// (the lowest marked byte of either mask is the first such byte).
+		for i+8 <= len(c.b) {
+			x := binary.LittleEndian.Uint64(c.b[i:])
+			if m := specialMask(x) | x&0x8080808080808080; m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			i += 8
+		}
+		if i >= len(c.b) {
+			break
+		}
 		ch := c.b[i]
 		switch {
 		case ch == '"':

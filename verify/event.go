@@ -1,7 +1,6 @@
 package verify
 
 import (
-	"encoding/hex"
 	"fmt"
 	"strconv"
 	"time"
@@ -17,6 +16,9 @@ type line struct {
 	event domain.AuditEvent
 	// claimed is the line's "chainHash".
 	claimed domain.Hash
+	// recordedBy is where event.RecordedBy points when the line has one,
+	// saving an allocation per line.
+	recordedBy domain.Recorder
 }
 
 // fieldError is a problem with one field of a line.
@@ -34,7 +36,175 @@ func (e *fieldError) Error() string { return e.field + ": " + e.err.Error() }
 // decimal sequence, the UUID), re-canonicalizes details, and requires
 // sequence, chainHash and the other covered fields to be present. A line
 // without chainVersion is of version 1 (exports from before version 2).
+//
+// A line laid out exactly as eventjson.Append writes it is read by
+// parseLayout; any other line, or one with a problem, by parseAny. Both
+// read each field with the same function, so they agree.
 func parseLine(b []byte, l *line) error {
+	if parseLayout(b, l) {
+		return nil
+	}
+	return parseAny(b, l)
+}
+
+// A field reader reads the value of one key of the event object into l.
+type fieldReader func(s *scanner, l *line) error
+
+func readID(s *scanner, l *line) error {
+	v, err := s.str()
+	if err == nil {
+		l.event.ID, err = parseUUID(v)
+	}
+	return err
+}
+
+func readTenant(s *scanner, l *line) (err error) {
+	l.event.TenantID, err = s.str()
+	return err
+}
+
+func readProject(s *scanner, l *line) (err error) {
+	l.event.ProjectID, err = s.str()
+	return err
+}
+
+func readSequence(s *scanner, l *line) error {
+	raw, escaped, err := s.rawString()
+	if err != nil {
+		return err
+	}
+	if escaped || len(raw) == 0 {
+		return errSyntax
+	}
+	l.event.Sequence, err = strconv.ParseUint(string(raw), 10, 64)
+	return err
+}
+
+func readAction(s *scanner, l *line) (err error) {
+	l.event.Action, err = s.str()
+	return err
+}
+
+func readOccurred(s *scanner, l *line) (err error) {
+	l.event.OccurredAt, err = s.time()
+	return err
+}
+
+func readRecorded(s *scanner, l *line) (err error) {
+	l.event.RecordedAt, err = s.time()
+	return err
+}
+
+func readSubject(s *scanner, l *line) (err error) {
+	l.event.Subject, err = s.subject()
+	return err
+}
+
+func readResource(s *scanner, l *line) (err error) {
+	l.event.Resource, err = s.resource()
+	return err
+}
+
+func readOutcome(s *scanner, l *line) error {
+	v, err := s.str()
+	l.event.Outcome = domain.Outcome(v)
+	return err
+}
+
+func readGovernance(s *scanner, l *line) (err error) {
+	l.event.Governance, err = s.governance()
+	return err
+}
+
+func readCorrelation(s *scanner, l *line) (err error) {
+	l.event.Correlation, err = s.correlation()
+	return err
+}
+
+func readEvidence(s *scanner, l *line) (err error) {
+	l.event.EvidenceDigests, err = s.evidenceDigests()
+	return err
+}
+
+func readDetails(s *scanner, l *line) (err error) {
+	l.event.Details, err = s.details()
+	return err
+}
+
+func readChainHash(s *scanner, l *line) error {
+	raw, escaped, err := s.rawString()
+	if err != nil {
+		return err
+	}
+	if escaped || len(raw) != 2*len(l.claimed) {
+		return fmt.Errorf("must be 64 hex digits")
+	}
+	bad := byte(0) // hex.Decode, through the table
+	for i := range l.claimed {
+		hi, lo := unhex[raw[2*i]], unhex[raw[2*i+1]]
+		bad |= hi | lo
+		l.claimed[i] = hi<<4 | lo
+	}
+	if bad&0xf0 != 0 {
+		return fmt.Errorf("must be 64 hex digits")
+	}
+	return nil
+}
+
+func readChainVersion(s *scanner, l *line) error {
+	raw, err := s.skip()
+	if err != nil {
+		return err
+	}
+	switch string(raw) {
+	case "1":
+		l.event.ChainVersion = domain.ChainVersionOriginal
+	case "2":
+		l.event.ChainVersion = domain.ChainVersionRecordedBy
+	default:
+		return fmt.Errorf("unknown canonical encoding version %s", raw)
+	}
+	return nil
+}
+
+func readRecordedBy(s *scanner, l *line) (err error) {
+	l.event.RecordedBy, err = s.recorder(&l.recordedBy)
+	return err
+}
+
+// parseLayout reads a line laid out exactly as eventjson.Append writes
+// it: these keys in this order, no white space, and no problem; it
+// reports whether it did. parseAny would read such a line the same way
+// (the same readers on the same values in the same order, every
+// required key present). For any other line it reports false, and l is
+// to be read again. The keys are literals, so that the compiler compares
+// them inline.
+func parseLayout(b []byte, l *line) bool {
+	*l = line{}
+	l.event.ChainVersion = domain.ChainVersionOriginal
+	s := scanner{b: b}
+	return s.lit(`{"id":`) && readID(&s, l) == nil &&
+		s.lit(`,"tenantId":`) && readTenant(&s, l) == nil &&
+		s.lit(`,"projectId":`) && readProject(&s, l) == nil &&
+		s.lit(`,"sequence":`) && readSequence(&s, l) == nil &&
+		s.lit(`,"action":`) && readAction(&s, l) == nil &&
+		s.lit(`,"occurredAt":`) && readOccurred(&s, l) == nil &&
+		s.lit(`,"recordedAt":`) && readRecorded(&s, l) == nil &&
+		s.lit(`,"subject":`) && readSubject(&s, l) == nil &&
+		s.lit(`,"resource":`) && readResource(&s, l) == nil &&
+		s.lit(`,"outcome":`) && readOutcome(&s, l) == nil &&
+		s.lit(`,"governance":`) && readGovernance(&s, l) == nil &&
+		s.lit(`,"correlation":`) && readCorrelation(&s, l) == nil &&
+		s.lit(`,"evidenceDigests":`) && readEvidence(&s, l) == nil &&
+		s.lit(`,"details":`) && readDetails(&s, l) == nil &&
+		s.lit(`,"chainHash":`) && readChainHash(&s, l) == nil &&
+		s.lit(`,"chainVersion":`) && readChainVersion(&s, l) == nil &&
+		s.lit(`,"recordedBy":`) && readRecordedBy(&s, l) == nil &&
+		s.lit("}") && s.i == len(s.b)
+}
+
+// parseAny reads a line with its keys in any order (see parseLine).
+func parseAny(b []byte, l *line) error {
 	*l = line{}
 	e := &l.event
 	e.ChainVersion = domain.ChainVersionOriginal
@@ -59,92 +229,53 @@ func parseLine(b []byte, l *line) error {
 		required = 1<<iota - 1
 	)
 	err := s.fields(func(key []byte) error {
-		var err error
+		var (
+			read fieldReader
+			bit  uint32
+		)
 		switch string(key) {
 		case "id":
-			seen |= hasID
-			var v string
-			if v, err = s.str(); err == nil {
-				e.ID, err = uuid.Parse(v)
-			}
+			read, bit = readID, hasID
 		case "tenantId":
-			seen |= hasTenant
-			e.TenantID, err = s.str()
+			read, bit = readTenant, hasTenant
 		case "projectId":
-			seen |= hasProject
-			e.ProjectID, err = s.str()
+			read, bit = readProject, hasProject
 		case "sequence":
-			seen |= hasSequence
-			var raw []byte
-			var escaped bool
-			if raw, escaped, err = s.rawString(); err == nil {
-				if escaped || len(raw) == 0 {
-					err = errSyntax
-				} else {
-					e.Sequence, err = strconv.ParseUint(string(raw), 10, 64)
-				}
-			}
+			read, bit = readSequence, hasSequence
 		case "action":
-			seen |= hasAction
-			e.Action, err = s.str()
+			read, bit = readAction, hasAction
 		case "occurredAt":
-			seen |= hasOccurred
-			e.OccurredAt, err = s.time()
+			read, bit = readOccurred, hasOccurred
 		case "recordedAt":
-			seen |= hasRecorded
-			e.RecordedAt, err = s.time()
+			read, bit = readRecorded, hasRecorded
 		case "subject":
-			seen |= hasSubject
-			e.Subject, err = s.subject()
+			read, bit = readSubject, hasSubject
 		case "resource":
-			seen |= hasResource
-			e.Resource, err = s.resource()
+			read, bit = readResource, hasResource
 		case "outcome":
-			seen |= hasOutcome
-			var v string
-			v, err = s.str()
-			e.Outcome = domain.Outcome(v)
+			read, bit = readOutcome, hasOutcome
 		case "governance":
-			e.Governance, err = s.governance()
+			read = readGovernance
 		case "correlation":
-			e.Correlation, err = s.correlation()
+			read = readCorrelation
 		case "evidenceDigests":
-			e.EvidenceDigests, err = s.evidenceDigests()
+			read = readEvidence
 		case "details":
-			seen |= hasDetails
-			var raw []byte
-			if raw, err = s.skip(); err == nil {
-				e.Details, err = canonicalDetails(raw)
-			}
+			read, bit = readDetails, hasDetails
 		case "chainHash":
-			seen |= hasChainHash
-			var raw []byte
-			var escaped bool
-			if raw, escaped, err = s.rawString(); err == nil {
-				if escaped || len(raw) != 2*len(l.claimed) {
-					err = fmt.Errorf("must be 64 hex digits")
-				} else if _, herr := hex.Decode(l.claimed[:], raw); herr != nil {
-					err = fmt.Errorf("must be 64 hex digits")
-				}
-			}
+			read, bit = readChainHash, hasChainHash
 		case "chainVersion":
-			var raw []byte
-			if raw, err = s.skip(); err == nil {
-				switch string(raw) {
-				case "1":
-					e.ChainVersion = domain.ChainVersionOriginal
-				case "2":
-					e.ChainVersion = domain.ChainVersionRecordedBy
-				default:
-					err = fmt.Errorf("unknown canonical encoding version %s", raw)
-				}
-			}
+			read = readChainVersion
 		case "recordedBy":
-			e.RecordedBy, err = s.recorder()
+			read = readRecordedBy
 		default:
-			_, err = s.skip() // not covered by the hash
+			read = func(s *scanner, _ *line) error {
+				_, err := s.skip() // not covered by the hash
+				return err
+			}
 		}
-		if err != nil {
+		seen |= bit
+		if err := read(&s, l); err != nil {
 			return &fieldError{string(key), err}
 		}
 		return nil
@@ -172,6 +303,44 @@ func parseLine(b []byte, l *line) error {
 		}
 	}
 	return nil
+}
+
+// unhex maps the hex digits to their values and every other byte to 0xff.
+var unhex = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
+	}
+	for i, c := range "0123456789abcdef" {
+		t[c] = byte(i)
+	}
+	for i, c := range "ABCDEF" {
+		t[c] = byte(10 + i)
+	}
+	return t
+}()
+
+// parseUUID is uuid.Parse, reading the usual hyphenated form directly;
+// any other form, or a bad digit, goes through uuid.Parse itself.
+func parseUUID(s string) (uuid.UUID, error) {
+	var u uuid.UUID
+	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+		return uuid.Parse(s)
+	}
+	bad := byte(0)
+	j := 0
+	for i := 0; i < 36; i += 2 {
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			i++
+		}
+		hi, lo := unhex[s[i]], unhex[s[i+1]]
+		bad |= hi | lo
+		u[j] = hi<<4 | lo
+		j++
+	}
+	if bad&0xf0 != 0 {
+		return uuid.Parse(s) // its error
+	}
+	return u, nil
 }
 
 // time reads an RFC 3339 time as time.Time's UnmarshalJSON does.
@@ -230,15 +399,76 @@ func parseUTCTime(b []byte) (time.Time, bool) {
 		}
 		nsec = n
 	}
-	return time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC), true
+	// time.Date's result for these fields, without its normalization.
+	unix := daysSinceEpoch(year, month, day)*86400 + int64(hour*3600+minute*60+sec)
+	return time.Unix(unix, int64(nsec)).UTC(), true
 }
 
-// daysIn returns the number of days of the month of the year.
+// daysIn returns the number of days of the month (1 to 12) of the year.
 func daysIn(year, month int) int {
-	return time.Date(year, time.Month(month)+1, 0, 0, 0, 0, 0, time.UTC).Day()
+	if month == 2 && year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+		return 29
+	}
+	return int("\x1f\x1c\x1f\x1e\x1f\x1e\x1f\x1f\x1e\x1f\x1e\x1f"[month-1])
+}
+
+// daysSinceEpoch returns the number of days from 1970-01-01 to the date
+// (proleptic Gregorian; year 0 to 9999, month 1 to 12), by the
+// days-from-civil algorithm (eras of 400 years starting in March).
+func daysSinceEpoch(year, month, day int) int64 {
+	y := int64(year)
+	if month <= 2 {
+		y--
+	}
+	era := y
+	if era < 0 {
+		era -= 399
+	}
+	era /= 400
+	yoe := y - era*400                     // [0, 399]
+	mp := (int64(month) + 9) % 12          // March is 0
+	doy := (153*mp+2)/5 + int64(day) - 1   // [0, 365]
+	doe := yoe*365 + yoe/4 - yoe/100 + doy // [0, 146096]
+	return era*146097 + doe - 719468
+}
+
+// layoutStr reads text, then a string into *dst, while *ok: a step of
+// reading a nested object laid out as eventjson.Append writes it. *ok
+// turns false at the first difference, and the caller reads the object
+// again from its start with fields, which yields the same values for
+// the same keys in the same order.
+func (s *scanner) layoutStr(ok *bool, text string, dst *string) {
+	if !*ok {
+		return
+	}
+	if !s.lit(text) {
+		*ok = false
+		return
+	}
+	v, err := s.str()
+	if err != nil {
+		*ok = false
+		return
+	}
+	*dst = v
 }
 
 func (s *scanner) subject() (v domain.Subject, err error) {
+	start, ok := s.i, true
+	var typ string
+	s.layoutStr(&ok, `{"type":`, &typ)
+	s.layoutStr(&ok, `,"id":`, &v.ID)
+	s.layoutStr(&ok, `,"displayName":`, &v.DisplayName)
+	if ok && s.lit("}") {
+		v.Type = domain.SubjectType(typ)
+		return v, nil
+	}
+	s.i = start
+	return s.subjectAny()
+}
+
+// subjectAny reads a subject object with its keys in any order.
+func (s *scanner) subjectAny() (v domain.Subject, err error) {
 	if !s.consume('{') {
 		return v, errSyntax
 	}
@@ -262,6 +492,18 @@ func (s *scanner) subject() (v domain.Subject, err error) {
 }
 
 func (s *scanner) resource() (v domain.Resource, err error) {
+	start, ok := s.i, true
+	s.layoutStr(&ok, `{"type":`, &v.Type)
+	s.layoutStr(&ok, `,"id":`, &v.ID)
+	if ok && s.lit("}") {
+		return v, nil
+	}
+	s.i = start
+	return s.resourceAny()
+}
+
+// resourceAny reads a resource object with its keys in any order.
+func (s *scanner) resourceAny() (v domain.Resource, err error) {
 	if !s.consume('{') {
 		return v, errSyntax
 	}
@@ -281,6 +523,25 @@ func (s *scanner) resource() (v domain.Resource, err error) {
 }
 
 func (s *scanner) governance() (*domain.Governance, error) {
+	if start := s.i; s.lit(`{"reason":`) {
+		s.i = start
+		v, ok := &domain.Governance{}, true
+		var risk string
+		s.layoutStr(&ok, `{"reason":`, &v.Reason)
+		s.layoutStr(&ok, `,"ticket":`, &v.Ticket)
+		s.layoutStr(&ok, `,"risk":`, &risk)
+		s.layoutStr(&ok, `,"confirmedBy":`, &v.ConfirmedBy)
+		if ok && s.lit("}") {
+			v.Risk = domain.Risk(risk)
+			return v, nil
+		}
+		s.i = start
+	}
+	return s.governanceAny()
+}
+
+// governanceAny reads null or a governance object with its keys in any order.
+func (s *scanner) governanceAny() (*domain.Governance, error) {
 	if ok, err := s.nullableObject(); !ok || err != nil {
 		return nil, err
 	}
@@ -306,6 +567,22 @@ func (s *scanner) governance() (*domain.Governance, error) {
 }
 
 func (s *scanner) correlation() (*domain.Correlation, error) {
+	if start := s.i; s.lit(`{"traceId":`) {
+		s.i = start
+		v, ok := &domain.Correlation{}, true
+		s.layoutStr(&ok, `{"traceId":`, &v.TraceID)
+		s.layoutStr(&ok, `,"requestId":`, &v.RequestID)
+		s.layoutStr(&ok, `,"causationId":`, &v.CausationID)
+		if ok && s.lit("}") {
+			return v, nil
+		}
+		s.i = start
+	}
+	return s.correlationAny()
+}
+
+// correlationAny reads null or a correlation object with its keys in any order.
+func (s *scanner) correlationAny() (*domain.Correlation, error) {
 	if ok, err := s.nullableObject(); !ok || err != nil {
 		return nil, err
 	}
@@ -326,11 +603,32 @@ func (s *scanner) correlation() (*domain.Correlation, error) {
 	})
 }
 
-func (s *scanner) recorder() (*domain.Recorder, error) {
+// recorder reads a recordedBy object into v and returns v (or nil for
+// null).
+func (s *scanner) recorder(v *domain.Recorder) (*domain.Recorder, error) {
+	if start := s.i; s.lit(`{"issuer":`) {
+		s.i = start
+		*v = domain.Recorder{}
+		ok := true
+		s.layoutStr(&ok, `{"issuer":`, &v.Issuer)
+		s.layoutStr(&ok, `,"subject":`, &v.Subject)
+		s.layoutStr(&ok, `,"tokenId":`, &v.TokenID)
+		s.layoutStr(&ok, `,"clientId":`, &v.ClientID)
+		if ok && s.lit("}") {
+			return v, nil
+		}
+		s.i = start
+	}
+	return s.recorderAny(v)
+}
+
+// recorderAny reads null or a recordedBy object with its keys in any
+// order, into v.
+func (s *scanner) recorderAny(v *domain.Recorder) (*domain.Recorder, error) {
 	if ok, err := s.nullableObject(); !ok || err != nil {
 		return nil, err
 	}
-	v := &domain.Recorder{}
+	*v = domain.Recorder{}
 	return v, s.fields(func(key []byte) error {
 		var err error
 		switch string(key) {

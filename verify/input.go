@@ -2,6 +2,7 @@ package verify
 
 import (
 	"bufio"
+	"bytes"
 	"compress/flate"
 	"compress/gzip"
 	"errors"
@@ -11,7 +12,8 @@ import (
 )
 
 const (
-	// readBuffer is the size of the buffered reader of the export.
+	// readBuffer is the size of the buffered reader the export's first
+	// bytes (and a gzip stream) are read through.
 	readBuffer = 1 << 20
 	// MaxLineBytes is the longest export line read; an event is at most
 	// about 1 MiB, so a longer line is a problem, not an event.
@@ -33,11 +35,13 @@ func (e *InputError) Error() string { return e.What + ": " + e.Err.Error() }
 func (e *InputError) Unwrap() error { return e.Err }
 
 // exportReader reads an export file, plain or gzip (told by its first two
-// bytes), through a large buffer.
+// bytes). Its reader r hands out the (decompressed) bytes straight into
+// the caller's buffer: the export is read in chunks of a MiB (see
+// readChunks), so a buffer of its own would only add a copy.
 type exportReader struct {
 	f  *os.File
 	gz *gzip.Reader
-	r  *bufio.Reader
+	r  io.Reader
 	// Compressed reports whether the file is gzip.
 	Compressed bool
 }
@@ -48,19 +52,24 @@ func openExport(path string) (*exportReader, error) {
 	if err != nil {
 		return nil, &InputError{"export", err}
 	}
-	er := &exportReader{f: f, r: bufio.NewReaderSize(f, readBuffer)}
-	magic, err := er.r.Peek(len(gzipMagic))
+	er := &exportReader{f: f}
+	br := bufio.NewReaderSize(f, readBuffer)
+	magic, err := br.Peek(len(gzipMagic))
 	if err != nil && !errors.Is(err, io.EOF) {
 		f.Close()
 		return nil, &InputError{"export", err}
 	}
 	if len(magic) == len(gzipMagic) && magic[0] == gzipMagic[0] && magic[1] == gzipMagic[1] {
 		er.Compressed = true
-		if er.gz, err = gzip.NewReader(er.r); err != nil {
+		if er.gz, err = gzip.NewReader(br); err != nil {
 			f.Close()
 			return nil, &InputError{"export", fmt.Errorf("gzip: %w", err)}
 		}
-		er.r = bufio.NewReaderSize(er.gz, readBuffer)
+		er.r = er.gz
+	} else {
+		// What the peek read, then the rest of the file.
+		buffered, _ := br.Peek(br.Buffered())
+		er.r = io.MultiReader(bytes.NewReader(buffered), f)
 	}
 	return er, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/aetheriot/aether-audit/domain"
@@ -19,13 +20,14 @@ import (
 // checks the rest (first lines, lines after a break) itself.
 
 // chunkSize is the size of a chunk of lines read at once.
-const chunkSize = 1 << 20
+const chunkSize = 256 << 10
 
 // chunk is a run of whole lines of the export and what its worker found.
 type chunk struct {
 	// buf holds whole lines, each with its "\n", and after the last one,
 	// for the final chunk only, a last line without "\n". It is never
-	// written once handed to a worker: the parsed strings point into it.
+	// written once handed to a worker, until the chain is done with it
+	// and it goes back to chunkPool: the parsed strings point into it.
 	buf []byte
 	// tooLong is a chunk of one line longer than MaxLineBytes (buf empty).
 	tooLong bool
@@ -48,16 +50,49 @@ type parsed struct {
 	// previous line of the same chunk claims, when linkedOK.
 	linked   domain.Hash
 	linkedOK bool
+	// sameScope: the line before it in the chunk is an event, and of the
+	// same tenant and project.
+	sameScope bool
+}
+
+// chunkPool holds chunks, with their buffers and lines, for reuse: a
+// chunk's buffer and its lines are each about a MiB, and allocating them
+// afresh for every chunk costs more in zeroing and garbage collection
+// than reading the chunk's lines.
+var chunkPool = sync.Pool{New: func() any { return new(chunk) }}
+
+// newChunk returns a chunk from the pool whose buf has length n and
+// capacity at least size.
+func newChunk(n, size int) *chunk {
+	c := chunkPool.Get().(*chunk)
+	if cap(c.buf) < size {
+		c.buf = make([]byte, n, size)
+	}
+	c.buf = c.buf[:n]
+	return c
+}
+
+// release returns c to the pool once nothing refers to its buffer or
+// lines any more (the chain copies what it keeps). Chunks of an unusual
+// buffer size are left to the garbage collector.
+func release(c *chunk) {
+	if cap(c.buf) != chunkSize {
+		return
+	}
+	*c = chunk{buf: c.buf[:0], lines: c.lines[:0]}
+	chunkPool.Put(c)
 }
 
 // parseChunk reads every line of c.
 func parseChunk(c *chunk) {
 	b := c.buf
-	c.lines = make([]parsed, 0, len(b)/512+1)
+	c.lines = slices.Grow(c.lines[:0], len(b)/512+1)
 	var scratch []byte // the hashed bytes of one line, reused
 	for len(b) > 0 {
+		n := len(c.lines)
+		c.lines = append(c.lines, parsed{terminated: true})
+		p := &c.lines[n]
 		var raw []byte
-		p := parsed{terminated: true}
 		if i := bytes.IndexByte(b, '\n'); i >= 0 {
 			raw, b = b[:i], b[i+1:]
 		} else {
@@ -69,13 +104,13 @@ func parseChunk(c *chunk) {
 		default:
 			p.err = parseLine(raw, &p.line)
 		}
-		if n := len(c.lines); p.err == nil && !p.empty && n > 0 {
+		if p.err == nil && !p.empty && n > 0 {
 			if prev := &c.lines[n-1]; prev.err == nil && !prev.empty {
 				p.linked, scratch = p.event.ChainHashWith(prev.claimed, scratch)
 				p.linkedOK = true
+				p.sameScope = p.event.TenantID == prev.event.TenantID && p.event.ProjectID == prev.event.ProjectID
 			}
 		}
-		c.lines = append(c.lines, p)
 	}
 	close(c.done)
 }
@@ -107,7 +142,8 @@ func readChunks(ctx context.Context, r io.Reader, work, ordered chan<- *chunk) {
 	var carry []byte // the start of a line continued in the next chunk
 	skipping := false
 	for {
-		buf := make([]byte, len(carry), max(chunkSize, 2*len(carry)))
+		c := newChunk(len(carry), max(chunkSize, 2*len(carry)))
+		buf := c.buf
 		copy(buf, carry)
 		var err error
 		for len(buf) < cap(buf) && err == nil {
@@ -135,7 +171,8 @@ func readChunks(ctx context.Context, r io.Reader, work, ordered chan<- *chunk) {
 				// A damaged stream's partial last line is no line.
 				buf = buf[:bytes.LastIndexByte(buf, '\n')+1]
 			}
-			send(&chunk{buf: buf, err: err})
+			c.buf, c.err = buf, err
+			send(c)
 			return
 		}
 		cut := bytes.LastIndexByte(buf, '\n')
@@ -150,8 +187,11 @@ func readChunks(ctx context.Context, r io.Reader, work, ordered chan<- *chunk) {
 			}
 			continue
 		}
+		// carry stays valid although c goes to the pool once read: only
+		// this loop writes pooled buffers, and it copies carry first.
 		carry = buf[cut+1:]
-		if !send(&chunk{buf: buf[:cut+1]}) {
+		c.buf = buf[:cut+1]
+		if !send(c) {
 			return
 		}
 	}
@@ -160,7 +200,8 @@ func readChunks(ctx context.Context, r io.Reader, work, ordered chan<- *chunk) {
 // eachLine reads the export from r and calls f for each line, in order,
 // with its 1-based number. It returns the error that ended the export, if
 // any (a damaged gzip stream or a failed read), with the number of the
-// line it ended at; or f's first error.
+// line it ended at; or f's first error. p, and the strings of its event,
+// are valid only during the call: the chunk they point into is reused.
 func eachLine(ctx context.Context, r io.Reader, f func(n int, p *parsed) error) (int, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	workers := runtime.GOMAXPROCS(0)
@@ -202,6 +243,7 @@ func eachLine(ctx context.Context, r io.Reader, f func(n int, p *parsed) error) 
 		if c.err != nil {
 			return n + 1, c.err
 		}
+		release(c)
 	}
 	return n, ctx.Err()
 }

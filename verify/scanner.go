@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"math/bits"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -51,41 +52,71 @@ func (s *scanner) literal(lit string) bool {
 	return false
 }
 
+// lit consumes text if the input continues with it exactly (no white
+// space skipped), reporting whether it did.
+func (s *scanner) lit(text string) bool {
+	if len(s.b)-s.i >= len(text) && string(s.b[s.i:s.i+len(text)]) == text {
+		s.i += len(text)
+		return true
+	}
+	return false
+}
+
 // rawString consumes a string and returns its text between the quotes,
 // still escaped, and whether it holds an escape.
 func (s *scanner) rawString() (raw []byte, escaped bool, err error) {
+	raw, escaped, _, err = s.scanString()
+	return raw, escaped, err
+}
+
+// scanString is rawString that also reports whether the text is all
+// ASCII (then valid UTF-8, with no need to check).
+func (s *scanner) scanString() (raw []byte, escaped, ascii bool, err error) {
 	if s.peek() != '"' {
-		return nil, false, errSyntax
+		return nil, false, false, errSyntax
 	}
 	start := s.i + 1
 	i := start
+	var high uint64 // the bytes scanned, or-ed: bit 7 set if one is not ASCII
 	for {
-		// Eight bytes at a time while none is special.
-		for i+8 <= len(s.b) && !special8(binary.LittleEndian.Uint64(s.b[i:])) {
+		// Eight bytes at a time; the lowest bit of the mask marks the first
+		// special byte exactly.
+		for i+8 <= len(s.b) {
+			x := binary.LittleEndian.Uint64(s.b[i:])
+			if m := specialMask(x); m != 0 {
+				n := bits.TrailingZeros64(m) >> 3
+				high |= x & (1<<(8*n) - 1) // the bytes before it
+				i += n
+				break
+			}
+			high |= x
 			i += 8
 		}
 		if i >= len(s.b) {
-			return nil, false, errSyntax
+			return nil, false, false, errSyntax
 		}
 		switch c := s.b[i]; {
 		case c == '"':
 			s.i = i + 1
-			return s.b[start:i], escaped, nil
+			return s.b[start:i], escaped, high&0x8080808080808080 == 0, nil
 		case c == '\\':
 			escaped = true
 			i += 2
 		case c < 0x20:
-			return nil, false, errSyntax
-		default:
+			return nil, false, false, errSyntax
+		default: // the last bytes of the line, fewer than eight
+			high |= uint64(c)
 			i++
 		}
 	}
 }
 
-// special8 reports whether any of the eight bytes of x is a quote, a
+// specialMask has the high bit of each byte of x set that is a quote, a
 // backslash or a control character (below 0x20): the bytes a string scan
-// stops at.
-func special8(x uint64) bool {
+// stops at. Bytes above a special one may be marked too (a borrow
+// carries up), but the lowest marked byte is always the first special
+// one, and no byte is marked when none is special.
+func specialMask(x uint64) uint64 {
 	const (
 		ones  = 0x0101010101010101
 		highs = 0x8080808080808080
@@ -95,8 +126,12 @@ func special8(x uint64) bool {
 	less := (x - ones*0x20) &^ x          // a byte below 0x20 (hasless)
 	zq := (quote - ones) &^ quote         // a zero byte: a quote
 	zb := (backslash - ones) &^ backslash // a zero byte: a backslash
-	return (less|zq|zb)&highs != 0
+	return (less | zq | zb) & highs
 }
+
+// special8 reports whether any of the eight bytes of x is a quote, a
+// backslash or a control character (below 0x20).
+func special8(x uint64) bool { return specialMask(x) != 0 }
 
 // str consumes a string and returns its value as encoding/json decodes it
 // (invalid UTF-8 and lone surrogates become U+FFFD). A string without
@@ -104,11 +139,11 @@ func special8(x uint64) bool {
 // chunk), so that reading an event allocates no strings.
 func (s *scanner) str() (string, error) {
 	start := s.i
-	raw, escaped, err := s.rawString()
+	raw, escaped, ascii, err := s.scanString()
 	if err != nil {
 		return "", err
 	}
-	if !escaped && utf8.Valid(raw) {
+	if !escaped && (ascii || utf8.Valid(raw)) {
 		if len(raw) == 0 {
 			return "", nil
 		}

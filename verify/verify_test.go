@@ -100,6 +100,13 @@ func TestTamperedExportFails(t *testing.T) {
 		"event moved to another project": {func() [][]byte {
 			return edit(25, func(e *domain.AuditEvent) { e.ProjectID = "plant-2" })
 		}, []string{"26:26", "26:26"}},
+		"three lines in another tenant": {func() [][]byte {
+			changed := append([]domain.AuditEvent(nil), events...)
+			for i := 22; i < 25; i++ {
+				changed[i].TenantID = "evil"
+			}
+			return exportLines(t, changed)
+		}, []string{"23:23", "23:23", "24:24", "24:24", "25:25", "25:25"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

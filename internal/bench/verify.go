@@ -90,7 +90,7 @@ func runVerify(ctx context.Context, _ *env, _ options) ([]result, error) {
 	b := measurement{units: verifyEvents, ops: 1, elapsed: median(base)}
 	note := fmt.Sprintf("median of %d alternating runs over a %d-event, %.0f MB NDJSON export (GOMAXPROCS %d): ours is verify.Run "+
 		"(parse each line, rebuild the event, canonical bytes and chain hash through the domain package, sequence and link checks); "+
-		"the baseline reads the file with the same 1 MiB bufio.Reader and SHA-256-hashes each line; runs ours %s, baseline %s",
+		"the baseline reads the file with a 1 MiB bufio.Reader and SHA-256-hashes each line; runs ours %s, baseline %s",
 		verifyRepeats, verifyEvents, float64(size)/mb, runtime.GOMAXPROCS(0), fmtDurations(ours), fmtDurations(base))
 	r := newResult("verify", o, b, note, throughput("lines/s", o, b, verifyMinRatio))
 	r.OursOps, r.BaselineOps = int64(verifyRepeats), int64(verifyRepeats)
