@@ -62,6 +62,9 @@ type App struct {
 	live LiveFeed
 	// webhooks configures the webhook registry and delivery.
 	webhooks webhookRuntime
+	// fanouts gathers fan-out jobs of a project started close together
+	// (CoalesceWebhookFanout).
+	fanouts fanoutCoalescer
 	// exports configures data exports.
 	exports ExportConfig
 	// exportWatch signals changes of exports; nil disables their

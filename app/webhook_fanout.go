@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -93,4 +95,85 @@ func savedDeliveries(ds []domain.WebhookDelivery, saved []uuid.UUID) []*domain.W
 		out[i] = byID[id]
 	}
 	return out
+}
+
+// fanoutWindow is how long the first fan-out job of a project to arrive
+// waits for others of the same project before it runs them all in one: the
+// jobs of one River fetch start within a millisecond or two of each other,
+// and a lone job is delayed by no more than this.
+const fanoutWindow = 3 * time.Millisecond
+
+// fanoutBatch is the fan-out jobs of one project coalesced into one run:
+// from and to span their sequence ranges; done is closed once the run
+// ended, with created and err its result.
+type fanoutBatch struct {
+	from, to uint64
+	jobs     int
+	done     chan struct{}
+	created  int
+	err      error
+}
+
+// fanoutCoalescer gathers the fan-out jobs of a project that this
+// process's workers start within fanoutWindow of each other.
+type fanoutCoalescer struct {
+	mu   sync.Mutex
+	open map[[2]string]*fanoutBatch
+}
+
+// CoalesceWebhookFanout runs the fan-out of args (see
+// FanOutWebhookDeliveries) together with the fan-outs of the same project
+// that other workers of this process start within fanoutWindow: one run
+// over the span of their sequence ranges, so that events recorded one at a
+// time, close together, share one transaction and one delivery job per
+// destination instead of paying for their own. Every caller returns once
+// that run ended, with its error: a job succeeds only when the deliveries
+// of all its events are committed. The span may hold events of no job
+// here (recorded in between, their own jobs not fetched yet): they are
+// committed (the project's sequence commits in order), and fanning them out
+// early is idempotent, as FanOutWebhookDeliveries is. created counts the
+// run's new deliveries for the job that ran it, 0 for the others.
+func (a *App) CoalesceWebhookFanout(ctx context.Context, args jobargs.WebhookFanoutArgs) (created int, err error) {
+	if args.FromSequence == 0 || args.ToSequence < args.FromSequence {
+		return 0, fmt.Errorf("webhook fan-out: bad sequence range [%d, %d]", args.FromSequence, args.ToSequence)
+	}
+	c := &a.fanouts
+	key := [2]string{args.TenantID, args.ProjectID}
+	c.mu.Lock()
+	if c.open == nil {
+		c.open = map[[2]string]*fanoutBatch{}
+	}
+	if b := c.open[key]; b != nil && max(b.to, args.ToSequence)-min(b.from, args.FromSequence) < webhookFanoutChunk {
+		b.from, b.to = min(b.from, args.FromSequence), max(b.to, args.ToSequence)
+		b.jobs++
+		c.mu.Unlock()
+		select {
+		case <-b.done:
+			return 0, b.err
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+	b := &fanoutBatch{from: args.FromSequence, to: args.ToSequence, jobs: 1, done: make(chan struct{})}
+	c.open[key] = b
+	c.mu.Unlock()
+
+	t := time.NewTimer(fanoutWindow)
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		t.Stop()
+	}
+	c.mu.Lock()
+	if c.open[key] == b {
+		delete(c.open, key)
+	}
+	span := args
+	span.FromSequence, span.ToSequence = b.from, b.to
+	c.mu.Unlock()
+	// The run has this job's context: should it end early, the others
+	// get its error, and River runs them again.
+	b.created, b.err = a.FanOutWebhookDeliveries(ctx, span)
+	close(b.done)
+	return b.created, b.err
 }

@@ -167,3 +167,54 @@ func TestFanOutWebhookDeliveries(t *testing.T) {
 		}
 	})
 }
+
+// Fan-out jobs of one project that start together may run as one (how many
+// coalesce depends on timing); either way every delivery is created once,
+// with one first attempt, and every job returns only once its events'
+// deliveries are committed.
+func TestCoalesceWebhookFanout(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupWebhooks(t, webhookOpts{})
+	dest := b.createDestination(t, "/a").Destination.ID
+	b.subscribe(t, dest.String(), "device.*")
+	require.Zero(t, b.fanOut(t))
+	b.deliveryJobs(t)
+
+	const events = 5
+	for range events {
+		b.record(t, "device.firmware.updated")
+	}
+	fanouts := jobsAfter[jobargs.WebhookFanoutArgs](t, b.pool, b.lastFanout)
+	require.Len(t, fanouts, events, "one outbox job per recording transaction")
+
+	created := make(chan int, events)
+	errs := make(chan error, events)
+	for _, j := range fanouts {
+		go func() {
+			n, err := b.app.CoalesceWebhookFanout(ctx, j.Args)
+			created <- n
+			errs <- err
+		}()
+	}
+	total := 0
+	for range events {
+		require.NoError(t, <-errs)
+		total += <-created
+	}
+	require.Equal(t, events, total, "each delivery is created once")
+	require.Len(t, b.deliveries(t, app.WebhookDeliveriesInput{}), events)
+	jobs := b.deliveryJobs(t)
+	deliveries := 0
+	for _, j := range jobs {
+		deliveries += j.Args.Len()
+	}
+	require.Equal(t, events, deliveries, "one first attempt per delivery, however the jobs were coalesced")
+
+	// Run again (a retry, a rescue): nothing more.
+	n, err := b.app.CoalesceWebhookFanout(ctx, fanouts[0].Args)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	_, err = b.app.CoalesceWebhookFanout(ctx, jobargs.WebhookFanoutArgs{TenantID: "t1", ProjectID: "p1", FromSequence: 3, ToSequence: 2})
+	require.Error(t, err)
+}

@@ -48,6 +48,10 @@ type ClientConfig struct {
 	// FetchCooldown is the least time between two fetches of a queue;
 	// default 20 ms, for low delivery lag.
 	FetchCooldown time.Duration
+	// FetchPollInterval is the most time between two fetches of a queue
+	// when no insert signal comes; default 250 ms, which bounds the wait of
+	// a job whose signal was lost.
+	FetchPollInterval time.Duration
 	// PruneInterval is how often expired idempotency keys are pruned;
 	// default one hour.
 	PruneInterval time.Duration
@@ -110,6 +114,9 @@ func NewClient(pool *pgxpool.Pool, store Store, cfg ClientConfig) (*river.Client
 	if cfg.FetchCooldown <= 0 {
 		cfg.FetchCooldown = 20 * time.Millisecond
 	}
+	if cfg.FetchPollInterval <= 0 {
+		cfg.FetchPollInterval = max(250*time.Millisecond, cfg.FetchCooldown)
+	}
 	if cfg.RescueStuckJobsAfter <= 0 {
 		cfg.RescueStuckJobsAfter = 2 * time.Minute
 	}
@@ -135,9 +142,10 @@ func NewClient(pool *pgxpool.Pool, store Store, cfg ClientConfig) (*river.Client
 		}))
 	}
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
-		Middleware:    middleware,
-		Logger:        cfg.Logger,
-		FetchCooldown: cfg.FetchCooldown,
+		Middleware:        middleware,
+		Logger:            cfg.Logger,
+		FetchCooldown:     cfg.FetchCooldown,
+		FetchPollInterval: cfg.FetchPollInterval,
 		Queues: map[string]river.QueueConfig{
 			river.QueueDefault:    {MaxWorkers: cfg.MaxWorkers},
 			jobargs.QueueWebhooks: {MaxWorkers: cfg.WebhookWorkers},

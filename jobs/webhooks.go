@@ -13,7 +13,9 @@ import (
 )
 
 // WebhookFanoutWorker turns the outbox fact of recorded events into
-// webhook deliveries; see app.App.FanOutWebhookDeliveries.
+// webhook deliveries; see app.App.FanOutWebhookDeliveries. Jobs of one
+// project that start within a few milliseconds of each other run as one
+// (app.App.CoalesceWebhookFanout).
 type WebhookFanoutWorker struct {
 	river.WorkerDefaults[jobargs.WebhookFanoutArgs]
 	App *app.App
@@ -26,7 +28,7 @@ func (w *WebhookFanoutWorker) Timeout(*river.Job[jobargs.WebhookFanoutArgs]) tim
 
 // Work implements river.Worker.
 func (w *WebhookFanoutWorker) Work(ctx context.Context, job *river.Job[jobargs.WebhookFanoutArgs]) error {
-	_, err := w.App.FanOutWebhookDeliveries(ctx, job.Args)
+	_, err := w.App.CoalesceWebhookFanout(ctx, job.Args)
 	return err
 }
 

@@ -17,7 +17,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -45,8 +44,13 @@ type Store struct {
 // New returns a Store over pool.
 func New(pool *pgxpool.Pool) *Store {
 	// The cooldown also paces the wake-up signal this client sends workers
-	// for inserted jobs: keep it as short as the workers' own.
-	jobs, err := river.NewClient(riverpgxv5.New(pool), &river.Config{FetchCooldown: 20 * time.Millisecond})
+	// for inserted jobs: a transaction that inserts a job within it of the
+	// last signal sends none, and when the workers' fetch woken by that
+	// signal ran before this transaction committed, its job waited for the
+	// workers' next poll (up to a second: the webhook lag's outliers). At
+	// the minimum, every outbox transaction wakes the workers at its
+	// commit; their own FetchCooldown still bounds how often they fetch.
+	jobs, err := river.NewClient(riverpgxv5.New(pool), &river.Config{FetchCooldown: river.FetchCooldownMin})
 	if err != nil {
 		// An insert-only client with an empty config cannot fail to build.
 		panic(fmt.Sprintf("store: creating River insert client: %v", err))

@@ -93,9 +93,11 @@ func newEnv(ctx context.Context, databaseURL string) (_ *env, err error) {
 		return nil, errors.New("parsing the database URL failed")
 	}
 	cfg.MaxConns = max(cfg.MaxConns, oursMaxConns)
+	cfg.ConnConfig.RuntimeParams["application_name"] = benchApplicationName(e.runID)
 	if e.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", benchDatabase, err)
 	}
+	ownBackends = backendsOf(e.pool, benchApplicationName(e.runID))
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if err := store.Migrate(ctx, e.pool, logger); err != nil {
 		return nil, err
@@ -221,6 +223,7 @@ func (e *env) baselinePool(ctx context.Context, conns int) (*pgxpool.Pool, error
 		return nil, errors.New("parsing the database URL failed")
 	}
 	cfg.MaxConns, cfg.MinConns = int32(conns), int32(conns)
+	cfg.ConnConfig.RuntimeParams["application_name"] = benchApplicationName(e.runID)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err

@@ -47,6 +47,7 @@
 //	               [-fanout-subscribers 1000,10000] [-fanout-rate 10]
 //	               [-webhook-workers 100] [-webhook-max-in-flight N] [-webhook-deliveries 20000]
 //	               [-webhook-lag-duration 60s] [-webhook-no-vacuum] [-webhook-repeats 5]
+//	               [-webhook-rows fanout,lag200,lag20]
 //	               [-soak-bin bin/aether] [-soak-subscribers 2000] [-soak-rate 200]
 //	               [-soak-warm-up 1m] [-soak-duration 3m] [-soak-goroutine-slack 32]
 //	               [-soak-heap-profiles DIR]
@@ -117,6 +118,8 @@ type options struct {
 	webhookLagDuration time.Duration
 	webhookNoVacuum    bool
 	webhookRepeats     int
+	// webhookRows selects webhook-delivery's rows: fanout, lag200, lag20.
+	webhookRows map[string]bool
 	// soakBin, soakSubscribers, soakRate, soakWarmUp, soakDuration and
 	// soakGoroutineSlack shape the soak.
 	soakBin            string
@@ -246,6 +249,7 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&opts.webhookLagDuration, "webhook-lag-duration", time.Minute, "webhook-delivery: measured time per side of the lag row")
 	fs.BoolVar(&opts.webhookNoVacuum, "webhook-no-vacuum", false, "webhook-delivery: do not VACUUM (ANALYZE) its tables before each row")
 	fs.IntVar(&opts.webhookRepeats, "webhook-repeats", 5, "webhook-delivery: runs of each fan-out row, ours and the baseline in turn; the median of each side is reported")
+	rowsF := fs.String("webhook-rows", "fanout,lag200,lag20", "webhook-delivery: comma-separated rows to run: fanout (the fan-out rows and the CPU row), lag200, lag20 (the trickle rows)")
 	fs.StringVar(&opts.soakBin, "soak-bin", "bin/aether", "soak: the aether binary to run as the server")
 	fs.IntVar(&opts.soakSubscribers, "soak-subscribers", 2000, "soak: WebSocket subscribers held")
 	fs.Float64Var(&opts.soakRate, "soak-rate", 200, "soak: events recorded per second")
@@ -296,6 +300,16 @@ func parseFlags(args []string) (options, error) {
 	}
 	if opts.webhookRepeats <= 0 {
 		return opts, fmt.Errorf("-webhook-repeats must be positive")
+	}
+	opts.webhookRows = map[string]bool{}
+	for r := range strings.SplitSeq(*rowsF, ",") {
+		switch r = strings.TrimSpace(r); r {
+		case "":
+		case "fanout", "lag200", "lag20":
+			opts.webhookRows[r] = true
+		default:
+			return opts, fmt.Errorf("-webhook-rows: unknown row %q (have fanout, lag200, lag20)", r)
+		}
 	}
 	if opts.webhookLagDuration <= 0 {
 		return opts, fmt.Errorf("-webhook-lag-duration must be positive")

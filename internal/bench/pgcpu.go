@@ -2,11 +2,15 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // clockTicks is the unit of utime and stime in /proc/<pid>/stat
@@ -16,6 +20,37 @@ const clockTicks = 100
 // pgCPUSnapshot is the CPU time of each PostgreSQL process that works for
 // the bench database, by process id.
 type pgCPUSnapshot map[int]time.Duration
+
+// ownBackends, when set, returns the process ids of this run's client
+// backends (see backendsOf): takePGCPU then counts only those among the
+// bench database's backends, so that another bench run on the same
+// database (other engineers share this machine's server) does not count.
+var ownBackends func() map[int]bool
+
+// benchApplicationName is the application_name of this run's connections.
+func benchApplicationName(runID string) string { return "aether-bench-" + runID }
+
+// backendsOf returns a function listing the process ids of pool's server's
+// backends whose application_name is app (nil if the query fails).
+func backendsOf(pool *pgxpool.Pool, app string) func() map[int]bool {
+	return func() map[int]bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		rows, err := pool.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE application_name = $1`, app)
+		if err != nil {
+			return nil
+		}
+		pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+		if err != nil {
+			return nil
+		}
+		own := make(map[int]bool, len(pids))
+		for _, pid := range pids {
+			own[int(pid)] = true
+		}
+		return own
+	}
+}
 
 // takePGCPU reads the CPU time (user + system) of the PostgreSQL processes
 // on this machine that work for database db: its client backends, and the
@@ -27,6 +62,10 @@ func takePGCPU(db string) pgCPUSnapshot {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
+	}
+	var own map[int]bool
+	if ownBackends != nil {
+		own = ownBackends()
 	}
 	snap := pgCPUSnapshot{}
 	for _, e := range entries {
@@ -42,6 +81,9 @@ func takePGCPU(db string) pgCPUSnapshot {
 		cmdline, err := os.ReadFile(filepath.Join(dir, "cmdline"))
 		if err != nil || !pgProcessOf(cmdline, db) {
 			continue
+		}
+		if own != nil && isClientBackend(cmdline) && !own[pid] {
+			continue // another run's backend on the same database
 		}
 		stat, err := os.ReadFile(filepath.Join(dir, "stat"))
 		if err != nil {
@@ -62,19 +104,27 @@ func takePGCPU(db string) pgCPUSnapshot {
 // client backend ("postgres: 15/main: user db 127.0.0.1(port) state")
 // counts when it names db; any other PostgreSQL process counts.
 func pgProcessOf(cmdline []byte, db string) bool {
-	title := strings.Fields(string(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '})))
-	client := false
-	for _, f := range title {
-		if f == "[local]" || (strings.Contains(f, "(") && strings.HasSuffix(f, ")")) {
-			client = true
-			break
-		}
-	}
-	if !client {
+	if !isClientBackend(cmdline) {
 		return true
 	}
-	for _, f := range title {
+	for _, f := range processTitle(cmdline) {
 		if f == db {
+			return true
+		}
+	}
+	return false
+}
+
+// processTitle splits a process's command line into its words.
+func processTitle(cmdline []byte) []string {
+	return strings.Fields(string(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '})))
+}
+
+// isClientBackend reports whether the PostgreSQL process whose command line
+// is cmdline is a client backend (its title names a client address).
+func isClientBackend(cmdline []byte) bool {
+	for _, f := range processTitle(cmdline) {
+		if f == "[local]" || (strings.Contains(f, "(") && strings.HasSuffix(f, ")")) {
 			return true
 		}
 	}

@@ -83,12 +83,17 @@ const (
 	// whWarmDeliveries are delivered (and not counted) before each side of a
 	// fan-out row, to open connections and warm caches.
 	whWarmDeliveries = 500
-	// whLagRate is the event rate of the lag row; whLagWarm is sent before
-	// its window and not counted; whLagDrain is how long after the window
-	// deliveries may still arrive.
-	whLagRate  = 200
+	// whLagRates are the event rates of the lag rows (the trickle rows);
+	// whLagWarm is sent before each window and not counted; whLagDrain is
+	// how long after the window deliveries may still arrive.
 	whLagWarm  = 2 * time.Second
 	whLagDrain = 10 * time.Second
+	// Targets of the trickle rows (issue 17): CPU per delivery at 200
+	// events/s and at 20 events/s, and the lag at 200 events/s.
+	whMaxTrickleCPU200 = 500 * time.Microsecond
+	whMaxTrickleCPU20  = 1000 * time.Microsecond
+	whMaxTrickleLagP99 = 100 * time.Millisecond
+	whMaxTrickleLagMax = 500 * time.Millisecond
 	// whDrafts is how many distinct demo events each project cycles through.
 	whDrafts = 500
 	// whEventTypes is what every subscription selects; the bench's events
@@ -112,6 +117,9 @@ func runWebhookDelivery(ctx context.Context, e *env, opts options) ([]result, er
 		both       = 0
 	)
 	for _, fanout := range []int{1, 10} {
+		if !opts.webhookRows["fanout"] {
+			break
+		}
 		name := fmt.Sprintf("webhook-delivery fan-out %d", fanout)
 		fmt.Fprintf(os.Stderr, "bench: %s: %d deliveries per side\n", name, opts.webhookDeliveries)
 		backlog, live, bs, err := b.throughputRow(ctx, fanout)
@@ -129,13 +137,21 @@ func runWebhookDelivery(ctx context.Context, e *env, opts options) ([]result, er
 		both++
 	}
 
-	name := fmt.Sprintf("webhook-delivery lag @%d/s", whLagRate)
-	fmt.Fprintf(os.Stderr, "bench: %s: %s per side\n", name, opts.webhookLagDuration)
-	o, bs, err := b.lagRow(ctx)
-	if err != nil {
-		errs = append(errs, fmt.Errorf("%s: %w", name, err))
-	} else {
-		results = append(results, b.lagResult(name, o, bs))
+	for _, rate := range whLagRates {
+		if !opts.webhookRows[fmt.Sprintf("lag%d", rate)] {
+			continue
+		}
+		name := fmt.Sprintf("webhook-delivery lag @%d/s", rate)
+		fmt.Fprintf(os.Stderr, "bench: %s: %s per side\n", name, opts.webhookLagDuration)
+		o, bs, err := b.lagRow(ctx, rate)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			if ctx.Err() != nil {
+				return results, errors.Join(errs...)
+			}
+			continue
+		}
+		results = append(results, b.lagResult(name, rate, o, bs))
 	}
 	if both == 2 {
 		results = append(results, b.cpuResult(cpuO, cpuB))
@@ -850,10 +866,14 @@ type whLag struct {
 	rep     receiverReply
 }
 
-// lagRow runs the lag row: ours (River running), then the baseline.
-func (b *webhookBench) lagRow(ctx context.Context) (o, bs whLag, err error) {
-	project := "wh-lag-" + b.e.runID
-	dests, err := b.setupProject(ctx, project, []string{"/lag"})
+// whLagRates are the event rates of the lag rows, in events/s.
+var whLagRates = []int{200, 20}
+
+// lagRow runs the lag row at rate events/s: ours (River running), then the
+// baseline.
+func (b *webhookBench) lagRow(ctx context.Context, rate int) (o, bs whLag, err error) {
+	project := fmt.Sprintf("wh-lag%d-%s", rate, b.e.runID)
+	dests, err := b.setupProject(ctx, project, []string{fmt.Sprintf("/lag%d", rate)})
 	if err != nil {
 		return o, bs, err
 	}
@@ -868,7 +888,7 @@ func (b *webhookBench) lagRow(ctx context.Context) (o, bs whLag, err error) {
 		return o, bs, err
 	}
 	var n atomic.Int64
-	o, err = b.measureLag(ctx, "server", func(ctx context.Context) (time.Time, error) {
+	o, err = b.measureLag(ctx, "server", rate, func(ctx context.Context) (time.Time, error) {
 		d := drafts[int(n.Add(1)-1)%len(drafts)]
 		d.OccurredAt = time.Now()
 		ev, err := b.app.RecordAuditEvent(ctx, b.id, d, "")
@@ -889,7 +909,7 @@ func (b *webhookBench) lagRow(ctx context.Context) (o, bs whLag, err error) {
 	client := b.baselineClient()
 	defer client.CloseIdleConnections()
 	n.Store(0)
-	bs, err = b.measureLag(ctx, "baseline", func(ctx context.Context) (time.Time, error) {
+	bs, err = b.measureLag(ctx, "baseline", rate, func(ctx context.Context) (time.Time, error) {
 		i := n.Add(1)
 		ev := templates[int(i-1)%len(templates)]
 		ev.ID = uuid.Must(uuid.NewV7())
@@ -907,15 +927,15 @@ func (b *webhookBench) lagRow(ctx context.Context) (o, bs whLag, err error) {
 	return o, bs, nil
 }
 
-// measureLag sends at whLagRate for whLagWarm and then the window, each
-// send in its own goroutine; send returns the stamp its payload carries.
-// It then collects the receiver's lags of the window's payloads.
-func (b *webhookBench) measureLag(ctx context.Context, label string, send func(ctx context.Context) (time.Time, error)) (whLag, error) {
+// measureLag sends at rate events/s for whLagWarm and then the window,
+// each send in its own goroutine; send returns the stamp its payload
+// carries. It then collects the receiver's lags of the window's payloads.
+func (b *webhookBench) measureLag(ctx context.Context, label string, rate int, send func(ctx context.Context) (time.Time, error)) (whLag, error) {
 	var m whLag
 	if err := b.recv.reset(ctx); err != nil {
 		return m, err
 	}
-	interval := time.Second / whLagRate
+	interval := time.Second / time.Duration(rate)
 	start := time.Now()
 	t0 := start.Add(whLagWarm)
 	t1 := t0.Add(b.opts.webhookLagDuration)
@@ -988,8 +1008,8 @@ func (b *webhookBench) lagSplit(ctx context.Context, project string, t0, t1 time
 		"-> attempt finished (DELIVERING committed, sent, answered) %.0f/%.0f ms", fan[0], fan[1], pick[0], pick[1], send[0], send[1]), nil
 }
 
-// lagResult turns the lag row into its result.
-func (b *webhookBench) lagResult(name string, o, bs whLag) result {
+// lagResult turns the lag row at rate events/s into its result.
+func (b *webhookBench) lagResult(name string, rate int, o, bs whLag) result {
 	check := func(ok bool) *bool { return &ok }
 	p := func(m whLag, q float64) (ms float64, bound bool) {
 		i := int64(math.Ceil(q*float64(m.expected))) - 1
@@ -1015,14 +1035,25 @@ func (b *webhookBench) lagResult(name string, o, bs whLag) result {
 		}
 		return 100 * float64(m.rep.Matched) / float64(m.expected)
 	}
-	limit := float64(whMaxLagP99.Milliseconds())
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	limit, cpuLimit := ms(whMaxLagP99), ms(whMaxTrickleCPU20)
+	if rate >= 200 {
+		limit, cpuLimit = ms(whMaxTrickleLagP99), ms(whMaxTrickleCPU200)
+	}
 	cpuO, cpuB := o.cpu.perDelivery(o.cpu.bench+o.cpu.pg), bs.cpu.perDelivery(bs.cpu.bench+bs.cpu.pg)
+	var maxTarget string
+	var maxPass *bool
+	if rate >= 200 {
+		maxTarget, maxPass = fmt.Sprintf("ours <= %g", ms(whMaxTrickleLagMax)), check(!o99b && maxMs(o.latUs) <= ms(whMaxTrickleLagMax))
+	}
 	metrics := []metric{
 		add("lag p50 ms", o50, b50, "", nil),
 		add("lag p99 ms", o99, b99, fmt.Sprintf("ours <= %g", limit), check(!o99b && o99 <= limit)),
-		add("lag max ms", maxMs(o.latUs), maxMs(bs.latUs), "", nil),
+		add("lag max ms", maxMs(o.latUs), maxMs(bs.latUs), maxTarget, maxPass),
 		add("delivered %", pct(o), pct(bs), "", nil),
-		add("CPU ms/delivery", cpuO, cpuB, "", nil),
+		add("CPU ms/delivery", cpuO, cpuB, fmt.Sprintf("ours <= %g", cpuLimit), check(cpuO > 0 && cpuO <= cpuLimit)),
+		add("bench process ms/delivery", o.cpu.perDelivery(o.cpu.bench), bs.cpu.perDelivery(bs.cpu.bench), "", nil),
+		add("PostgreSQL ms/delivery", o.cpu.perDelivery(o.cpu.pg), bs.cpu.perDelivery(bs.cpu.pg), "", nil),
 	}
 	var note strings.Builder
 	fmt.Fprintf(&note, "%d events/s for %s after %s of warm-up, one subscription; "+
@@ -1030,7 +1061,7 @@ func (b *webhookBench) lagResult(name string, o, bs whLag) result {
 		"lag = receive time at the receiver - the event's RecordedAt (taken before the commit, so it includes the commit); "+
 		"baseline: the plain client posts each payload as soon as it is built (lag = build time -> receipt, network only; post p50 %.1f ms); "+
 		"CPU = bench process + PostgreSQL in the window / deliveries; ours' lag split, p50/p99: %s",
-		whLagRate, b.opts.webhookLagDuration, whLagWarm,
+		rate, b.opts.webhookLagDuration, whLagWarm,
 		float64(median(o.sendLat).Microseconds())/1000, float64(median(bs.sendLat).Microseconds())/1000, o.split)
 	if o99b {
 		fmt.Fprintf(&note, "; ours: %d of %d deliveries missing after %s of drain, p99 is a lower bound",
