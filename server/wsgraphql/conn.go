@@ -25,8 +25,8 @@ type outbound struct {
 }
 
 // conn is one WebSocket connection. At most two goroutines serve it,
-// however many operations it runs: the reader (the HTTP handler's
-// goroutine, running serve) and the writer (writeLoop), which runs only
+// however many operations it runs: the reader (a goroutine Transport.Do
+// starts after the upgrade, running serve) and the writer (writeLoop), which runs only
 // while there is something to write and exits when there is not, so that
 // an idle connection holds one goroutine. Operations served by
 // Config.FastPath have no goroutine: their sources call wake, which puts
@@ -89,7 +89,11 @@ type conn struct {
 }
 
 func newConn(t *Transport, ws *websocket.Conn, r *http.Request, exec graphql.GraphExecutor, legacy bool) *conn {
-	ctx, cancel := context.WithCancel(r.Context())
+	// The connection outlives the request (Do returns once it is
+	// established, and net/http then cancels the request's context): it
+	// keeps the request's values but not its cancellation, and ends by
+	// closeWith (Transport.Shutdown closes every connection).
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	c := &conn{
 		cfg:        &t.cfg,
 		ws:         ws,
@@ -145,11 +149,6 @@ func (c *conn) serve() {
 			}
 		})
 	}
-	// The request context ends only when the handler returns, unless the
-	// server cancels it: treat that as a shutdown.
-	stopReqLink := context.AfterFunc(c.req.Context(), func() { c.closeWith(CloseGoingAway, reasonGoingAway) })
-	defer stopReqLink()
-
 	c.readLoop()
 }
 

@@ -93,23 +93,30 @@
 // # Shutdown
 //
 // [Transport.Shutdown] closes every connection with [CloseGoingAway] and
-// waits for their goroutines to finish. net/http's Server.Shutdown does not
+// waits for their goroutines to finish. Connections outlive the requests
+// that opened them ([Transport.Do] returns once a connection is
+// established), so Shutdown is what ends them when the server stops. net/http's Server.Shutdown does not
 // track hijacked connections, so callers must call Transport.Shutdown
 // themselves (for example from Server.RegisterOnShutdown).
 //
 // # Goroutines
 //
 // A connection is served by at most two goroutines, however many
-// fast-path operations it runs: the goroutine of the HTTP handler, which
-// reads the socket, and a writer, which runs only while there is
-// something to write (queued messages, results of operations whose
-// sources woke it, a ping due) and exits when there is not. An idle
-// connection therefore holds one goroutine, net/http's read buffer (which
-// gorilla/websocket reuses) and no write buffer of gorilla's. Each operation left to the executor adds a goroutine while
-// it runs. Do returns only after all of them have exited. Executor
-// operations stop when their context is cancelled, so resolvers must
-// honour context cancellation (as gqlgen's generated subscription code
-// does) for a connection to finish.
+// fast-path operations it runs: a reader, which [Transport.Do] starts
+// after the upgrade before it returns (so that the HTTP handler's
+// goroutine, with the stack it grew through the middleware and the
+// upgrade, and net/http's buffers for the request go away), and a writer,
+// which runs only while there is something to write (queued messages,
+// results of operations whose sources woke it, a ping due) and exits when
+// there is not. An idle connection therefore holds one goroutine with a
+// shallow stack, a small read buffer of gorilla/websocket's and no write
+// buffer. Each operation left to the executor adds a goroutine while it
+// runs. The connection does not end with the upgrade request's context
+// (net/http cancels it when Do returns): it ends when either side closes
+// it, or at Transport.Shutdown, which waits for all of its goroutines.
+// Executor operations stop when their context is cancelled, so resolvers
+// must honour context cancellation (as gqlgen's generated subscription
+// code does) for a connection to finish.
 //
 // # Close codes
 //

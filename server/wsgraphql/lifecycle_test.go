@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler"
+	"github.com/99designs/gqlgen/graphql/handler/testserver"
 	"github.com/gorilla/websocket"
 	"github.com/stretchr/testify/require"
 	"github.com/vektah/gqlparser/v2"
@@ -198,3 +200,49 @@ type sourceFunc func() ([]byte, bool)
 
 func (f sourceFunc) Next(context.Context) ([]byte, bool) { return f() }
 func (f sourceFunc) Close()                              {}
+
+// TestConnectionOutlivesDo: Do returns once the connection is established,
+// the request's context is cancelled (net/http does so when the handler
+// returns), and the connection goes on serving until it is closed;
+// values of the request's context stay visible to Authenticate.
+func TestConnectionOutlivesDo(t *testing.T) {
+	type key struct{}
+	returned := make(chan context.Context, 1)
+	authCtxs := make(chan context.Context, 1)
+	srv := testserver.New()
+	tr := New(Config{Authenticate: func(ctx context.Context, _ *http.Request, _ map[string]any) (context.Context, time.Time, error) {
+		authCtxs <- ctx
+		return ctx, time.Time{}, nil
+	}})
+	srv.AddTransport(tr)
+	url := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r = r.WithContext(context.WithValue(r.Context(), key{}, "kept"))
+		srv.ServeHTTP(w, r)
+		returned <- r.Context()
+	}), tr)
+
+	c := dial(t, url, tws)
+	var reqCtx context.Context
+	select {
+	case reqCtx = <-returned:
+	case <-time.After(waitFor):
+		t.Fatal("Do did not return once the connection was established")
+	}
+	// net/http cancels the request's context once the handler has returned.
+	awaitCond(t, "the request's context to be cancelled", func() bool { return reqCtx.Err() != nil })
+
+	c.init()
+	authCtx := <-authCtxs
+	require.Equal(t, "kept", authCtx.Value(key{}))
+	require.NoError(t, authCtx.Err())
+	c.subscribe("1", "subscription { name }")
+	c.roundTrip()
+	require.Equal(t, 1, tr.Connections())
+	srv.SendNextSubscriptionMessage()
+	c.expect("next", "1")
+
+	require.NoError(t, c.ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(CloseNormalClosure, "bye")))
+	code, _ := c.awaitClose()
+	require.Equal(t, CloseNormalClosure, code)
+	awaitCond(t, "the connection to be forgotten", func() bool { return tr.Connections() == 0 })
+}

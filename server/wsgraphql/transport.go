@@ -38,9 +38,21 @@ func (t *Transport) Supports(r *http.Request) bool {
 	return headerHasToken(r.Header, "Upgrade", "websocket")
 }
 
-// Do upgrades r to a WebSocket connection and serves GraphQL on it until the
-// connection closes, returning only after every goroutine of the connection
-// has exited. It implements graphql.Transport.
+// Do upgrades r to a WebSocket connection and returns once the connection
+// is established: GraphQL is served on it by a goroutine of its own (the
+// reader), started with a shallow stack, so that the HTTP handler's
+// goroutine, its stack (grown through the middleware and the upgrade) and
+// net/http's per-request buffers go away while the connection lives on. It
+// implements graphql.Transport.
+//
+// The connection therefore outlives the request: it keeps r's values (the
+// trace id, for example) but not its cancellation, which net/http signals
+// when the handler returns. It ends when the client or the server closes
+// it, or at [Transport.Shutdown], which waits for its goroutines; whatever
+// must last as long as the connection (a per-identity connection count,
+// say) belongs in [Config.OnConnect], whose release function is called
+// once its goroutines have all exited. A middleware's work after Do
+// returns (a request span, request metrics) covers the upgrade only.
 //
 // Before upgrading, Do refuses with HTTP 400 a request that offers neither
 // supported subprotocol, and with HTTP 503 a request arriving after
@@ -60,11 +72,15 @@ func (t *Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Grap
 		HandshakeTimeout: t.cfg.WriteTimeout,
 		Subprotocols:     []string{proto},
 		CheckOrigin:      t.cfg.CheckOrigin,
-		// The read buffer is net/http's, reused (ReadBufferSize 0); an
-		// idle connection holds no write buffer of gorilla's: data frames
-		// are assembled in pooled buffers taken only while writing
+		// The read buffer is gorilla's own, small: reusing net/http's
+		// (ReadBufferSize 0) would keep net/http's whole connection
+		// reachable through it, with its 4 KiB write buffer and the
+		// request's response, after the handler has returned. An idle
+		// connection holds no write buffer of gorilla's: data frames are
+		// assembled in pooled buffers taken only while writing
 		// (messageBuffers), and gorilla's own writer, which the transport
 		// does not use, would take one from the pool.
+		ReadBufferSize:  readBufferSize,
 		WriteBufferPool: writeBufferPool,
 	}
 	ws, err := up.Upgrade(w, r, nil)
@@ -80,9 +96,16 @@ func (t *Transport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Grap
 		_ = ws.Close()
 		return
 	}
-	defer t.unregister(c)
-	c.serve()
+	go func() {
+		defer t.unregister(c)
+		c.serve()
+	}()
 }
+
+// readBufferSize is the size of a connection's read buffer: client
+// messages are small (larger ones are read through it), and a control
+// frame (at most 125 bytes of payload) fits.
+const readBufferSize = 512
 
 // writeBufferPool lends gorilla/websocket its write buffers while it
 // writes (control frames do not need one).
