@@ -96,12 +96,12 @@ func readRecorded(s *scanner, l *line) (err error) {
 }
 
 func readSubject(s *scanner, l *line) (err error) {
-	l.event.Subject, err = s.subject()
+	l.event.Subject, err = s.subject(false)
 	return err
 }
 
 func readResource(s *scanner, l *line) (err error) {
-	l.event.Resource, err = s.resource()
+	l.event.Resource, err = s.resource(false)
 	return err
 }
 
@@ -112,12 +112,12 @@ func readOutcome(s *scanner, l *line) error {
 }
 
 func readGovernance(s *scanner, l *line) (err error) {
-	l.event.Governance, err = s.governance()
+	l.event.Governance, err = s.governance(false)
 	return err
 }
 
 func readCorrelation(s *scanner, l *line) (err error) {
-	l.event.Correlation, err = s.correlation()
+	l.event.Correlation, err = s.correlation(false)
 	return err
 }
 
@@ -168,7 +168,7 @@ func readChainVersion(s *scanner, l *line) error {
 }
 
 func readRecordedBy(s *scanner, l *line) (err error) {
-	l.event.RecordedBy, err = s.recorder(&l.recordedBy)
+	l.event.RecordedBy, err = s.recorder(&l.recordedBy, false)
 	return err
 }
 
@@ -432,219 +432,124 @@ func daysSinceEpoch(year, month, day int) int64 {
 	return era*146097 + doe - 719468
 }
 
-// layoutStr reads text, then a string into *dst, while *ok: a step of
-// reading a nested object laid out as eventjson.Append writes it. *ok
-// turns false at the first difference, and the caller reads the object
-// again from its start with fields, which yields the same values for
-// the same keys in the same order.
-func (s *scanner) layoutStr(ok *bool, text string, dst *string) {
-	if !*ok {
-		return
-	}
-	if !s.lit(text) {
-		*ok = false
-		return
-	}
-	v, err := s.str()
-	if err != nil {
-		*ok = false
-		return
-	}
-	*dst = v
+// stringObject is the shape of a nested object whose members are all
+// strings (subject, resource, governance, correlation, recordedBy): its
+// keys in the order eventjson.Append writes them, and the text before
+// each value in that layout.
+type stringObject struct {
+	keys   []string
+	layout []string
 }
 
-func (s *scanner) subject() (v domain.Subject, err error) {
-	start, ok := s.i, true
-	var typ string
-	s.layoutStr(&ok, `{"type":`, &typ)
-	s.layoutStr(&ok, `,"id":`, &v.ID)
-	s.layoutStr(&ok, `,"displayName":`, &v.DisplayName)
-	if ok && s.lit("}") {
-		v.Type = domain.SubjectType(typ)
-		return v, nil
-	}
-	s.i = start
-	return s.subjectAny()
-}
-
-// subjectAny reads a subject object with its keys in any order.
-func (s *scanner) subjectAny() (v domain.Subject, err error) {
-	if !s.consume('{') {
-		return v, errSyntax
-	}
-	err = s.fields(func(key []byte) error {
-		var err error
-		switch string(key) {
-		case "type":
-			var t string
-			t, err = s.str()
-			v.Type = domain.SubjectType(t)
-		case "id":
-			v.ID, err = s.str()
-		case "displayName":
-			v.DisplayName, err = s.str()
-		default:
-			_, err = s.skip()
+// newStringObject describes an object with these keys, in written order.
+func newStringObject(keys ...string) *stringObject {
+	o := &stringObject{keys: keys}
+	for i, k := range keys {
+		sep := ","
+		if i == 0 {
+			sep = "{"
 		}
-		return err
-	})
-	return v, err
+		o.layout = append(o.layout, sep+`"`+k+`":`)
+	}
+	return o
 }
 
-func (s *scanner) resource() (v domain.Resource, err error) {
-	start, ok := s.i, true
-	s.layoutStr(&ok, `{"type":`, &v.Type)
-	s.layoutStr(&ok, `,"id":`, &v.ID)
-	if ok && s.lit("}") {
-		return v, nil
-	}
-	s.i = start
-	return s.resourceAny()
-}
+// The nested objects of the event line.
+var (
+	subjectObject     = newStringObject("type", "id", "displayName")
+	resourceObject    = newStringObject("type", "id")
+	governanceObject  = newStringObject("reason", "ticket", "risk", "confirmedBy")
+	correlationObject = newStringObject("traceId", "requestId", "causationId")
+	recorderObject    = newStringObject("issuer", "subject", "tokenId", "clientId")
+)
 
-// resourceAny reads a resource object with its keys in any order.
-func (s *scanner) resourceAny() (v domain.Resource, err error) {
-	if !s.consume('{') {
-		return v, errSyntax
-	}
-	err = s.fields(func(key []byte) error {
-		var err error
-		switch string(key) {
-		case "type":
-			v.Type, err = s.str()
-		case "id":
-			v.ID, err = s.str()
-		default:
-			_, err = s.skip()
+// read reads an object of o into dst (one destination per key, in o's
+// order): first as laid out by eventjson.Append, member by member, and
+// when the text differs anywhere, again from its start with its keys in
+// any order (unknown keys skipped, the last of a repeated key kept), which
+// yields the same values for the same text. anyOrder skips the first try
+// (for tests).
+func (o *stringObject) read(s *scanner, dst *[4]*string, anyOrder bool) error {
+	start := s.i
+	if !anyOrder {
+		ok := true
+		for i, text := range o.layout {
+			if !s.lit(text) {
+				ok = false
+				break
+			}
+			v, err := s.str()
+			if err != nil {
+				ok = false
+				break
+			}
+			*dst[i] = v
 		}
-		return err
-	})
-	return v, err
-}
-
-func (s *scanner) governance() (*domain.Governance, error) {
-	if start := s.i; s.lit(`{"reason":`) {
-		s.i = start
-		v, ok := &domain.Governance{}, true
-		var risk string
-		s.layoutStr(&ok, `{"reason":`, &v.Reason)
-		s.layoutStr(&ok, `,"ticket":`, &v.Ticket)
-		s.layoutStr(&ok, `,"risk":`, &risk)
-		s.layoutStr(&ok, `,"confirmedBy":`, &v.ConfirmedBy)
 		if ok && s.lit("}") {
-			v.Risk = domain.Risk(risk)
-			return v, nil
+			return nil
 		}
 		s.i = start
+		for i := range o.keys {
+			*dst[i] = ""
+		}
 	}
-	return s.governanceAny()
+	if !s.consume('{') {
+		return errSyntax
+	}
+	return s.fields(func(key []byte) error {
+		for i, k := range o.keys {
+			if string(key) == k {
+				v, err := s.str()
+				*dst[i] = v
+				return err
+			}
+		}
+		_, err := s.skip()
+		return err
+	})
 }
 
-// governanceAny reads null or a governance object with its keys in any order.
-func (s *scanner) governanceAny() (*domain.Governance, error) {
-	if ok, err := s.nullableObject(); !ok || err != nil {
-		return nil, err
+func (s *scanner) subject(anyOrder bool) (v domain.Subject, err error) {
+	var typ string
+	err = subjectObject.read(s, &[4]*string{&typ, &v.ID, &v.DisplayName}, anyOrder)
+	v.Type = domain.SubjectType(typ)
+	return v, err
+}
+
+func (s *scanner) resource(anyOrder bool) (v domain.Resource, err error) {
+	err = resourceObject.read(s, &[4]*string{&v.Type, &v.ID}, anyOrder)
+	return v, err
+}
+
+// governance reads null (nil) or a governance object.
+func (s *scanner) governance(anyOrder bool) (*domain.Governance, error) {
+	if s.literal("null") {
+		return nil, nil
 	}
 	v := &domain.Governance{}
-	return v, s.fields(func(key []byte) error {
-		var err error
-		switch string(key) {
-		case "reason":
-			v.Reason, err = s.str()
-		case "ticket":
-			v.Ticket, err = s.str()
-		case "risk":
-			var r string
-			r, err = s.str()
-			v.Risk = domain.Risk(r)
-		case "confirmedBy":
-			v.ConfirmedBy, err = s.str()
-		default:
-			_, err = s.skip()
-		}
-		return err
-	})
+	var risk string
+	err := governanceObject.read(s, &[4]*string{&v.Reason, &v.Ticket, &risk, &v.ConfirmedBy}, anyOrder)
+	v.Risk = domain.Risk(risk)
+	return v, err
 }
 
-func (s *scanner) correlation() (*domain.Correlation, error) {
-	if start := s.i; s.lit(`{"traceId":`) {
-		s.i = start
-		v, ok := &domain.Correlation{}, true
-		s.layoutStr(&ok, `{"traceId":`, &v.TraceID)
-		s.layoutStr(&ok, `,"requestId":`, &v.RequestID)
-		s.layoutStr(&ok, `,"causationId":`, &v.CausationID)
-		if ok && s.lit("}") {
-			return v, nil
-		}
-		s.i = start
-	}
-	return s.correlationAny()
-}
-
-// correlationAny reads null or a correlation object with its keys in any order.
-func (s *scanner) correlationAny() (*domain.Correlation, error) {
-	if ok, err := s.nullableObject(); !ok || err != nil {
-		return nil, err
+// correlation reads null (nil) or a correlation object.
+func (s *scanner) correlation(anyOrder bool) (*domain.Correlation, error) {
+	if s.literal("null") {
+		return nil, nil
 	}
 	v := &domain.Correlation{}
-	return v, s.fields(func(key []byte) error {
-		var err error
-		switch string(key) {
-		case "traceId":
-			v.TraceID, err = s.str()
-		case "requestId":
-			v.RequestID, err = s.str()
-		case "causationId":
-			v.CausationID, err = s.str()
-		default:
-			_, err = s.skip()
-		}
-		return err
-	})
+	return v, correlationObject.read(s, &[4]*string{&v.TraceID, &v.RequestID, &v.CausationID}, anyOrder)
 }
 
 // recorder reads a recordedBy object into v and returns v (or nil for
 // null).
-func (s *scanner) recorder(v *domain.Recorder) (*domain.Recorder, error) {
-	if start := s.i; s.lit(`{"issuer":`) {
-		s.i = start
-		*v = domain.Recorder{}
-		ok := true
-		s.layoutStr(&ok, `{"issuer":`, &v.Issuer)
-		s.layoutStr(&ok, `,"subject":`, &v.Subject)
-		s.layoutStr(&ok, `,"tokenId":`, &v.TokenID)
-		s.layoutStr(&ok, `,"clientId":`, &v.ClientID)
-		if ok && s.lit("}") {
-			return v, nil
-		}
-		s.i = start
-	}
-	return s.recorderAny(v)
-}
-
-// recorderAny reads null or a recordedBy object with its keys in any
-// order, into v.
-func (s *scanner) recorderAny(v *domain.Recorder) (*domain.Recorder, error) {
-	if ok, err := s.nullableObject(); !ok || err != nil {
-		return nil, err
+func (s *scanner) recorder(v *domain.Recorder, anyOrder bool) (*domain.Recorder, error) {
+	if s.literal("null") {
+		return nil, nil
 	}
 	*v = domain.Recorder{}
-	return v, s.fields(func(key []byte) error {
-		var err error
-		switch string(key) {
-		case "issuer":
-			v.Issuer, err = s.str()
-		case "subject":
-			v.Subject, err = s.str()
-		case "tokenId":
-			v.TokenID, err = s.str()
-		case "clientId":
-			v.ClientID, err = s.str()
-		default:
-			_, err = s.skip()
-		}
-		return err
-	})
+	return v, recorderObject.read(s, &[4]*string{&v.Issuer, &v.Subject, &v.TokenID, &v.ClientID}, anyOrder)
 }
 
 // evidenceDigests reads the array (null reads as empty: the canonical

@@ -103,16 +103,16 @@ func TestNestedLayoutsAgreeWithAny(t *testing.T) {
 		fast, any reader
 	}{
 		{[]string{`{"type":"USER","id":"u-1","displayName":"Ada \"<L>\" ü"}`, `{"type":"SERVICE","id":"g","displayName":""}`},
-			func(s *scanner) (any, error) { return s.subject() }, func(s *scanner) (any, error) { return s.subjectAny() }},
+			func(s *scanner) (any, error) { return s.subject(false) }, func(s *scanner) (any, error) { return s.subject(true) }},
 		{[]string{`{"type":"device","id":"dev-1"}`},
-			func(s *scanner) (any, error) { return s.resource() }, func(s *scanner) (any, error) { return s.resourceAny() }},
+			func(s *scanner) (any, error) { return s.resource(false) }, func(s *scanner) (any, error) { return s.resource(true) }},
 		{[]string{`{"reason":"r","ticket":"CHG-1","risk":"LOW","confirmedBy":""}`, `null`},
-			func(s *scanner) (any, error) { return s.governance() }, func(s *scanner) (any, error) { return s.governanceAny() }},
+			func(s *scanner) (any, error) { return s.governance(false) }, func(s *scanner) (any, error) { return s.governance(true) }},
 		{[]string{`{"traceId":"4bf92f3577b34da6a3ce929d0e0e4736","requestId":"r\n","causationId":""}`, `null`},
-			func(s *scanner) (any, error) { return s.correlation() }, func(s *scanner) (any, error) { return s.correlationAny() }},
+			func(s *scanner) (any, error) { return s.correlation(false) }, func(s *scanner) (any, error) { return s.correlation(true) }},
 		{[]string{`{"issuer":"https://idp/","subject":"svc","tokenId":"j","clientId":"c"}`, `null`},
-			func(s *scanner) (any, error) { return s.recorder(new(domain.Recorder)) },
-			func(s *scanner) (any, error) { return s.recorderAny(new(domain.Recorder)) }},
+			func(s *scanner) (any, error) { return s.recorder(new(domain.Recorder), false) },
+			func(s *scanner) (any, error) { return s.recorder(new(domain.Recorder), true) }},
 	}
 	rng := rand.New(rand.NewPCG(15, 16))
 	edits := []string{" ", "\\", `"`, ",", "}", "{", ":", "x", "\u00e9", "\xff", `,"x":1`, `"id":"y",`, "null"}

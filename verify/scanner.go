@@ -156,18 +156,6 @@ func (s *scanner) str() (string, error) {
 	return v, nil
 }
 
-// nullableObject consumes null (reporting false) or the opening brace of
-// an object (reporting true).
-func (s *scanner) nullableObject() (bool, error) {
-	if s.literal("null") {
-		return false, nil
-	}
-	if !s.consume('{') {
-		return false, errSyntax
-	}
-	return true, nil
-}
-
 // fields calls field for each key of the object whose opening brace was
 // just consumed, with the scanner at the key's value; field must consume
 // that value. It consumes the closing brace.
