@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"encoding/base64"
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -25,12 +24,9 @@ func (a *App) AuditCheckpoints(ctx context.Context, id Identity, in AuditCheckpo
 	if err := authorize(id, PermissionAuditRead, in.ProjectID); err != nil {
 		return Page[domain.AuditCheckpoint]{}, err
 	}
-	limit := DefaultPageSize
-	if in.First != nil {
-		if *in.First < 1 || *in.First > MaxWebhookPageSize {
-			return Page[domain.AuditCheckpoint]{}, badInput("first", fmt.Sprintf("must be between 1 and %d", MaxWebhookPageSize))
-		}
-		limit = *in.First
+	limit, err := pageSize(in.First)
+	if err != nil {
+		return Page[domain.AuditCheckpoint]{}, err
 	}
 	var after uint64
 	if in.After != "" {

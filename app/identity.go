@@ -63,9 +63,11 @@ type Identity struct {
 const ServiceIssuer = "urn:aether:service"
 
 // Recorder is who records events for the identity: the verified token's
-// issuer, subject, token id and client, or the service itself.
+// issuer, subject, token id and client, or the service itself for its own
+// "system:" identities (no token has such a subject: the verifier refuses
+// it).
 func (id Identity) Recorder() *domain.Recorder {
-	if strings.HasPrefix(id.Subject, domain.SystemSubjectPrefix) && id.Issuer == "" && id.TokenID == "" {
+	if strings.HasPrefix(id.Subject, domain.SystemSubjectPrefix) {
 		return &domain.Recorder{Issuer: ServiceIssuer, Subject: id.Subject}
 	}
 	return &domain.Recorder{Issuer: id.Issuer, Subject: id.Subject, TokenID: id.TokenID, ClientID: id.ClientID}

@@ -21,12 +21,9 @@ func parseID(s string, notFound error) (uuid.UUID, error) {
 // (default DefaultPageSize, at most MaxWebhookPageSize) and the id after
 // which the page starts.
 func idPage(first *int, after string) (int, uuid.UUID, error) {
-	limit := DefaultPageSize
-	if first != nil {
-		if *first < 1 || *first > MaxWebhookPageSize {
-			return 0, uuid.Nil, badInput("first", fmt.Sprintf("must be between 1 and %d", MaxWebhookPageSize))
-		}
-		limit = *first
+	limit, err := pageSize(first)
+	if err != nil {
+		return 0, uuid.Nil, err
 	}
 	if after == "" {
 		return limit, uuid.Nil, nil
@@ -40,6 +37,18 @@ func idPage(first *int, after string) (int, uuid.UUID, error) {
 		return 0, uuid.Nil, badInput("after", "is not a cursor of this list")
 	}
 	return limit, id, nil
+}
+
+// pageSize reads first of a list: DefaultPageSize when nil, else 1 to
+// MaxWebhookPageSize.
+func pageSize(first *int) (int, error) {
+	if first == nil {
+		return DefaultPageSize, nil
+	}
+	if *first < 1 || *first > MaxWebhookPageSize {
+		return 0, badInput("first", fmt.Sprintf("must be between 1 and %d", MaxWebhookPageSize))
+	}
+	return *first, nil
 }
 
 // IDCursor is the opaque cursor of a record keyed by UUID (webhook

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/aetheriot/aether-audit/domain"
 )
 
 // PayloadVersion is the payload's "v".
@@ -80,34 +82,24 @@ func (p Payload) Fields() (Fields, error) {
 	if f.PurgedThrough, err = strconv.ParseUint(p.PurgedThroughSequence, 10, 64); err != nil {
 		return f, errors.New("checkpoint payload: purgedThroughSequence is not a decimal string")
 	}
-	if f.ChainHash, err = parseHash(p.ChainHash); err != nil {
+	if f.ChainHash, err = domain.ParseHash(p.ChainHash); err != nil {
 		return f, fmt.Errorf("checkpoint payload: chainHash: %w", err)
 	}
-	if f.AnchorHash, err = parseHash(p.AnchorHash); err != nil {
+	if f.AnchorHash, err = domain.ParseHash(p.AnchorHash); err != nil {
 		return f, fmt.Errorf("checkpoint payload: anchorHash: %w", err)
 	}
 	if p.PreviousCheckpoint != nil {
-		h, err := parseHash(*p.PreviousCheckpoint)
+		h, err := domain.ParseHash(*p.PreviousCheckpoint)
 		if err != nil {
 			return f, fmt.Errorf("checkpoint payload: previousCheckpoint: %w", err)
 		}
-		f.Previous = &h
+		prev := [32]byte(h)
+		f.Previous = &prev
 	}
 	if f.IssuedAt, err = time.Parse(time.RFC3339Nano, p.IssuedAt); err != nil {
 		return f, errors.New("checkpoint payload: issuedAt is not RFC 3339")
 	}
 	return f, nil
-}
-
-func parseHash(s string) ([32]byte, error) {
-	var h [32]byte
-	if len(s) != 64 {
-		return h, errors.New("not 64 hex digits")
-	}
-	if _, err := hex.Decode(h[:], []byte(s)); err != nil {
-		return h, errors.New("not 64 hex digits")
-	}
-	return h, nil
 }
 
 // marshal is the payload's JSON, its members in the documented order.

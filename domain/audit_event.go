@@ -3,6 +3,7 @@ package domain
 import (
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/google/uuid"
@@ -104,6 +105,19 @@ type Hash [32]byte
 
 // String returns the lower-case hex form.
 func (h Hash) String() string { return hex.EncodeToString(h[:]) }
+
+// ParseHash reads a hash written as String does: 64 hex digits (either
+// case).
+func ParseHash(s string) (Hash, error) {
+	var h Hash
+	if len(s) != 2*len(h) {
+		return h, errors.New("not 64 hex digits")
+	}
+	if _, err := hex.Decode(h[:], []byte(s)); err != nil {
+		return h, errors.New("not 64 hex digits")
+	}
+	return h, nil
+}
 
 // MarshalText implements encoding.TextMarshaler.
 func (h Hash) MarshalText() ([]byte, error) { return []byte(h.String()), nil }

@@ -257,3 +257,17 @@ func TestAppendJSONStringMatchesMarshal(t *testing.T) {
 		}
 	}
 }
+
+func TestParseHash(t *testing.T) {
+	h := Hash{0xab, 31: 0x01}
+	got, err := ParseHash(h.String())
+	require.NoError(t, err)
+	require.Equal(t, h, got)
+	got, err = ParseHash(strings.ToUpper(h.String()))
+	require.NoError(t, err)
+	require.Equal(t, h, got)
+	for _, bad := range []string{"", "ab", h.String()[:63], h.String() + "0", "zz" + h.String()[2:]} {
+		_, err := ParseHash(bad)
+		require.Error(t, err, bad)
+	}
+}

@@ -2,7 +2,6 @@ package verify
 
 import (
 	"bytes"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -69,16 +68,4 @@ func verifyCheckpoint(jws []byte, keys keySet) (*checkpoint, error) {
 	return &checkpoint{KeyID: h.KeyID, TenantID: f.TenantID, ProjectID: f.ProjectID, Sequence: f.Sequence,
 		ChainHash: f.ChainHash, PurgedThroughSequence: f.PurgedThrough, AnchorHash: f.AnchorHash,
 		PreviousCheckpoint: p.PreviousCheckpoint, IssuedAt: p.IssuedAt}, nil
-}
-
-// parseHash reads a chain hash written as 64 hex digits.
-func parseHash(s string) (domain.Hash, error) {
-	var h domain.Hash
-	if len(s) != 2*len(h) {
-		return h, fmt.Errorf("%q is not 64 hex digits", s)
-	}
-	if _, err := hex.Decode(h[:], []byte(s)); err != nil {
-		return h, fmt.Errorf("%q is not 64 hex digits", s)
-	}
-	return h, nil
 }

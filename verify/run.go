@@ -73,7 +73,7 @@ func run(ctx context.Context, opts Options, r *reporter) error {
 	}
 	var previous *domain.Hash
 	if opts.PreviousHash != "" {
-		h, err := parseHash(opts.PreviousHash)
+		h, err := domain.ParseHash(opts.PreviousHash)
 		if err != nil {
 			return &UsageError{"--previous-hash: " + err.Error()}
 		}

@@ -1,7 +1,6 @@
 package scalar
 
 import (
-	"encoding/hex"
 	"fmt"
 	"io"
 
@@ -18,12 +17,10 @@ func MarshalHash(h domain.Hash) graphql.Marshaler {
 
 // UnmarshalHash reads a hash from its String of hex digits.
 func UnmarshalHash(v any) (domain.Hash, error) {
-	var h domain.Hash
 	s, _ := v.(string)
-	b, err := hex.DecodeString(s)
-	if err != nil || len(b) != len(h) {
+	h, err := domain.ParseHash(s)
+	if err != nil {
 		return h, fmt.Errorf("a hash must be %d hex digits", 2*len(h))
 	}
-	copy(h[:], b)
 	return h, nil
 }
