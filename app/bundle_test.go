@@ -264,6 +264,8 @@ type webhookOpts struct {
 	// strictSender leaves the sender's SSRF defence fully on, while the
 	// registry still accepts 127.0.0.1 URLs.
 	strictSender bool
+	// breaker is the circuit breaker's policy; zero fields take defaults.
+	breaker domain.WebhookBreakerPolicy
 }
 
 func setupWebhooks(t *testing.T, o webhookOpts) *webhookBundle {
@@ -285,7 +287,7 @@ func setupWebhooks(t *testing.T, o webhookOpts) *webhookBundle {
 	clock := newTestClock()
 	cfg := app.Config{Now: clock.Now, Logger: slog.New(slog.DiscardHandler), Webhooks: app.WebhookConfig{
 		Box: box, Sender: sender, RetrySchedule: o.schedule, URLPolicy: webhook.URLPolicy{AllowPrefixes: loopback},
-		MaxInFlightPerDestination: o.perDestination,
+		MaxInFlightPerDestination: o.perDestination, Breaker: o.breaker,
 	}}
 	return &webhookBundle{
 		app: app.New(store.New(pool), cfg), pool: pool, clock: clock, cfg: cfg, receiver: rc,

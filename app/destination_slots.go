@@ -26,8 +26,16 @@ type webhookRuntime struct {
 // while its request is under way, so that the slots are not idle while
 // jobs read and write the database.
 type destinationSlots struct {
-	jobs, requests chan struct{}
-	refs           int
+	jobs chan struct{}
+	refs int
+
+	// inFlight counts the requests under way, limit bounds them (the
+	// destination's maxInFlight, else the service's); freed is closed, and
+	// replaced, whenever one ends or the limit grows.
+	mu       sync.Mutex
+	inFlight int
+	limit    int
+	freed    chan struct{}
 }
 
 func newWebhookRuntime(cfg WebhookConfig) webhookRuntime {
@@ -37,6 +45,7 @@ func newWebhookRuntime(cfg WebhookConfig) webhookRuntime {
 	if cfg.MaxInFlightPerDestination <= 0 {
 		cfg.MaxInFlightPerDestination = 8
 	}
+	cfg.Breaker = cfg.Breaker.WithDefaults()
 	return webhookRuntime{WebhookConfig: cfg, slots: map[uuid.UUID]*destinationSlots{}}
 }
 
@@ -53,8 +62,9 @@ func (w *webhookRuntime) enter(ctx context.Context, destinationID uuid.UUID) (s 
 	s = w.slots[destinationID]
 	if s == nil {
 		s = &destinationSlots{
-			jobs:     make(chan struct{}, w.MaxInFlightPerDestination),
-			requests: make(chan struct{}, w.MaxInFlightPerDestination),
+			jobs:  make(chan struct{}, w.MaxInFlightPerDestination),
+			limit: w.MaxInFlightPerDestination,
+			freed: make(chan struct{}),
 		}
 		w.slots[destinationID] = s
 	}
@@ -89,10 +99,44 @@ func (w *webhookRuntime) enter(ctx context.Context, destinationID uuid.UUID) (s 
 // as long as ctx allows (the requests ahead are bounded by the sender's
 // timeout); release must be called once the request is over.
 func (s *destinationSlots) request(ctx context.Context) (release func(), ok bool) {
-	select {
-	case s.requests <- struct{}{}:
-		return func() { <-s.requests }, true
-	case <-ctx.Done():
-		return nil, false
+	for {
+		s.mu.Lock()
+		if s.inFlight < s.limit {
+			s.inFlight++
+			s.mu.Unlock()
+			return s.release, true
+		}
+		freed := s.freed
+		s.mu.Unlock()
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			return nil, false
+		}
 	}
+}
+
+// release ends a request taken with request.
+func (s *destinationSlots) release() {
+	s.mu.Lock()
+	s.inFlight--
+	s.signal()
+	s.mu.Unlock()
+}
+
+// setLimit sets the destination's in-flight limit in this process (its
+// maxInFlight, read by each job); requests under way are not interrupted.
+func (s *destinationSlots) setLimit(n int) {
+	s.mu.Lock()
+	if n > s.limit {
+		s.signal()
+	}
+	s.limit = n
+	s.mu.Unlock()
+}
+
+// signal wakes the requests waiting for a slot; s.mu is held.
+func (s *destinationSlots) signal() {
+	close(s.freed)
+	s.freed = make(chan struct{})
 }

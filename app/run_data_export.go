@@ -245,17 +245,22 @@ func (a *App) exportError(ctx context.Context, run DataExportRun, e domain.DataE
 }
 
 // settleExport ends a run: in one transaction it moves the export (locked)
-// by the domain's transition move, and completes the run's job.
+// by the domain's transition move, records its outcome's operational event
+// (export.ready, export.failed) and completes the run's job.
 func (a *App) settleExport(ctx context.Context, run DataExportRun, e domain.DataExport, move func(*domain.DataExport, time.Time) error) error {
 	return a.retryTx(ctx, func(ctx context.Context, tx Tx) error {
 		cur, err := tx.GetDataExport(ctx, e.TenantID, e.ID, true)
 		if err != nil {
 			return err
 		}
-		if err := move(&cur, a.storedNow()); err != nil {
+		now := a.storedNow()
+		if err := move(&cur, now); err != nil {
 			return err
 		}
 		if err := tx.UpdateDataExport(ctx, cur); err != nil {
+			return err
+		}
+		if err := a.recordExportOutcome(ctx, tx, cur, now); err != nil {
 			return err
 		}
 		if run.Complete != nil {

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -42,6 +43,8 @@ type preparedAttempt struct {
 	url        string
 	keys       [][]byte
 	body       []byte
+	// header has the destination's custom headers.
+	header http.Header
 	// unsendable, when set, is the outcome of an attempt that could not be
 	// sent at all (no signing key); it is recorded without a request.
 	unsendable *webhook.Result
@@ -126,7 +129,7 @@ func (a *App) recordLostAttempt(ctx context.Context, tx Tx, tenantID string, del
 		return false, err
 	}
 	if !retry {
-		return true, nil
+		return true, a.recordDeadLetter(ctx, tx, d, now)
 	}
 	return true, tx.EnqueueJobs(ctx, webhookDeliveryJob(&d, time.Time{}))
 }
@@ -143,7 +146,7 @@ func (a *App) recordLostAttempt(ctx context.Context, tx Tx, tenantID string, del
 // delivery goes back to the state it was in, without an attempt of its
 // budget used, and a new job is enqueued for it. So a job that runs out of
 // time behind a slow destination's other jobs costs no delivery an attempt.
-func (a *App) finishWebhookAttempts(ctx context.Context, preps []*preparedAttempt, results []webhook.Result, unsent []bool) error {
+func (a *App) finishWebhookAttempts(ctx context.Context, dest domain.WebhookDestination, preps []*preparedAttempt, results []webhook.Result, unsent []bool, later []domain.OutboxJob) error {
 	now := a.storedNow()
 	changes := make([]domain.WebhookDeliveryChange, 0, len(preps))
 	var (
@@ -176,12 +179,20 @@ func (a *App) finishWebhookAttempts(ctx context.Context, preps []*preparedAttemp
 		if err := tx.CommitWithoutFlush(ctx); err != nil {
 			return err
 		}
+		// The destination first, as its commands lock it.
+		health, err := a.lockDestinationHealth(ctx, tx, dest)
+		if err != nil {
+			return err
+		}
 		saved, err := tx.SaveWebhookDeliveriesIf(ctx, changes)
 		if err != nil {
 			return err
 		}
 		recorded = saved
-		var jobs []domain.OutboxJob
+		if err := a.afterAttempts(ctx, tx, health, changes, saved, now); err != nil {
+			return err
+		}
+		jobs := later
 		for _, id := range saved {
 			if job, ok := next[id]; ok {
 				jobs = append(jobs, job)

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -161,10 +162,15 @@ func (a *App) DeliverWebhooks(ctx context.Context, args jobargs.WebhookDeliveryA
 		}
 		now = a.storedNow()
 	}
+	due, later, err := a.gateDestination(ctx, sc.Destination, slots, due, now)
+	if err != nil || len(due) == 0 {
+		return err
+	}
 	keys, keyErr := a.openSigningKeys(sc.Destination, sc.Secrets)
 	if keyErr != nil {
 		a.logger.ErrorContext(ctx, "webhook signing secret unavailable", "destination", sc.Destination.ID, "err", keyErr)
 	}
+	header := destinationHeader(sc.Destination)
 	changes := make([]domain.WebhookDeliveryChange, 0, len(due))
 	preps := make(map[uuid.UUID]*preparedAttempt, len(due))
 	var purged *domain.PurgedPrefix
@@ -192,21 +198,27 @@ func (a *App) DeliverWebhooks(ctx context.Context, args jobargs.WebhookDeliveryA
 		if err != nil {
 			return err
 		}
+		prep.header = header
 		changes = append(changes, change)
 		preps[d.ID] = prep
 	}
 	saved, err := a.store.SaveWebhookDeliveriesIf(ctx, changes)
-	if err != nil || len(saved) == 0 {
+	if err != nil || len(saved) == 0 && len(later) == 0 {
 		return err
 	}
 	sent := make([]*preparedAttempt, len(saved))
 	for i, id := range saved {
 		sent[i] = preps[id]
 	}
+	// In order of sequence, as far as the destination's in-flight limit
+	// serializes them.
+	slices.SortFunc(sent, func(x, y *preparedAttempt) int {
+		return cmp.Compare(x.delivery.EventSequence, y.delivery.EventSequence)
+	})
 	results, unsent := a.sendAll(ctx, slots, sent)
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
-	return a.finishWebhookAttempts(fctx, sent, results, unsent)
+	return a.finishWebhookAttempts(fctx, sc.Destination, sent, results, unsent, later)
 }
 
 // sendAll sends prepared attempts through the destination's request
@@ -236,6 +248,7 @@ func (a *App) sendAll(ctx context.Context, slots *destinationSlots, preps []*pre
 			defer release()
 			results[i] = a.webhooks.Sender.Send(ctx, webhook.Request{
 				URL: prep.url, ID: prep.delivery.IdempotencyKey, Timestamp: a.now(), Body: prep.body, Keys: prep.keys,
+				Header: prep.header,
 			})
 		})
 	}

@@ -66,6 +66,7 @@ func (a *App) CreateWebhookDestination(ctx context.Context, id Identity, in Crea
 	d := domain.WebhookDestination{
 		ID: uuid.Must(uuid.NewV7()), TenantID: id.TenantID, ProjectID: in.ProjectID, URL: url,
 		Description: in.Description, CreatedAt: now, CreatedBy: id.Subject, ActiveSecrets: 1,
+		State: domain.WebhookDestinationEnabled, Headers: []domain.WebhookHeader{},
 	}
 	plain, sealed, err := a.newSealedSecret(d.ID, now)
 	if err != nil {
@@ -194,11 +195,11 @@ func (a *App) RotateWebhookDestinationSecret(ctx context.Context, id Identity, i
 }
 
 // visibleDestination reads, through r (the Store, or a Tx), a destination
-// of id's tenant in one of its projects; anything else is
+// of id's tenant in one of its projects, not deleted; anything else is
 // ErrWebhookDestinationNotFound.
 func (a *App) visibleDestination(ctx context.Context, r WebhookReads, id Identity, destID uuid.UUID, lock bool) (domain.WebhookDestination, error) {
 	d, err := r.GetWebhookDestination(ctx, id.TenantID, destID, lock)
-	if errors.Is(err, domain.ErrNotFound) || err == nil && !id.CanAccessProject(d.ProjectID) {
+	if errors.Is(err, domain.ErrNotFound) || err == nil && (!id.CanAccessProject(d.ProjectID) || d.DeletedAt != nil) {
 		return domain.WebhookDestination{}, ErrWebhookDestinationNotFound
 	}
 	return d, err

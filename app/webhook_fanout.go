@@ -63,7 +63,9 @@ func (a *App) fanOutChunk(ctx context.Context, tx Tx, tenantID, projectID string
 	ds := make([]domain.WebhookDelivery, 0, min(len(refs)*len(subs), 8192))
 	for _, ref := range refs {
 		for i := range subs {
-			if !subs[i].Matches(ref.Action, ref.Sequence) {
+			if !subs[i].Matches(ref.Action, ref.Sequence) || ref.AboutDestination == subs[i].DestinationID {
+				// An operational event is never sent to the destination it
+				// is about (docs/webhooks.md, "Operational events").
 				continue
 			}
 			id := uuid.Must(uuid.NewV7())

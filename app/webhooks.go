@@ -35,6 +35,7 @@ type WebhookStore interface {
 	// delivery is still as it was read: one statement, alone (an attempt's
 	// durable intent) or in a Tx.
 	SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.WebhookDeliveryChange) ([]uuid.UUID, error)
+	WebhookGateStore
 }
 
 // WebhookTx is what the webhook use cases do in a transaction.
@@ -50,6 +51,7 @@ type WebhookTx interface {
 	// CommitWithoutFlush lets the transaction commit without waiting for
 	// the disk; for writes whose loss is detected and repaired.
 	CommitWithoutFlush(ctx context.Context) error
+	WebhookLifecycleTx
 }
 
 // WebhookSender sends one signed request; *webhook.Sender implements it.
@@ -73,6 +75,9 @@ type WebhookConfig struct {
 	// one destination, and its delivery jobs working on one destination at
 	// once, so that a slow receiver cannot take every worker; default 8.
 	MaxInFlightPerDestination int
+	// Breaker configures the destinations' circuit breaker and
+	// auto-disable; zero fields take domain.DefaultWebhookBreakerPolicy's.
+	Breaker domain.WebhookBreakerPolicy
 }
 
 // Limits of the webhook registry.

@@ -28,6 +28,34 @@ var ServiceActions = []string{
 	"webhook.destination.secret_rotated",
 	"webhook.subscription.created",
 	"webhook.subscription.disabled",
+	"webhook.destination.updated",
+	"webhook.destination.disabled",
+	"webhook.destination.enabled",
+	"webhook.destination.deleted",
+	// OperationalActions.
+	"webhook.delivery.dead_lettered",
+	"webhook.destination.auto_disabled",
+	"webhook.destination.circuit_opened",
+	"webhook.destination.circuit_closed",
+	"export.ready",
+	"export.failed",
+}
+
+// OperationalActions are the service actions that report the service's own
+// work rather than a command: recorded with a SYSTEM subject, in the
+// transaction of the change they report.
+var OperationalActions = []string{
+	"webhook.delivery.dead_lettered",
+	"webhook.destination.auto_disabled",
+	"webhook.destination.circuit_opened",
+	"webhook.destination.circuit_closed",
+	"export.ready",
+	"export.failed",
+}
+
+// IsOperationalAction reports whether action is in OperationalActions.
+func IsOperationalAction(action string) bool {
+	return slices.Contains(OperationalActions, action)
 }
 
 // IsServiceAction reports whether action is in ServiceActions.

@@ -34,6 +34,22 @@ type WebhookDestination struct {
 	// ActiveSecrets counts the secrets that currently sign deliveries: one,
 	// or more during a rotation's grace period.
 	ActiveSecrets int
+	// State, DisabledReason and DisabledAt are its lifecycle; DeletedAt is
+	// set once it was deleted (webhook_destination_lifecycle.go).
+	State          WebhookDestinationState
+	DisabledReason string
+	DisabledAt     *time.Time
+	DeletedAt      *time.Time
+	// RateLimitPerSecond bounds its requests per second across all
+	// processes; 0 for no limit. MaxInFlight bounds its concurrent requests
+	// per process; 0 for the service's default.
+	RateLimitPerSecond int
+	MaxInFlight        int
+	// Headers are sent with every request (ParseWebhookHeaders).
+	Headers []WebhookHeader
+	// Health is its circuit breaker and recent outcomes
+	// (webhook_destination_health.go).
+	Health WebhookDestinationHealth
 }
 
 // WebhookSubscriptionState is the lifecycle state of a subscription:
@@ -146,7 +162,7 @@ const (
 func (s WebhookDeliveryState) Valid() bool {
 	switch s {
 	case WebhookDeliveryPending, WebhookDeliveryDelivering, WebhookDeliveryDelivered,
-		WebhookDeliveryRetrying, WebhookDeliveryDeadLettered:
+		WebhookDeliveryRetrying, WebhookDeliveryDeadLettered, WebhookDeliveryPaused, WebhookDeliveryCancelled:
 		return true
 	}
 	return false
@@ -364,6 +380,9 @@ type AuditEventRef struct {
 	ID       uuid.UUID
 	Sequence uint64
 	Action   string
+	// AboutDestination is, for an operational webhook event (the service's
+	// own), the destination it is about; uuid.Nil otherwise.
+	AboutDestination uuid.UUID
 }
 
 // WebhookDeliveryFilter selects deliveries of a project; zero fields match

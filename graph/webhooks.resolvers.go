@@ -146,4 +146,12 @@ func (r *Resolver) WebhookDeliveryAttempt() generated.WebhookDeliveryAttemptReso
 	return &webhookDeliveryAttemptResolver{r}
 }
 
-type webhookDeliveryAttemptResolver struct{ *Resolver }
+// WebhookDestination returns generated.WebhookDestinationResolver implementation.
+func (r *Resolver) WebhookDestination() generated.WebhookDestinationResolver {
+	return &webhookDestinationResolver{r}
+}
+
+type (
+	webhookDeliveryAttemptResolver struct{ *Resolver }
+	webhookDestinationResolver     struct{ *Resolver }
+)

@@ -55,5 +55,11 @@ func (w *WebhookDeliveryWorker) Work(ctx context.Context, job *river.Job[jobargs
 		// Give the worker back and try again soon, without using an attempt.
 		return river.JobSnooze(250*time.Millisecond + rand.N(250*time.Millisecond))
 	}
+	var wait *app.DestinationWaitError
+	if errors.As(err, &wait) {
+		// The destination takes no request yet (breaker open, rate limit
+		// spent): come back then, a little spread, without using an attempt.
+		return river.JobSnooze(max(time.Until(wait.Until), 0) + rand.N(100*time.Millisecond))
+	}
 	return err
 }

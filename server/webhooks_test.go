@@ -40,7 +40,7 @@ var allWebhookPerms = []app.Permission{
 }
 
 const (
-	whDestinationFields  = `id projectId url description createdAt secretRotatedAt activeSecrets`
+	whDestinationFields  = `id projectId url description createdAt secretRotatedAt activeSecrets ` + whLifecycleFields
 	whSubscriptionFields = `id projectId destinationId eventTypes description state afterSequence createdAt disabledAt`
 	whDeliveryFields     = `id projectId subscriptionId destinationId eventId eventSequence eventType idempotencyKey
   state attemptCount maxAttempts nextAttemptAt createdAt updatedAt deliveredAt deadLetteredAt lastError

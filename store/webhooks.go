@@ -17,9 +17,11 @@ import (
 // of LockWebhookDestination and ListWebhookDestinations convert to
 // dbsqlc.GetWebhookDestinationRow).
 func destinationFromRow(r dbsqlc.GetWebhookDestinationRow) domain.WebhookDestination {
-	return domain.WebhookDestination{TenantID: r.TenantID, ProjectID: r.ProjectID, ID: r.ID, URL: r.Url,
+	d := domain.WebhookDestination{TenantID: r.TenantID, ProjectID: r.ProjectID, ID: r.ID, URL: r.Url,
 		Description: r.Description, CreatedAt: r.CreatedAt.UTC(), CreatedBy: r.CreatedBy,
 		SecretRotatedAt: utcPtr(r.SecretRotatedAt), ActiveSecrets: int(r.ActiveSecrets)}
+	destinationLifecycleFromRow(&d, &r)
+	return d
 }
 
 // scanDestination decodes a row of dbsqlc.GetWebhookDestination queued in a
@@ -27,7 +29,10 @@ func destinationFromRow(r dbsqlc.GetWebhookDestinationRow) domain.WebhookDestina
 func scanDestination(row pgx.CollectableRow) (domain.WebhookDestination, error) {
 	var r dbsqlc.GetWebhookDestinationRow
 	err := row.Scan(&r.TenantID, &r.ProjectID, &r.ID, &r.Url, &r.Description, &r.CreatedAt, &r.CreatedBy,
-		&r.SecretRotatedAt, &r.ActiveSecrets)
+		&r.SecretRotatedAt, &r.ActiveSecrets, &r.State, &r.DisabledReason, &r.DisabledAt, &r.DeletedAt,
+		&r.RateLimitPerSecond, &r.MaxInFlight, &r.Headers, &r.ConsecutiveFailures, &r.FailingSince, &r.LastSuccessAt,
+		&r.LastFailureAt, &r.CircuitOpenUntil, &r.CircuitOpens, &r.ProbeUntil, &r.HourStart, &r.HourSucceeded,
+		&r.HourFailed, &r.PrevHourSucceeded, &r.PrevHourFailed)
 	return destinationFromRow(r), err
 }
 
@@ -207,7 +212,8 @@ func (q *queries) ListWebhookSubscriptions(ctx context.Context, tenantID, projec
 }
 
 // AuditEventRefs returns id, sequence and action of the events of
-// tenant/project with sequence in [from, to], in sequence order.
+// tenant/project with sequence in [from, to], in sequence order, and for
+// an operational webhook event the destination it is about.
 func (q *queries) AuditEventRefs(ctx context.Context, tenantID, projectID string, from, to uint64) ([]domain.AuditEventRef, error) {
 	rows, err := q.sqlc.AuditEventRefs(ctx, dbsqlc.AuditEventRefsParams{
 		TenantID: tenantID, ProjectID: projectID, FromSequence: clampInt64(from), ToSequence: clampInt64(to)})
@@ -217,6 +223,9 @@ func (q *queries) AuditEventRefs(ctx context.Context, tenantID, projectID string
 	out := make([]domain.AuditEventRef, len(rows))
 	for i, r := range rows {
 		out[i] = domain.AuditEventRef{ID: r.ID, Sequence: uint64(r.Sequence), Action: r.Action}
+		if r.AboutDestination != "" {
+			out[i].AboutDestination, _ = uuid.Parse(r.AboutDestination)
+		}
 	}
 	return out, nil
 }

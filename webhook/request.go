@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"errors"
+	"net/http"
 	"strings"
 	"time"
 )
@@ -24,6 +25,9 @@ type Request struct {
 	// Keys are the raw signing keys (see ParseSecret); the request is signed
 	// with each of them, in order. At least one non-empty key is required.
 	Keys [][]byte
+	// Header holds extra headers, such as a destination's custom ones. They
+	// never replace the headers Send sets itself.
+	Header http.Header
 }
 
 // validate checks the parts of r other than the URL. Its errors are

@@ -187,6 +187,8 @@ func (s *Sender) CloseIdleConnections() {
 //	webhook-signature: Sign(r.ID, r.Timestamp, r.Body, r.Keys)
 //	user-agent:        SenderConfig.UserAgent
 //
+// and those of r.Header that are not among them.
+//
 // Before any network activity the URL is checked with the [ValidateURL]
 // rules under the Sender's AllowHTTP and AllowPrefixes; a refused
 // destination yields [ErrorClassSSRF] or [ErrorClassInvalidURL]. Every
@@ -258,6 +260,11 @@ func (s *Sender) deliver(parent context.Context, target string, r Request) Resul
 		"Webhook-Timestamp": {strconv.FormatInt(ts.Unix(), 10)},
 		"Webhook-Signature": {Sign(r.ID, ts, r.Body, r.Keys)},
 		"User-Agent":        {s.cfg.UserAgent},
+	}
+	for name, values := range r.Header {
+		if _, own := req.Header[name]; !own {
+			req.Header[name] = values
+		}
 	}
 
 	start := time.Now()

@@ -22,6 +22,10 @@ type webhookFlags struct {
 	WebhookTimeout           time.Duration `name:"webhook-timeout" env:"AETHER_WEBHOOK_TIMEOUT" default:"15s" help:"Bound on one delivery request, start to end."`
 	WebhookWorkers           int           `name:"webhook-workers" env:"AETHER_WEBHOOK_WORKERS" default:"100" help:"Concurrent webhook requests of this process."`
 	WebhookMaxPerDestination int           `name:"webhook-max-in-flight-per-destination" env:"AETHER_WEBHOOK_MAX_IN_FLIGHT_PER_DESTINATION" default:"8" help:"Concurrent requests of this process to one destination, so a slow receiver cannot take every worker."`
+	WebhookBreakerFailures   int           `name:"webhook-breaker-failures" env:"AETHER_WEBHOOK_BREAKER_FAILURES" default:"10" help:"Consecutive failed attempts to a destination that open its circuit breaker: no requests until a probe after a backoff."`
+	WebhookBreakerBackoff    time.Duration `name:"webhook-breaker-backoff" env:"AETHER_WEBHOOK_BREAKER_BACKOFF" default:"30s" help:"Wait of an open circuit breaker before its first probe; doubled after each failed probe, up to --webhook-breaker-max-backoff."`
+	WebhookBreakerMaxBackoff time.Duration `name:"webhook-breaker-max-backoff" env:"AETHER_WEBHOOK_BREAKER_MAX_BACKOFF" default:"1h" help:"Longest wait of an open circuit breaker between probes."`
+	WebhookAutoDisableAfter  time.Duration `name:"webhook-auto-disable-after" env:"AETHER_WEBHOOK_AUTO_DISABLE_AFTER" default:"120h" help:"A destination whose attempts all failed for this long is AUTO_DISABLED (at once on 410 Gone)."`
 	WebhookAllowCIDRs        []string      `name:"webhook-allow-cidrs" env:"AETHER_WEBHOOK_ALLOW_CIDRS" help:"DEVELOPMENT ONLY: address prefixes (e.g. 127.0.0.0/8) webhook destinations may use despite the SSRF defence."`
 	WebhookAllowHTTP         bool          `name:"webhook-allow-http" env:"AETHER_WEBHOOK_ALLOW_HTTP" help:"DEVELOPMENT ONLY: allow http:// webhook destinations."`
 }
@@ -76,5 +80,7 @@ func (f webhookFlags) config(key []byte, logger *slog.Logger) (app.WebhookConfig
 			AllowPrefixes:  prefixes,
 		}),
 		MaxInFlightPerDestination: f.WebhookMaxPerDestination,
+		Breaker: domain.WebhookBreakerPolicy{Failures: f.WebhookBreakerFailures, Backoff: f.WebhookBreakerBackoff,
+			MaxBackoff: f.WebhookBreakerMaxBackoff, AutoDisableAfter: f.WebhookAutoDisableAfter},
 	}, nil
 }

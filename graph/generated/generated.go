@@ -39,6 +39,7 @@ type ResolverRoot interface {
 	Query() QueryResolver
 	Subscription() SubscriptionResolver
 	WebhookDeliveryAttempt() WebhookDeliveryAttemptResolver
+	WebhookDestination() WebhookDestinationResolver
 }
 
 type DirectiveRoot struct {
@@ -242,7 +243,10 @@ type ComplexityRoot struct {
 		CreateDataExportDownload       func(childComplexity int, input model.CreateDataExportDownloadInput) int
 		CreateWebhookDestination       func(childComplexity int, input model.CreateWebhookDestinationInput) int
 		CreateWebhookSubscription      func(childComplexity int, input model.CreateWebhookSubscriptionInput) int
+		DeleteWebhookDestination       func(childComplexity int, input model.DeleteWebhookDestinationInput) int
+		DisableWebhookDestination      func(childComplexity int, input model.DisableWebhookDestinationInput) int
 		DisableWebhookSubscription     func(childComplexity int, input model.DisableWebhookSubscriptionInput) int
+		EnableWebhookDestination       func(childComplexity int, input model.EnableWebhookDestinationInput) int
 		ExpireDataExport               func(childComplexity int, input model.ExpireDataExportInput) int
 		RecordAuditEvent               func(childComplexity int, input model.RecordAuditEventInput) int
 		RecordAuditEvents              func(childComplexity int, input model.RecordAuditEventsInput) int
@@ -250,6 +254,7 @@ type ComplexityRoot struct {
 		RequestDataExport              func(childComplexity int, input model.RequestDataExportInput) int
 		RotateWebhookDestinationSecret func(childComplexity int, input model.RotateWebhookDestinationSecretInput) int
 		SetAuditRetention              func(childComplexity int, input model.SetAuditRetentionInput) int
+		UpdateWebhookDestination       func(childComplexity int, input model.UpdateWebhookDestinationInput) int
 	}
 
 	PageInfo struct {
@@ -340,13 +345,40 @@ type ComplexityRoot struct {
 	}
 
 	WebhookDestination struct {
-		ActiveSecrets   func(childComplexity int) int
-		CreatedAt       func(childComplexity int) int
-		Description     func(childComplexity int) int
-		ID              func(childComplexity int) int
-		ProjectID       func(childComplexity int) int
-		SecretRotatedAt func(childComplexity int) int
-		URL             func(childComplexity int) int
+		ActiveSecrets      func(childComplexity int) int
+		CreatedAt          func(childComplexity int) int
+		Description        func(childComplexity int) int
+		DisabledAt         func(childComplexity int) int
+		DisabledReason     func(childComplexity int) int
+		Headers            func(childComplexity int) int
+		Health             func(childComplexity int) int
+		ID                 func(childComplexity int) int
+		MaxInFlight        func(childComplexity int) int
+		ProjectID          func(childComplexity int) int
+		RateLimitPerSecond func(childComplexity int) int
+		SecretRotatedAt    func(childComplexity int) int
+		State              func(childComplexity int) int
+		URL                func(childComplexity int) int
+	}
+
+	WebhookDestinationHealth struct {
+		AttemptsLastHour    func(childComplexity int) int
+		Circuit             func(childComplexity int) int
+		CircuitOpenUntil    func(childComplexity int) int
+		ConsecutiveFailures func(childComplexity int) int
+		FailingSince        func(childComplexity int) int
+		LastFailureAt       func(childComplexity int) int
+		LastSuccessAt       func(childComplexity int) int
+		SuccessRateLastHour func(childComplexity int) int
+	}
+
+	WebhookDestinationPayload struct {
+		Destination func(childComplexity int) int
+	}
+
+	WebhookHeader struct {
+		Name  func(childComplexity int) int
+		Value func(childComplexity int) int
 	}
 
 	WebhookSubscription struct {
@@ -408,6 +440,10 @@ type MutationResolver interface {
 	AppendAlarmHistory(ctx context.Context, input model.AppendAlarmHistoryInput) (*model.AppendHistoryPayload, error)
 	AppendTelemetryHistory(ctx context.Context, input model.AppendTelemetryHistoryInput) (*model.AppendHistoryPayload, error)
 	SetAuditRetention(ctx context.Context, input model.SetAuditRetentionInput) (*app.AuditRetention, error)
+	UpdateWebhookDestination(ctx context.Context, input model.UpdateWebhookDestinationInput) (*model.WebhookDestinationPayload, error)
+	DisableWebhookDestination(ctx context.Context, input model.DisableWebhookDestinationInput) (*model.WebhookDestinationPayload, error)
+	EnableWebhookDestination(ctx context.Context, input model.EnableWebhookDestinationInput) (*model.WebhookDestinationPayload, error)
+	DeleteWebhookDestination(ctx context.Context, input model.DeleteWebhookDestinationInput) (*model.WebhookDestinationPayload, error)
 	CreateWebhookDestination(ctx context.Context, input model.CreateWebhookDestinationInput) (*model.CreateWebhookDestinationPayload, error)
 	RotateWebhookDestinationSecret(ctx context.Context, input model.RotateWebhookDestinationSecretInput) (*model.RotateWebhookDestinationSecretPayload, error)
 	CreateWebhookSubscription(ctx context.Context, input model.CreateWebhookSubscriptionInput) (*model.WebhookSubscriptionPayload, error)
@@ -435,6 +471,12 @@ type SubscriptionResolver interface {
 }
 type WebhookDeliveryAttemptResolver interface {
 	LatencyMs(ctx context.Context, obj *domain.WebhookDeliveryAttempt) (*float64, error)
+}
+type WebhookDestinationResolver interface {
+	RateLimitPerSecond(ctx context.Context, obj *domain.WebhookDestination) (*int, error)
+	MaxInFlight(ctx context.Context, obj *domain.WebhookDestination) (*int, error)
+
+	Health(ctx context.Context, obj *domain.WebhookDestination) (*app.WebhookHealthSummary, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -1236,6 +1278,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreateWebhookSubscription(childComplexity, args["input"].(model.CreateWebhookSubscriptionInput)), true
+	case "Mutation.deleteWebhookDestination":
+		if e.ComplexityRoot.Mutation.DeleteWebhookDestination == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteWebhookDestination_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteWebhookDestination(childComplexity, args["input"].(model.DeleteWebhookDestinationInput)), true
+	case "Mutation.disableWebhookDestination":
+		if e.ComplexityRoot.Mutation.DisableWebhookDestination == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_disableWebhookDestination_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DisableWebhookDestination(childComplexity, args["input"].(model.DisableWebhookDestinationInput)), true
 	case "Mutation.disableWebhookSubscription":
 		if e.ComplexityRoot.Mutation.DisableWebhookSubscription == nil {
 			break
@@ -1247,6 +1311,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DisableWebhookSubscription(childComplexity, args["input"].(model.DisableWebhookSubscriptionInput)), true
+	case "Mutation.enableWebhookDestination":
+		if e.ComplexityRoot.Mutation.EnableWebhookDestination == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_enableWebhookDestination_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.EnableWebhookDestination(childComplexity, args["input"].(model.EnableWebhookDestinationInput)), true
 	case "Mutation.expireDataExport":
 		if e.ComplexityRoot.Mutation.ExpireDataExport == nil {
 			break
@@ -1324,6 +1399,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SetAuditRetention(childComplexity, args["input"].(model.SetAuditRetentionInput)), true
+	case "Mutation.updateWebhookDestination":
+		if e.ComplexityRoot.Mutation.UpdateWebhookDestination == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_updateWebhookDestination_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.UpdateWebhookDestination(childComplexity, args["input"].(model.UpdateWebhookDestinationInput)), true
 
 	case "PageInfo.endCursor":
 		if e.ComplexityRoot.PageInfo.EndCursor == nil {
@@ -1749,30 +1835,141 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.WebhookDestination.Description(childComplexity), true
+	case "WebhookDestination.disabledAt":
+		if e.ComplexityRoot.WebhookDestination.DisabledAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDestination.DisabledAt(childComplexity), true
+	case "WebhookDestination.disabledReason":
+		if e.ComplexityRoot.WebhookDestination.DisabledReason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDestination.DisabledReason(childComplexity), true
+	case "WebhookDestination.headers":
+		if e.ComplexityRoot.WebhookDestination.Headers == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDestination.Headers(childComplexity), true
+	case "WebhookDestination.health":
+		if e.ComplexityRoot.WebhookDestination.Health == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDestination.Health(childComplexity), true
 	case "WebhookDestination.id":
 		if e.ComplexityRoot.WebhookDestination.ID == nil {
 			break
 		}
 
 		return e.ComplexityRoot.WebhookDestination.ID(childComplexity), true
+	case "WebhookDestination.maxInFlight":
+		if e.ComplexityRoot.WebhookDestination.MaxInFlight == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDestination.MaxInFlight(childComplexity), true
 	case "WebhookDestination.projectId":
 		if e.ComplexityRoot.WebhookDestination.ProjectID == nil {
 			break
 		}
 
 		return e.ComplexityRoot.WebhookDestination.ProjectID(childComplexity), true
+	case "WebhookDestination.rateLimitPerSecond":
+		if e.ComplexityRoot.WebhookDestination.RateLimitPerSecond == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDestination.RateLimitPerSecond(childComplexity), true
 	case "WebhookDestination.secretRotatedAt":
 		if e.ComplexityRoot.WebhookDestination.SecretRotatedAt == nil {
 			break
 		}
 
 		return e.ComplexityRoot.WebhookDestination.SecretRotatedAt(childComplexity), true
+	case "WebhookDestination.state":
+		if e.ComplexityRoot.WebhookDestination.State == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDestination.State(childComplexity), true
 	case "WebhookDestination.url":
 		if e.ComplexityRoot.WebhookDestination.URL == nil {
 			break
 		}
 
 		return e.ComplexityRoot.WebhookDestination.URL(childComplexity), true
+
+	case "WebhookDestinationHealth.attemptsLastHour":
+		if e.ComplexityRoot.WebhookDestinationHealth.AttemptsLastHour == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDestinationHealth.AttemptsLastHour(childComplexity), true
+	case "WebhookDestinationHealth.circuit":
+		if e.ComplexityRoot.WebhookDestinationHealth.Circuit == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDestinationHealth.Circuit(childComplexity), true
+	case "WebhookDestinationHealth.circuitOpenUntil":
+		if e.ComplexityRoot.WebhookDestinationHealth.CircuitOpenUntil == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDestinationHealth.CircuitOpenUntil(childComplexity), true
+	case "WebhookDestinationHealth.consecutiveFailures":
+		if e.ComplexityRoot.WebhookDestinationHealth.ConsecutiveFailures == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDestinationHealth.ConsecutiveFailures(childComplexity), true
+	case "WebhookDestinationHealth.failingSince":
+		if e.ComplexityRoot.WebhookDestinationHealth.FailingSince == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDestinationHealth.FailingSince(childComplexity), true
+	case "WebhookDestinationHealth.lastFailureAt":
+		if e.ComplexityRoot.WebhookDestinationHealth.LastFailureAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDestinationHealth.LastFailureAt(childComplexity), true
+	case "WebhookDestinationHealth.lastSuccessAt":
+		if e.ComplexityRoot.WebhookDestinationHealth.LastSuccessAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDestinationHealth.LastSuccessAt(childComplexity), true
+	case "WebhookDestinationHealth.successRateLastHour":
+		if e.ComplexityRoot.WebhookDestinationHealth.SuccessRateLastHour == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDestinationHealth.SuccessRateLastHour(childComplexity), true
+
+	case "WebhookDestinationPayload.destination":
+		if e.ComplexityRoot.WebhookDestinationPayload.Destination == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDestinationPayload.Destination(childComplexity), true
+
+	case "WebhookHeader.name":
+		if e.ComplexityRoot.WebhookHeader.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookHeader.Name(childComplexity), true
+	case "WebhookHeader.value":
+		if e.ComplexityRoot.WebhookHeader.Value == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookHeader.Value(childComplexity), true
 
 	case "WebhookSubscription.afterSequence":
 		if e.ComplexityRoot.WebhookSubscription.AfterSequence == nil {
@@ -1885,7 +2082,10 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("CreateWebhookDestinationInput", ec.unmarshalInputCreateWebhookDestinationInput),
 			graphql.NewInputUnmarshaler("CreateWebhookSubscriptionInput", ec.unmarshalInputCreateWebhookSubscriptionInput),
 			graphql.NewInputUnmarshaler("DataExportFilter", ec.unmarshalInputDataExportFilter),
+			graphql.NewInputUnmarshaler("DeleteWebhookDestinationInput", ec.unmarshalInputDeleteWebhookDestinationInput),
+			graphql.NewInputUnmarshaler("DisableWebhookDestinationInput", ec.unmarshalInputDisableWebhookDestinationInput),
 			graphql.NewInputUnmarshaler("DisableWebhookSubscriptionInput", ec.unmarshalInputDisableWebhookSubscriptionInput),
+			graphql.NewInputUnmarshaler("EnableWebhookDestinationInput", ec.unmarshalInputEnableWebhookDestinationInput),
 			graphql.NewInputUnmarshaler("EvidenceDigestInput", ec.unmarshalInputEvidenceDigestInput),
 			graphql.NewInputUnmarshaler("ExpireDataExportInput", ec.unmarshalInputExpireDataExportInput),
 			graphql.NewInputUnmarshaler("RecordAuditEventInput", ec.unmarshalInputRecordAuditEventInput),
@@ -1895,7 +2095,9 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("RotateWebhookDestinationSecretInput", ec.unmarshalInputRotateWebhookDestinationSecretInput),
 			graphql.NewInputUnmarshaler("SetAuditRetentionInput", ec.unmarshalInputSetAuditRetentionInput),
 			graphql.NewInputUnmarshaler("TelemetryPointInput", ec.unmarshalInputTelemetryPointInput),
+			graphql.NewInputUnmarshaler("UpdateWebhookDestinationInput", ec.unmarshalInputUpdateWebhookDestinationInput),
 			graphql.NewInputUnmarshaler("WebhookDeliveryFilter", ec.unmarshalInputWebhookDeliveryFilter),
+			graphql.NewInputUnmarshaler("WebhookHeaderInput", ec.unmarshalInputWebhookHeaderInput),
 		)
 	}
 	first := true
@@ -2662,6 +2864,149 @@ type Subscription {
   after the subscription began. Filters are those of auditEvents.
   """
   auditEventRecorded(projectId: ID!, afterSequence: Uint64, filter: AuditEventFilter): AuditEvent!
+}
+`, BuiltIn: false},
+	{Name: "../../schema/webhook_lifecycle.graphqls", Input: `# The lifecycle, limits, custom headers and health of webhook destinations
+# (docs/webhooks.md, "Destination lifecycle" and "Health").
+
+extend type Mutation {
+  """
+  Changes a destination's URL (the rules of creation), description, limits or
+  custom headers; omitted fields keep their values. Needs webhooks:write.
+  Audited as webhook.destination.updated (header names only, never values).
+  """
+  updateWebhookDestination(input: UpdateWebhookDestinationInput!): WebhookDestinationPayload!
+
+  """
+  Disables a destination: its waiting deliveries become PAUSED, keeping their
+  attempts, and new ones pause as they come, until it is enabled. Disabling a
+  disabled or auto-disabled destination succeeds and changes nothing. Needs
+  webhooks:write. Audited as webhook.destination.disabled.
+  """
+  disableWebhookDestination(input: DisableWebhookDestinationInput!): WebhookDestinationPayload!
+
+  """
+  Enables a DISABLED or AUTO_DISABLED destination with a fresh health record,
+  and resumes its PAUSED deliveries in order of sequence. Enabling an enabled
+  destination succeeds and changes nothing. Needs webhooks:write. Audited as
+  webhook.destination.enabled.
+  """
+  enableWebhookDestination(input: EnableWebhookDestinationInput!): WebhookDestinationPayload!
+
+  """
+  Deletes a destination: its subscriptions end, its deliveries not yet sent to
+  the end become CANCELLED, its secrets stop signing, and no query shows it
+  again; deliveries, attempts and events are kept. Needs webhooks:write and
+  confirm: true (else CONFIRMATION_REQUIRED). Audited as
+  webhook.destination.deleted.
+  """
+  deleteWebhookDestination(input: DeleteWebhookDestinationInput!): WebhookDestinationPayload!
+}
+
+"""
+ENABLED: deliveries go out. DISABLED: by a command; deliveries wait PAUSED.
+AUTO_DISABLED: by the service, after failing for AETHER_WEBHOOK_AUTO_DISABLE_AFTER
+or at once on 410 Gone; deliveries wait PAUSED.
+"""
+enum WebhookDestinationState {
+  ENABLED
+  DISABLED
+  AUTO_DISABLED
+}
+
+"""
+CLOSED: requests go out. OPEN: none until openUntil. HALF_OPEN: one probe at a
+time; its success closes the breaker.
+"""
+enum WebhookCircuitState {
+  CLOSED
+  OPEN
+  HALF_OPEN
+}
+
+"A custom header sent with every request to a destination."
+type WebhookHeader {
+  name: String!
+  value: String!
+}
+
+"A custom header: a name that is not reserved, and a value of visible ASCII."
+input WebhookHeaderInput {
+  "An HTTP header name of at most 64 bytes; not webhook-*, content-*, host, authorization and the other reserved names."
+  name: String!
+  "At most 1024 bytes."
+  value: String!
+}
+
+"How a destination has been answering, shared by every process."
+type WebhookDestinationHealth {
+  "Failed attempts since the last success."
+  consecutiveFailures: Int!
+  lastSuccessAt: Time
+  lastFailureAt: Time
+  "The first failure since the last success: null while it succeeds."
+  failingSince: Time
+  "Share of succeeded attempts over the last hour (0-1); null without attempts."
+  successRateLastHour: Float
+  "Attempts over the last hour (estimated from two clock-hour windows)."
+  attemptsLastHour: Int!
+  circuit: WebhookCircuitState!
+  "While OPEN: when the next probe may go out."
+  circuitOpenUntil: Time
+}
+
+extend type WebhookDestination {
+  state: WebhookDestinationState!
+  "Why it is DISABLED or AUTO_DISABLED; empty when ENABLED."
+  disabledReason: String!
+  disabledAt: Time
+  "Requests per second across all processes; null for no limit."
+  rateLimitPerSecond: Int
+  "Concurrent requests per process; null for the service's default."
+  maxInFlight: Int
+  "Custom headers sent with every request."
+  headers: [WebhookHeader!]!
+  health: WebhookDestinationHealth!
+}
+
+input UpdateWebhookDestinationInput {
+  destinationId: ID!
+  "An https URL (at most 2048 bytes) without credentials, as at creation."
+  url: String
+  description: String
+  "1-10000 requests per second across all processes; 0 removes the limit."
+  rateLimitPerSecond: Int
+  "1-100 concurrent requests per process; 0 restores the service's default."
+  maxInFlight: Int
+  "Replace the custom headers (at most 10); [] removes them."
+  headers: [WebhookHeaderInput!]
+}
+
+input DisableWebhookDestinationInput {
+  destinationId: ID!
+  "Kept as disabledReason (at most 1024 bytes)."
+  reason: String
+}
+
+input EnableWebhookDestinationInput {
+  destinationId: ID!
+}
+
+input DeleteWebhookDestinationInput {
+  destinationId: ID!
+  "Must be true: deleting ends the subscriptions and cancels pending deliveries."
+  confirm: Boolean!
+}
+
+type WebhookDestinationPayload {
+  destination: WebhookDestination!
+}
+
+extend enum WebhookDeliveryState {
+  "Waiting, without using an attempt, while its destination is disabled."
+  PAUSED
+  "Its destination was deleted before it was delivered (final); lastError says why."
+  CANCELLED
 }
 `, BuiltIn: false},
 	{Name: "../../schema/webhooks.graphqls", Input: `extend type Query {
@@ -3446,8 +3791,62 @@ func (ec *executionContext) childFields_WebhookDestination(ctx context.Context, 
 		return ec.fieldContext_WebhookDestination_secretRotatedAt(ctx, field)
 	case "activeSecrets":
 		return ec.fieldContext_WebhookDestination_activeSecrets(ctx, field)
+	case "state":
+		return ec.fieldContext_WebhookDestination_state(ctx, field)
+	case "disabledReason":
+		return ec.fieldContext_WebhookDestination_disabledReason(ctx, field)
+	case "disabledAt":
+		return ec.fieldContext_WebhookDestination_disabledAt(ctx, field)
+	case "rateLimitPerSecond":
+		return ec.fieldContext_WebhookDestination_rateLimitPerSecond(ctx, field)
+	case "maxInFlight":
+		return ec.fieldContext_WebhookDestination_maxInFlight(ctx, field)
+	case "headers":
+		return ec.fieldContext_WebhookDestination_headers(ctx, field)
+	case "health":
+		return ec.fieldContext_WebhookDestination_health(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type WebhookDestination", field.Name)
+}
+
+func (ec *executionContext) childFields_WebhookDestinationHealth(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "consecutiveFailures":
+		return ec.fieldContext_WebhookDestinationHealth_consecutiveFailures(ctx, field)
+	case "lastSuccessAt":
+		return ec.fieldContext_WebhookDestinationHealth_lastSuccessAt(ctx, field)
+	case "lastFailureAt":
+		return ec.fieldContext_WebhookDestinationHealth_lastFailureAt(ctx, field)
+	case "failingSince":
+		return ec.fieldContext_WebhookDestinationHealth_failingSince(ctx, field)
+	case "successRateLastHour":
+		return ec.fieldContext_WebhookDestinationHealth_successRateLastHour(ctx, field)
+	case "attemptsLastHour":
+		return ec.fieldContext_WebhookDestinationHealth_attemptsLastHour(ctx, field)
+	case "circuit":
+		return ec.fieldContext_WebhookDestinationHealth_circuit(ctx, field)
+	case "circuitOpenUntil":
+		return ec.fieldContext_WebhookDestinationHealth_circuitOpenUntil(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type WebhookDestinationHealth", field.Name)
+}
+
+func (ec *executionContext) childFields_WebhookDestinationPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "destination":
+		return ec.fieldContext_WebhookDestinationPayload_destination(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type WebhookDestinationPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_WebhookHeader(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_WebhookHeader_name(ctx, field)
+	case "value":
+		return ec.fieldContext_WebhookHeader_value(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type WebhookHeader", field.Name)
 }
 
 func (ec *executionContext) childFields_WebhookSubscription(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3702,12 +4101,54 @@ func (ec *executionContext) field_Mutation_createWebhookSubscription_args(ctx co
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_deleteWebhookDestination_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.DeleteWebhookDestinationInput, error) {
+			return ec.unmarshalNDeleteWebhookDestinationInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐDeleteWebhookDestinationInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_disableWebhookDestination_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.DisableWebhookDestinationInput, error) {
+			return ec.unmarshalNDisableWebhookDestinationInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐDisableWebhookDestinationInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_disableWebhookSubscription_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.DisableWebhookSubscriptionInput, error) {
 			return ec.unmarshalNDisableWebhookSubscriptionInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐDisableWebhookSubscriptionInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_enableWebhookDestination_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.EnableWebhookDestinationInput, error) {
+			return ec.unmarshalNEnableWebhookDestinationInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐEnableWebhookDestinationInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -3806,6 +4247,20 @@ func (ec *executionContext) field_Mutation_setAuditRetention_args(ctx context.Co
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.SetAuditRetentionInput, error) {
 			return ec.unmarshalNSetAuditRetentionInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐSetAuditRetentionInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_updateWebhookDestination_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.UpdateWebhookDestinationInput, error) {
+			return ec.unmarshalNUpdateWebhookDestinationInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐUpdateWebhookDestinationInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -7480,6 +7935,182 @@ func (ec *executionContext) fieldContext_Mutation_setAuditRetention(ctx context.
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_updateWebhookDestination(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_updateWebhookDestination(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().UpdateWebhookDestination(ctx, fc.Args["input"].(model.UpdateWebhookDestinationInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.WebhookDestinationPayload) graphql.Marshaler {
+			return ec.marshalNWebhookDestinationPayload2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐWebhookDestinationPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_updateWebhookDestination(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookDestinationPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_updateWebhookDestination_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_disableWebhookDestination(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_disableWebhookDestination(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DisableWebhookDestination(ctx, fc.Args["input"].(model.DisableWebhookDestinationInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.WebhookDestinationPayload) graphql.Marshaler {
+			return ec.marshalNWebhookDestinationPayload2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐWebhookDestinationPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_disableWebhookDestination(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookDestinationPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_disableWebhookDestination_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_enableWebhookDestination(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_enableWebhookDestination(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().EnableWebhookDestination(ctx, fc.Args["input"].(model.EnableWebhookDestinationInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.WebhookDestinationPayload) graphql.Marshaler {
+			return ec.marshalNWebhookDestinationPayload2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐWebhookDestinationPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_enableWebhookDestination(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookDestinationPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_enableWebhookDestination_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteWebhookDestination(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteWebhookDestination(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteWebhookDestination(ctx, fc.Args["input"].(model.DeleteWebhookDestinationInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.WebhookDestinationPayload) graphql.Marshaler {
+			return ec.marshalNWebhookDestinationPayload2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐWebhookDestinationPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteWebhookDestination(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookDestinationPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteWebhookDestination_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_createWebhookDestination(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9552,6 +10183,447 @@ func (ec *executionContext) _WebhookDestination_activeSecrets(ctx context.Contex
 }
 func (ec *executionContext) fieldContext_WebhookDestination_activeSecrets(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("WebhookDestination", field, false, false, "Int")
+}
+
+func (ec *executionContext) _WebhookDestination_state(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDestination) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDestination_state(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.State, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.WebhookDestinationState) graphql.Marshaler {
+			return ec.marshalNWebhookDestinationState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDestinationState(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDestination_state(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDestination", field, false, false, "WebhookDestinationState")
+}
+
+func (ec *executionContext) _WebhookDestination_disabledReason(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDestination) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDestination_disabledReason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DisabledReason, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDestination_disabledReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDestination", field, false, false, "String")
+}
+
+func (ec *executionContext) _WebhookDestination_disabledAt(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDestination) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDestination_disabledAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DisabledAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDestination_disabledAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDestination", field, false, false, "Time")
+}
+
+func (ec *executionContext) _WebhookDestination_rateLimitPerSecond(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDestination) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDestination_rateLimitPerSecond(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.WebhookDestination().RateLimitPerSecond(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDestination_rateLimitPerSecond(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDestination", field, true, true, "Int")
+}
+
+func (ec *executionContext) _WebhookDestination_maxInFlight(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDestination) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDestination_maxInFlight(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.WebhookDestination().MaxInFlight(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDestination_maxInFlight(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDestination", field, true, true, "Int")
+}
+
+func (ec *executionContext) _WebhookDestination_headers(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDestination) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDestination_headers(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Headers, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []domain.WebhookHeader) graphql.Marshaler {
+			return ec.marshalNWebhookHeader2ᚕgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookHeaderᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDestination_headers(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "WebhookDestination",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookHeader(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _WebhookDestination_health(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDestination) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDestination_health(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.WebhookDestination().Health(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *app.WebhookHealthSummary) graphql.Marshaler {
+			return ec.marshalNWebhookDestinationHealth2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋappᚐWebhookHealthSummary(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDestination_health(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "WebhookDestination",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookDestinationHealth(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _WebhookDestinationHealth_consecutiveFailures(ctx context.Context, field graphql.CollectedField, obj *app.WebhookHealthSummary) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDestinationHealth_consecutiveFailures(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ConsecutiveFailures, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDestinationHealth_consecutiveFailures(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDestinationHealth", field, false, false, "Int")
+}
+
+func (ec *executionContext) _WebhookDestinationHealth_lastSuccessAt(ctx context.Context, field graphql.CollectedField, obj *app.WebhookHealthSummary) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDestinationHealth_lastSuccessAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastSuccessAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDestinationHealth_lastSuccessAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDestinationHealth", field, false, false, "Time")
+}
+
+func (ec *executionContext) _WebhookDestinationHealth_lastFailureAt(ctx context.Context, field graphql.CollectedField, obj *app.WebhookHealthSummary) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDestinationHealth_lastFailureAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastFailureAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDestinationHealth_lastFailureAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDestinationHealth", field, false, false, "Time")
+}
+
+func (ec *executionContext) _WebhookDestinationHealth_failingSince(ctx context.Context, field graphql.CollectedField, obj *app.WebhookHealthSummary) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDestinationHealth_failingSince(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FailingSince, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDestinationHealth_failingSince(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDestinationHealth", field, false, false, "Time")
+}
+
+func (ec *executionContext) _WebhookDestinationHealth_successRateLastHour(ctx context.Context, field graphql.CollectedField, obj *app.WebhookHealthSummary) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDestinationHealth_successRateLastHour(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SuccessRateLastHour, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *float64) graphql.Marshaler {
+			return ec.marshalOFloat2ᚖfloat64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDestinationHealth_successRateLastHour(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDestinationHealth", field, false, false, "Float")
+}
+
+func (ec *executionContext) _WebhookDestinationHealth_attemptsLastHour(ctx context.Context, field graphql.CollectedField, obj *app.WebhookHealthSummary) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDestinationHealth_attemptsLastHour(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AttemptsLastHour, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDestinationHealth_attemptsLastHour(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDestinationHealth", field, false, false, "Int")
+}
+
+func (ec *executionContext) _WebhookDestinationHealth_circuit(ctx context.Context, field graphql.CollectedField, obj *app.WebhookHealthSummary) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDestinationHealth_circuit(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Circuit, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.WebhookCircuitState) graphql.Marshaler {
+			return ec.marshalNWebhookCircuitState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookCircuitState(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDestinationHealth_circuit(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDestinationHealth", field, false, false, "WebhookCircuitState")
+}
+
+func (ec *executionContext) _WebhookDestinationHealth_circuitOpenUntil(ctx context.Context, field graphql.CollectedField, obj *app.WebhookHealthSummary) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDestinationHealth_circuitOpenUntil(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CircuitOpenUntil, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDestinationHealth_circuitOpenUntil(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDestinationHealth", field, false, false, "Time")
+}
+
+func (ec *executionContext) _WebhookDestinationPayload_destination(ctx context.Context, field graphql.CollectedField, obj *model.WebhookDestinationPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDestinationPayload_destination(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Destination, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.WebhookDestination) graphql.Marshaler {
+			return ec.marshalNWebhookDestination2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDestination(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDestinationPayload_destination(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "WebhookDestinationPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookDestination(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _WebhookHeader_name(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookHeader) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookHeader_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookHeader_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookHeader", field, false, false, "String")
+}
+
+func (ec *executionContext) _WebhookHeader_value(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookHeader) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookHeader_value(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Value, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookHeader_value(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookHeader", field, false, false, "String")
 }
 
 func (ec *executionContext) _WebhookSubscription_id(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookSubscription) (ret graphql.Marshaler) {
@@ -11832,6 +12904,104 @@ func UnmarshalDataExportFilter(ctx context.Context, raw any) (model.DataExportFi
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputDeleteWebhookDestinationInput(ctx context.Context, obj any) (model.DeleteWebhookDestinationInput, error) {
+	var it model.DeleteWebhookDestinationInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"destinationId", "confirm"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "destinationId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("destinationId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DestinationID = data
+		case "confirm":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("confirm"))
+			data, err := ec.unmarshalNBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Confirm = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalDeleteWebhookDestinationInput unmarshals raw into the DeleteWebhookDestinationInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalDeleteWebhookDestinationInput(ctx context.Context, raw any) (model.DeleteWebhookDestinationInput, error) {
+	var out model.DeleteWebhookDestinationInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "DeleteWebhookDestinationInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputDisableWebhookDestinationInput(ctx context.Context, obj any) (model.DisableWebhookDestinationInput, error) {
+	var it model.DisableWebhookDestinationInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"destinationId", "reason"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "destinationId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("destinationId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DestinationID = data
+		case "reason":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("reason"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Reason = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalDisableWebhookDestinationInput unmarshals raw into the DisableWebhookDestinationInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalDisableWebhookDestinationInput(ctx context.Context, raw any) (model.DisableWebhookDestinationInput, error) {
+	var out model.DisableWebhookDestinationInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "DisableWebhookDestinationInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputDisableWebhookSubscriptionInput(ctx context.Context, obj any) (model.DisableWebhookSubscriptionInput, error) {
 	var it model.DisableWebhookSubscriptionInput
 	if obj == nil {
@@ -11871,6 +13041,48 @@ func (ec *executionContext) unmarshalInputDisableWebhookSubscriptionInput(ctx co
 func UnmarshalDisableWebhookSubscriptionInput(ctx context.Context, raw any) (model.DisableWebhookSubscriptionInput, error) {
 	var out model.DisableWebhookSubscriptionInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "DisableWebhookSubscriptionInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputEnableWebhookDestinationInput(ctx context.Context, obj any) (model.EnableWebhookDestinationInput, error) {
+	var it model.EnableWebhookDestinationInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"destinationId"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "destinationId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("destinationId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DestinationID = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalEnableWebhookDestinationInput unmarshals raw into the EnableWebhookDestinationInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalEnableWebhookDestinationInput(ctx context.Context, raw any) (model.EnableWebhookDestinationInput, error) {
+	var out model.EnableWebhookDestinationInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "EnableWebhookDestinationInput", raw, &out)
 	return out, err
 }
 
@@ -12469,6 +13681,83 @@ func UnmarshalTelemetryPointInput(ctx context.Context, raw any) (model.Telemetry
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputUpdateWebhookDestinationInput(ctx context.Context, obj any) (model.UpdateWebhookDestinationInput, error) {
+	var it model.UpdateWebhookDestinationInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"destinationId", "url", "description", "rateLimitPerSecond", "maxInFlight", "headers"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "destinationId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("destinationId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DestinationID = data
+		case "url":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("url"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.URL = data
+		case "description":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("description"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Description = data
+		case "rateLimitPerSecond":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("rateLimitPerSecond"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RateLimitPerSecond = data
+		case "maxInFlight":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("maxInFlight"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MaxInFlight = data
+		case "headers":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("headers"))
+			data, err := ec.unmarshalOWebhookHeaderInput2ᚕgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐWebhookHeaderInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Headers = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalUpdateWebhookDestinationInput unmarshals raw into the UpdateWebhookDestinationInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalUpdateWebhookDestinationInput(ctx context.Context, raw any) (model.UpdateWebhookDestinationInput, error) {
+	var out model.UpdateWebhookDestinationInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "UpdateWebhookDestinationInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputWebhookDeliveryFilter(ctx context.Context, obj any) (model.WebhookDeliveryFilter, error) {
 	var it model.WebhookDeliveryFilter
 	if obj == nil {
@@ -12522,6 +13811,55 @@ func (ec *executionContext) unmarshalInputWebhookDeliveryFilter(ctx context.Cont
 func UnmarshalWebhookDeliveryFilter(ctx context.Context, raw any) (model.WebhookDeliveryFilter, error) {
 	var out model.WebhookDeliveryFilter
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "WebhookDeliveryFilter", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputWebhookHeaderInput(ctx context.Context, obj any) (model.WebhookHeaderInput, error) {
+	var it model.WebhookHeaderInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"name", "value"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "value":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("value"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Value = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalWebhookHeaderInput unmarshals raw into the WebhookHeaderInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalWebhookHeaderInput(ctx context.Context, raw any) (model.WebhookHeaderInput, error) {
+	var out model.WebhookHeaderInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "WebhookHeaderInput", raw, &out)
 	return out, err
 }
 
@@ -13900,6 +15238,34 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "updateWebhookDestination":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_updateWebhookDestination(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "disableWebhookDestination":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_disableWebhookDestination(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "enableWebhookDestination":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_enableWebhookDestination(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteWebhookDestination":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteWebhookDestination(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "createWebhookDestination":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_createWebhookDestination(ctx, field)
@@ -14564,35 +15930,212 @@ func (ec *executionContext) _WebhookDestination(ctx context.Context, sel ast.Sel
 		case "id":
 			out.Values[i] = ec._WebhookDestination_id(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "projectId":
 			out.Values[i] = ec._WebhookDestination_projectId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "url":
 			out.Values[i] = ec._WebhookDestination_url(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "description":
 			out.Values[i] = ec._WebhookDestination_description(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "createdAt":
 			out.Values[i] = ec._WebhookDestination_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "secretRotatedAt":
 			out.Values[i] = ec._WebhookDestination_secretRotatedAt(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "activeSecrets":
 			out.Values[i] = ec._WebhookDestination_activeSecrets(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "state":
+			out.Values[i] = ec._WebhookDestination_state(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "disabledReason":
+			out.Values[i] = ec._WebhookDestination_disabledReason(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "disabledAt":
+			out.Values[i] = ec._WebhookDestination_disabledAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "rateLimitPerSecond":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._WebhookDestination_rateLimitPerSecond(ctx, field, obj)
+				})
+		case "maxInFlight":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._WebhookDestination_maxInFlight(ctx, field, obj)
+				})
+		case "headers":
+			out.Values[i] = ec._WebhookDestination_headers(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "health":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._WebhookDestination_health(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var webhookDestinationHealthImplementors = []string{"WebhookDestinationHealth"}
+
+func (ec *executionContext) _WebhookDestinationHealth(ctx context.Context, sel ast.SelectionSet, obj *app.WebhookHealthSummary) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, webhookDestinationHealthImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("WebhookDestinationHealth")
+		case "consecutiveFailures":
+			out.Values[i] = ec._WebhookDestinationHealth_consecutiveFailures(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "lastSuccessAt":
+			out.Values[i] = ec._WebhookDestinationHealth_lastSuccessAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "lastFailureAt":
+			out.Values[i] = ec._WebhookDestinationHealth_lastFailureAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "failingSince":
+			out.Values[i] = ec._WebhookDestinationHealth_failingSince(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "successRateLastHour":
+			out.Values[i] = ec._WebhookDestinationHealth_successRateLastHour(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "attemptsLastHour":
+			out.Values[i] = ec._WebhookDestinationHealth_attemptsLastHour(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "circuit":
+			out.Values[i] = ec._WebhookDestinationHealth_circuit(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "circuitOpenUntil":
+			out.Values[i] = ec._WebhookDestinationHealth_circuitOpenUntil(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var webhookDestinationPayloadImplementors = []string{"WebhookDestinationPayload"}
+
+func (ec *executionContext) _WebhookDestinationPayload(ctx context.Context, sel ast.SelectionSet, obj *model.WebhookDestinationPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, webhookDestinationPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("WebhookDestinationPayload")
+		case "destination":
+			out.Values[i] = ec._WebhookDestinationPayload_destination(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var webhookHeaderImplementors = []string{"WebhookHeader"}
+
+func (ec *executionContext) _WebhookHeader(ctx context.Context, sel ast.SelectionSet, obj *domain.WebhookHeader) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, webhookHeaderImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("WebhookHeader")
+		case "name":
+			out.Values[i] = ec._WebhookHeader_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "value":
+			out.Values[i] = ec._WebhookHeader_value(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -15680,8 +17223,23 @@ var (
 	}
 )
 
+func (ec *executionContext) unmarshalNDeleteWebhookDestinationInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐDeleteWebhookDestinationInput(ctx context.Context, v any) (model.DeleteWebhookDestinationInput, error) {
+	res, err := ec.unmarshalInputDeleteWebhookDestinationInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNDisableWebhookDestinationInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐDisableWebhookDestinationInput(ctx context.Context, v any) (model.DisableWebhookDestinationInput, error) {
+	res, err := ec.unmarshalInputDisableWebhookDestinationInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNDisableWebhookSubscriptionInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐDisableWebhookSubscriptionInput(ctx context.Context, v any) (model.DisableWebhookSubscriptionInput, error) {
 	res, err := ec.unmarshalInputDisableWebhookSubscriptionInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNEnableWebhookDestinationInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐEnableWebhookDestinationInput(ctx context.Context, v any) (model.EnableWebhookDestinationInput, error) {
+	res, err := ec.unmarshalInputEnableWebhookDestinationInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
@@ -15969,6 +17527,11 @@ func (ec *executionContext) marshalNUint642uint64(ctx context.Context, sel ast.S
 	return res
 }
 
+func (ec *executionContext) unmarshalNUpdateWebhookDestinationInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐUpdateWebhookDestinationInput(ctx context.Context, v any) (model.UpdateWebhookDestinationInput, error) {
+	res, err := ec.unmarshalInputUpdateWebhookDestinationInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNWebhookAttemptOutcome2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookAttemptOutcome(ctx context.Context, v any) (domain.WebhookAttemptOutcome, error) {
 	tmp, err := graphql.UnmarshalString(v)
 	res := unmarshalNWebhookAttemptOutcome2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookAttemptOutcome[tmp]
@@ -15996,6 +17559,34 @@ var (
 		domain.WebhookAttemptSucceeded:  "SUCCEEDED",
 		domain.WebhookAttemptFailed:     "FAILED",
 		domain.WebhookAttemptUnknown:    "UNKNOWN",
+	}
+)
+
+func (ec *executionContext) unmarshalNWebhookCircuitState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookCircuitState(ctx context.Context, v any) (domain.WebhookCircuitState, error) {
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNWebhookCircuitState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookCircuitState[tmp]
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNWebhookCircuitState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookCircuitState(ctx context.Context, sel ast.SelectionSet, v domain.WebhookCircuitState) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalString(marshalNWebhookCircuitState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookCircuitState[v])
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "WebhookCircuitState!")
+	}
+	return res
+}
+
+var (
+	unmarshalNWebhookCircuitState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookCircuitState = map[string]domain.WebhookCircuitState{
+		"CLOSED":    domain.WebhookCircuitClosed,
+		"OPEN":      domain.WebhookCircuitOpen,
+		"HALF_OPEN": domain.WebhookCircuitHalfOpen,
+	}
+	marshalNWebhookCircuitState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookCircuitState = map[domain.WebhookCircuitState]string{
+		domain.WebhookCircuitClosed:   "CLOSED",
+		domain.WebhookCircuitOpen:     "OPEN",
+		domain.WebhookCircuitHalfOpen: "HALF_OPEN",
 	}
 )
 
@@ -16085,6 +17676,8 @@ var (
 		"DELIVERED":     domain.WebhookDeliveryDelivered,
 		"RETRYING":      domain.WebhookDeliveryRetrying,
 		"DEAD_LETTERED": domain.WebhookDeliveryDeadLettered,
+		"PAUSED":        domain.WebhookDeliveryPaused,
+		"CANCELLED":     domain.WebhookDeliveryCancelled,
 	}
 	marshalNWebhookDeliveryState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDeliveryState = map[domain.WebhookDeliveryState]string{
 		domain.WebhookDeliveryPending:      "PENDING",
@@ -16092,6 +17685,8 @@ var (
 		domain.WebhookDeliveryDelivered:    "DELIVERED",
 		domain.WebhookDeliveryRetrying:     "RETRYING",
 		domain.WebhookDeliveryDeadLettered: "DEAD_LETTERED",
+		domain.WebhookDeliveryPaused:       "PAUSED",
+		domain.WebhookDeliveryCancelled:    "CANCELLED",
 	}
 )
 
@@ -16121,6 +17716,75 @@ func (ec *executionContext) marshalNWebhookDestination2ᚖgithubᚗcomᚋaetheri
 		return graphql.Null
 	}
 	return ec._WebhookDestination(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNWebhookDestinationHealth2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋappᚐWebhookHealthSummary(ctx context.Context, sel ast.SelectionSet, v *app.WebhookHealthSummary) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "WebhookDestinationHealth!")
+		return graphql.Null
+	}
+	return ec._WebhookDestinationHealth(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNWebhookDestinationPayload2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐWebhookDestinationPayload(ctx context.Context, sel ast.SelectionSet, v *model.WebhookDestinationPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "WebhookDestinationPayload!")
+		return graphql.Null
+	}
+	return ec._WebhookDestinationPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNWebhookDestinationState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDestinationState(ctx context.Context, v any) (domain.WebhookDestinationState, error) {
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNWebhookDestinationState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDestinationState[tmp]
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNWebhookDestinationState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDestinationState(ctx context.Context, sel ast.SelectionSet, v domain.WebhookDestinationState) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalString(marshalNWebhookDestinationState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDestinationState[v])
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "WebhookDestinationState!")
+	}
+	return res
+}
+
+var (
+	unmarshalNWebhookDestinationState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDestinationState = map[string]domain.WebhookDestinationState{
+		"ENABLED":       domain.WebhookDestinationEnabled,
+		"DISABLED":      domain.WebhookDestinationDisabled,
+		"AUTO_DISABLED": domain.WebhookDestinationAutoDisabled,
+	}
+	marshalNWebhookDestinationState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDestinationState = map[domain.WebhookDestinationState]string{
+		domain.WebhookDestinationEnabled:      "ENABLED",
+		domain.WebhookDestinationDisabled:     "DISABLED",
+		domain.WebhookDestinationAutoDisabled: "AUTO_DISABLED",
+	}
+)
+
+func (ec *executionContext) marshalNWebhookHeader2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookHeader(ctx context.Context, sel ast.SelectionSet, v domain.WebhookHeader) graphql.Marshaler {
+	return ec._WebhookHeader(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNWebhookHeader2ᚕgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookHeaderᚄ(ctx context.Context, sel ast.SelectionSet, v []domain.WebhookHeader) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNWebhookHeader2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookHeader(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalNWebhookHeaderInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐWebhookHeaderInput(ctx context.Context, v any) (model.WebhookHeaderInput, error) {
+	res, err := ec.unmarshalInputWebhookHeaderInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNWebhookSubscription2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookSubscription(ctx context.Context, sel ast.SelectionSet, v *domain.WebhookSubscription) graphql.Marshaler {
@@ -16814,6 +18478,8 @@ var (
 		"DELIVERED":     domain.WebhookDeliveryDelivered,
 		"RETRYING":      domain.WebhookDeliveryRetrying,
 		"DEAD_LETTERED": domain.WebhookDeliveryDeadLettered,
+		"PAUSED":        domain.WebhookDeliveryPaused,
+		"CANCELLED":     domain.WebhookDeliveryCancelled,
 	}
 	marshalOWebhookDeliveryState2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDeliveryState = map[domain.WebhookDeliveryState]string{
 		domain.WebhookDeliveryPending:      "PENDING",
@@ -16821,6 +18487,8 @@ var (
 		domain.WebhookDeliveryDelivered:    "DELIVERED",
 		domain.WebhookDeliveryRetrying:     "RETRYING",
 		domain.WebhookDeliveryDeadLettered: "DEAD_LETTERED",
+		domain.WebhookDeliveryPaused:       "PAUSED",
+		domain.WebhookDeliveryCancelled:    "CANCELLED",
 	}
 )
 
@@ -16829,6 +18497,23 @@ func (ec *executionContext) marshalOWebhookDestination2ᚖgithubᚗcomᚋaetheri
 		return graphql.Null
 	}
 	return ec._WebhookDestination(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOWebhookHeaderInput2ᚕgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐWebhookHeaderInputᚄ(ctx context.Context, v any) ([]model.WebhookHeaderInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]model.WebhookHeaderInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNWebhookHeaderInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐWebhookHeaderInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
 }
 
 func (ec *executionContext) marshalOWebhookSubscription2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookSubscription(ctx context.Context, sel ast.SelectionSet, v *domain.WebhookSubscription) graphql.Marshaler {

@@ -205,8 +205,24 @@ type DataExportPayload struct {
 	Export *domain.DataExport `json:"export"`
 }
 
+type DeleteWebhookDestinationInput struct {
+	DestinationID string `json:"destinationId"`
+	// Must be true: deleting ends the subscriptions and cancels pending deliveries.
+	Confirm bool `json:"confirm"`
+}
+
+type DisableWebhookDestinationInput struct {
+	DestinationID string `json:"destinationId"`
+	// Kept as disabledReason (at most 1024 bytes).
+	Reason *string `json:"reason,omitempty"`
+}
+
 type DisableWebhookSubscriptionInput struct {
 	SubscriptionID string `json:"subscriptionId"`
+}
+
+type EnableWebhookDestinationInput struct {
+	DestinationID string `json:"destinationId"`
 }
 
 type EvidenceDigestInput struct {
@@ -322,6 +338,19 @@ type TelemetryPointInput struct {
 	Unit       *string   `json:"unit,omitempty"`
 }
 
+type UpdateWebhookDestinationInput struct {
+	DestinationID string `json:"destinationId"`
+	// An https URL (at most 2048 bytes) without credentials, as at creation.
+	URL         *string `json:"url,omitempty"`
+	Description *string `json:"description,omitempty"`
+	// 1-10000 requests per second across all processes; 0 removes the limit.
+	RateLimitPerSecond *int `json:"rateLimitPerSecond,omitempty"`
+	// 1-100 concurrent requests per process; 0 restores the service's default.
+	MaxInFlight *int `json:"maxInFlight,omitempty"`
+	// Replace the custom headers (at most 10); [] removes them.
+	Headers []WebhookHeaderInput `json:"headers,omitempty"`
+}
+
 type WebhookDeliveryConnection struct {
 	Edges    []WebhookDeliveryEdge `json:"edges"`
 	PageInfo *PageInfo             `json:"pageInfo"`
@@ -340,6 +369,18 @@ type WebhookDeliveryFilter struct {
 
 type WebhookDeliveryPayload struct {
 	Delivery *domain.WebhookDelivery `json:"delivery"`
+}
+
+type WebhookDestinationPayload struct {
+	Destination *domain.WebhookDestination `json:"destination"`
+}
+
+// A custom header: a name that is not reserved, and a value of visible ASCII.
+type WebhookHeaderInput struct {
+	// An HTTP header name of at most 64 bytes; not webhook-*, content-*, host, authorization and the other reserved names.
+	Name string `json:"name"`
+	// At most 1024 bytes.
+	Value string `json:"value"`
 }
 
 type WebhookSubscriptionConnection struct {

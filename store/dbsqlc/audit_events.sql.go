@@ -13,7 +13,10 @@ import (
 )
 
 const AuditEventRefs = `-- name: AuditEventRefs :many
-SELECT id, sequence, action FROM audit_events
+SELECT id, sequence, action,
+    (CASE WHEN subject_type = 'SYSTEM' AND action LIKE 'webhook.%' THEN COALESCE(details->>'destinationId', '')
+        ELSE '' END)::text AS about_destination
+FROM audit_events
 WHERE tenant_id = $1 AND project_id = $2 AND sequence BETWEEN $3::bigint AND $4::bigint
 ORDER BY sequence
 `
@@ -26,11 +29,15 @@ type AuditEventRefsParams struct {
 }
 
 type AuditEventRefsRow struct {
-	ID       uuid.UUID
-	Sequence int64
-	Action   string
+	ID               uuid.UUID
+	Sequence         int64
+	Action           string
+	AboutDestination string
 }
 
+// about_destination is, for an operational webhook event (the service's
+// own, subject SYSTEM), the destination it is about: the fan-out never
+// delivers it there.
 func (q *Queries) AuditEventRefs(ctx context.Context, arg AuditEventRefsParams) ([]AuditEventRefsRow, error) {
 	rows, err := q.db.Query(ctx, AuditEventRefs,
 		arg.TenantID,
@@ -45,7 +52,12 @@ func (q *Queries) AuditEventRefs(ctx context.Context, arg AuditEventRefsParams) 
 	items := []AuditEventRefsRow{}
 	for rows.Next() {
 		var i AuditEventRefsRow
-		if err := rows.Scan(&i.ID, &i.Sequence, &i.Action); err != nil {
+		if err := rows.Scan(
+			&i.ID,
+			&i.Sequence,
+			&i.Action,
+			&i.AboutDestination,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

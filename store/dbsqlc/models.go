@@ -173,14 +173,35 @@ type WebhookDeliveryAttempt struct {
 }
 
 type WebhookDestination struct {
-	TenantID        string
-	ProjectID       string
-	ID              uuid.UUID
-	Url             string
-	Description     string
-	CreatedAt       time.Time
-	CreatedBy       string
-	SecretRotatedAt *time.Time
+	TenantID            string
+	ProjectID           string
+	ID                  uuid.UUID
+	Url                 string
+	Description         string
+	CreatedAt           time.Time
+	CreatedBy           string
+	SecretRotatedAt     *time.Time
+	State               string
+	DisabledReason      string
+	DisabledAt          *time.Time
+	DeletedAt           *time.Time
+	RateLimitPerSecond  *int32
+	RateTokens          float64
+	RateAt              *time.Time
+	MaxInFlight         *int32
+	Headers             []byte
+	ConsecutiveFailures int32
+	FailingSince        *time.Time
+	LastSuccessAt       *time.Time
+	LastFailureAt       *time.Time
+	CircuitOpenUntil    *time.Time
+	CircuitOpens        int32
+	ProbeUntil          *time.Time
+	HourStart           *time.Time
+	HourSucceeded       int32
+	HourFailed          int32
+	PrevHourSucceeded   int32
+	PrevHourFailed      int32
 }
 
 type WebhookDestinationSecret struct {

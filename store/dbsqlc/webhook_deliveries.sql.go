@@ -67,6 +67,37 @@ func (q *Queries) BatchSendWebhookDeliveries(ctx context.Context, arg BatchSendW
 	return items, nil
 }
 
+const CancelWebhookDeliveriesOfDestination = `-- name: CancelWebhookDeliveriesOfDestination :execrows
+UPDATE webhook_deliveries SET state = 'CANCELLED', next_attempt_at = NULL, updated_at = $1::timestamptz,
+    last_error = $2
+WHERE tenant_id = $3 AND project_id = $4 AND destination_id = $5
+    AND state IN ('PENDING', 'RETRYING', 'PAUSED')
+`
+
+type CancelWebhookDeliveriesOfDestinationParams struct {
+	Now           time.Time
+	Reason        string
+	TenantID      string
+	ProjectID     string
+	DestinationID uuid.UUID
+}
+
+// Ends the deliveries of a deleted destination that were not sent to the
+// end (an attempt under way ends on its own; its retry is cancelled then).
+func (q *Queries) CancelWebhookDeliveriesOfDestination(ctx context.Context, arg CancelWebhookDeliveriesOfDestinationParams) (int64, error) {
+	result, err := q.db.Exec(ctx, CancelWebhookDeliveriesOfDestination,
+		arg.Now,
+		arg.Reason,
+		arg.TenantID,
+		arg.ProjectID,
+		arg.DestinationID,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const DeadLetterPurgedWebhookDeliveries = `-- name: DeadLetterPurgedWebhookDeliveries :execrows
 UPDATE webhook_deliveries d SET state = 'DEAD_LETTERED', dead_lettered_at = $1::timestamptz,
     updated_at = $1, next_attempt_at = NULL, last_error = $2
@@ -174,6 +205,90 @@ func (q *Queries) LockWebhookDelivery(ctx context.Context, arg LockWebhookDelive
 		&i.LastError,
 	)
 	return i, err
+}
+
+const PauseWebhookDeliveriesOfDestination = `-- name: PauseWebhookDeliveriesOfDestination :execrows
+UPDATE webhook_deliveries SET state = 'PAUSED', next_attempt_at = NULL, updated_at = $1::timestamptz
+WHERE tenant_id = $2 AND project_id = $3 AND destination_id = $4
+    AND state IN ('PENDING', 'RETRYING')
+`
+
+type PauseWebhookDeliveriesOfDestinationParams struct {
+	Now           time.Time
+	TenantID      string
+	ProjectID     string
+	DestinationID uuid.UUID
+}
+
+// Moves the deliveries of a disabled destination that wait for an attempt
+// to PAUSED, their attempts and budget kept.
+func (q *Queries) PauseWebhookDeliveriesOfDestination(ctx context.Context, arg PauseWebhookDeliveriesOfDestinationParams) (int64, error) {
+	result, err := q.db.Exec(ctx, PauseWebhookDeliveriesOfDestination,
+		arg.Now,
+		arg.TenantID,
+		arg.ProjectID,
+		arg.DestinationID,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const ResumeWebhookDeliveriesOfDestination = `-- name: ResumeWebhookDeliveriesOfDestination :many
+WITH r AS (
+    UPDATE webhook_deliveries SET state = 'PENDING', next_attempt_at = $1::timestamptz, updated_at = $1
+    WHERE tenant_id = $2 AND project_id = $3 AND destination_id = $4
+        AND state = 'PAUSED'
+    RETURNING id, event_id, event_sequence, attempt_count
+)
+SELECT id, event_id, event_sequence, attempt_count FROM r ORDER BY event_sequence, id
+`
+
+type ResumeWebhookDeliveriesOfDestinationParams struct {
+	Now           time.Time
+	TenantID      string
+	ProjectID     string
+	DestinationID uuid.UUID
+}
+
+type ResumeWebhookDeliveriesOfDestinationRow struct {
+	ID            uuid.UUID
+	EventID       uuid.UUID
+	EventSequence int64
+	AttemptCount  int32
+}
+
+// Moves the PAUSED deliveries of a destination back to PENDING, due at
+// @now, and returns what their jobs need, in order of sequence.
+func (q *Queries) ResumeWebhookDeliveriesOfDestination(ctx context.Context, arg ResumeWebhookDeliveriesOfDestinationParams) ([]ResumeWebhookDeliveriesOfDestinationRow, error) {
+	rows, err := q.db.Query(ctx, ResumeWebhookDeliveriesOfDestination,
+		arg.Now,
+		arg.TenantID,
+		arg.ProjectID,
+		arg.DestinationID,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ResumeWebhookDeliveriesOfDestinationRow{}
+	for rows.Next() {
+		var i ResumeWebhookDeliveriesOfDestinationRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.EventID,
+			&i.EventSequence,
+			&i.AttemptCount,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const UpdateWebhookDelivery = `-- name: UpdateWebhookDelivery :exec

@@ -12,10 +12,42 @@ import (
 	"github.com/google/uuid"
 )
 
+const ClaimWebhookDestinationProbe = `-- name: ClaimWebhookDestinationProbe :execrows
+UPDATE webhook_destinations SET probe_until = $1
+WHERE tenant_id = $2 AND id = $3 AND circuit_open_until <= $4::timestamptz
+    AND (probe_until IS NULL OR probe_until <= $4)
+`
+
+type ClaimWebhookDestinationProbeParams struct {
+	ProbeUntil *time.Time
+	TenantID   string
+	ID         uuid.UUID
+	Now        time.Time
+}
+
+// Claims the one probe of a half-open breaker (open until at most @now, no
+// probe out) until @probe_until: one process, one job wins it.
+func (q *Queries) ClaimWebhookDestinationProbe(ctx context.Context, arg ClaimWebhookDestinationProbeParams) (int64, error) {
+	result, err := q.db.Exec(ctx, ClaimWebhookDestinationProbe,
+		arg.ProbeUntil,
+		arg.TenantID,
+		arg.ID,
+		arg.Now,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const GetWebhookDestination = `-- name: GetWebhookDestination :one
 SELECT d.tenant_id, d.project_id, d.id, d.url, d.description, d.created_at, d.created_by,
     d.secret_rotated_at, (SELECT count(*) FROM webhook_destination_secrets s
-        WHERE s.destination_id = d.id AND (s.expires_at IS NULL OR s.expires_at > clock_timestamp())) AS active_secrets
+        WHERE s.destination_id = d.id AND (s.expires_at IS NULL OR s.expires_at > clock_timestamp())) AS active_secrets,
+    d.state, d.disabled_reason, d.disabled_at, d.deleted_at, d.rate_limit_per_second, d.max_in_flight, d.headers,
+    d.consecutive_failures, d.failing_since, d.last_success_at, d.last_failure_at, d.circuit_open_until,
+    d.circuit_opens, d.probe_until, d.hour_start, d.hour_succeeded, d.hour_failed, d.prev_hour_succeeded,
+    d.prev_hour_failed
 FROM webhook_destinations d WHERE d.tenant_id = $1 AND d.id = $2
 `
 
@@ -25,19 +57,39 @@ type GetWebhookDestinationParams struct {
 }
 
 type GetWebhookDestinationRow struct {
-	TenantID        string
-	ProjectID       string
-	ID              uuid.UUID
-	Url             string
-	Description     string
-	CreatedAt       time.Time
-	CreatedBy       string
-	SecretRotatedAt *time.Time
-	ActiveSecrets   int64
+	TenantID            string
+	ProjectID           string
+	ID                  uuid.UUID
+	Url                 string
+	Description         string
+	CreatedAt           time.Time
+	CreatedBy           string
+	SecretRotatedAt     *time.Time
+	ActiveSecrets       int64
+	State               string
+	DisabledReason      string
+	DisabledAt          *time.Time
+	DeletedAt           *time.Time
+	RateLimitPerSecond  *int32
+	MaxInFlight         *int32
+	Headers             []byte
+	ConsecutiveFailures int32
+	FailingSince        *time.Time
+	LastSuccessAt       *time.Time
+	LastFailureAt       *time.Time
+	CircuitOpenUntil    *time.Time
+	CircuitOpens        int32
+	ProbeUntil          *time.Time
+	HourStart           *time.Time
+	HourSucceeded       int32
+	HourFailed          int32
+	PrevHourSucceeded   int32
+	PrevHourFailed      int32
 }
 
-// The destination with its count of valid secrets. WebhookBatchSendContext
-// queues it in its batch: positional parameters.
+// The destination with its count of valid secrets, also a deleted one,
+// whose deleted_at is set. WebhookBatchSendContext queues it in its batch:
+// positional parameters.
 func (q *Queries) GetWebhookDestination(ctx context.Context, arg GetWebhookDestinationParams) (GetWebhookDestinationRow, error) {
 	row := q.db.QueryRow(ctx, GetWebhookDestination, arg.TenantID, arg.ID)
 	var i GetWebhookDestinationRow
@@ -51,6 +103,25 @@ func (q *Queries) GetWebhookDestination(ctx context.Context, arg GetWebhookDesti
 		&i.CreatedBy,
 		&i.SecretRotatedAt,
 		&i.ActiveSecrets,
+		&i.State,
+		&i.DisabledReason,
+		&i.DisabledAt,
+		&i.DeletedAt,
+		&i.RateLimitPerSecond,
+		&i.MaxInFlight,
+		&i.Headers,
+		&i.ConsecutiveFailures,
+		&i.FailingSince,
+		&i.LastSuccessAt,
+		&i.LastFailureAt,
+		&i.CircuitOpenUntil,
+		&i.CircuitOpens,
+		&i.ProbeUntil,
+		&i.HourStart,
+		&i.HourSucceeded,
+		&i.HourFailed,
+		&i.PrevHourSucceeded,
+		&i.PrevHourFailed,
 	)
 	return i, err
 }
@@ -88,9 +159,13 @@ func (q *Queries) InsertWebhookDestination(ctx context.Context, arg InsertWebhoo
 const ListWebhookDestinations = `-- name: ListWebhookDestinations :many
 SELECT d.tenant_id, d.project_id, d.id, d.url, d.description, d.created_at, d.created_by,
     d.secret_rotated_at, (SELECT count(*) FROM webhook_destination_secrets s
-        WHERE s.destination_id = d.id AND (s.expires_at IS NULL OR s.expires_at > clock_timestamp())) AS active_secrets
+        WHERE s.destination_id = d.id AND (s.expires_at IS NULL OR s.expires_at > clock_timestamp())) AS active_secrets,
+    d.state, d.disabled_reason, d.disabled_at, d.deleted_at, d.rate_limit_per_second, d.max_in_flight, d.headers,
+    d.consecutive_failures, d.failing_since, d.last_success_at, d.last_failure_at, d.circuit_open_until,
+    d.circuit_opens, d.probe_until, d.hour_start, d.hour_succeeded, d.hour_failed, d.prev_hour_succeeded,
+    d.prev_hour_failed
 FROM webhook_destinations d
-WHERE d.tenant_id = $1 AND d.project_id = $2 AND d.id > $3
+WHERE d.tenant_id = $1 AND d.project_id = $2 AND d.id > $3 AND d.deleted_at IS NULL
 ORDER BY d.id LIMIT $4::bigint
 `
 
@@ -102,17 +177,37 @@ type ListWebhookDestinationsParams struct {
 }
 
 type ListWebhookDestinationsRow struct {
-	TenantID        string
-	ProjectID       string
-	ID              uuid.UUID
-	Url             string
-	Description     string
-	CreatedAt       time.Time
-	CreatedBy       string
-	SecretRotatedAt *time.Time
-	ActiveSecrets   int64
+	TenantID            string
+	ProjectID           string
+	ID                  uuid.UUID
+	Url                 string
+	Description         string
+	CreatedAt           time.Time
+	CreatedBy           string
+	SecretRotatedAt     *time.Time
+	ActiveSecrets       int64
+	State               string
+	DisabledReason      string
+	DisabledAt          *time.Time
+	DeletedAt           *time.Time
+	RateLimitPerSecond  *int32
+	MaxInFlight         *int32
+	Headers             []byte
+	ConsecutiveFailures int32
+	FailingSince        *time.Time
+	LastSuccessAt       *time.Time
+	LastFailureAt       *time.Time
+	CircuitOpenUntil    *time.Time
+	CircuitOpens        int32
+	ProbeUntil          *time.Time
+	HourStart           *time.Time
+	HourSucceeded       int32
+	HourFailed          int32
+	PrevHourSucceeded   int32
+	PrevHourFailed      int32
 }
 
+// The project's destinations that were not deleted.
 func (q *Queries) ListWebhookDestinations(ctx context.Context, arg ListWebhookDestinationsParams) ([]ListWebhookDestinationsRow, error) {
 	rows, err := q.db.Query(ctx, ListWebhookDestinations,
 		arg.TenantID,
@@ -137,6 +232,25 @@ func (q *Queries) ListWebhookDestinations(ctx context.Context, arg ListWebhookDe
 			&i.CreatedBy,
 			&i.SecretRotatedAt,
 			&i.ActiveSecrets,
+			&i.State,
+			&i.DisabledReason,
+			&i.DisabledAt,
+			&i.DeletedAt,
+			&i.RateLimitPerSecond,
+			&i.MaxInFlight,
+			&i.Headers,
+			&i.ConsecutiveFailures,
+			&i.FailingSince,
+			&i.LastSuccessAt,
+			&i.LastFailureAt,
+			&i.CircuitOpenUntil,
+			&i.CircuitOpens,
+			&i.ProbeUntil,
+			&i.HourStart,
+			&i.HourSucceeded,
+			&i.HourFailed,
+			&i.PrevHourSucceeded,
+			&i.PrevHourFailed,
 		); err != nil {
 			return nil, err
 		}
@@ -151,7 +265,11 @@ func (q *Queries) ListWebhookDestinations(ctx context.Context, arg ListWebhookDe
 const LockWebhookDestination = `-- name: LockWebhookDestination :one
 SELECT d.tenant_id, d.project_id, d.id, d.url, d.description, d.created_at, d.created_by,
     d.secret_rotated_at, (SELECT count(*) FROM webhook_destination_secrets s
-        WHERE s.destination_id = d.id AND (s.expires_at IS NULL OR s.expires_at > clock_timestamp())) AS active_secrets
+        WHERE s.destination_id = d.id AND (s.expires_at IS NULL OR s.expires_at > clock_timestamp())) AS active_secrets,
+    d.state, d.disabled_reason, d.disabled_at, d.deleted_at, d.rate_limit_per_second, d.max_in_flight, d.headers,
+    d.consecutive_failures, d.failing_since, d.last_success_at, d.last_failure_at, d.circuit_open_until,
+    d.circuit_opens, d.probe_until, d.hour_start, d.hour_succeeded, d.hour_failed, d.prev_hour_succeeded,
+    d.prev_hour_failed
 FROM webhook_destinations d WHERE d.tenant_id = $1 AND d.id = $2 FOR UPDATE OF d
 `
 
@@ -161,15 +279,34 @@ type LockWebhookDestinationParams struct {
 }
 
 type LockWebhookDestinationRow struct {
-	TenantID        string
-	ProjectID       string
-	ID              uuid.UUID
-	Url             string
-	Description     string
-	CreatedAt       time.Time
-	CreatedBy       string
-	SecretRotatedAt *time.Time
-	ActiveSecrets   int64
+	TenantID            string
+	ProjectID           string
+	ID                  uuid.UUID
+	Url                 string
+	Description         string
+	CreatedAt           time.Time
+	CreatedBy           string
+	SecretRotatedAt     *time.Time
+	ActiveSecrets       int64
+	State               string
+	DisabledReason      string
+	DisabledAt          *time.Time
+	DeletedAt           *time.Time
+	RateLimitPerSecond  *int32
+	MaxInFlight         *int32
+	Headers             []byte
+	ConsecutiveFailures int32
+	FailingSince        *time.Time
+	LastSuccessAt       *time.Time
+	LastFailureAt       *time.Time
+	CircuitOpenUntil    *time.Time
+	CircuitOpens        int32
+	ProbeUntil          *time.Time
+	HourStart           *time.Time
+	HourSucceeded       int32
+	HourFailed          int32
+	PrevHourSucceeded   int32
+	PrevHourFailed      int32
 }
 
 // GetWebhookDestination, locking the row for the rest of the transaction.
@@ -186,8 +323,83 @@ func (q *Queries) LockWebhookDestination(ctx context.Context, arg LockWebhookDes
 		&i.CreatedBy,
 		&i.SecretRotatedAt,
 		&i.ActiveSecrets,
+		&i.State,
+		&i.DisabledReason,
+		&i.DisabledAt,
+		&i.DeletedAt,
+		&i.RateLimitPerSecond,
+		&i.MaxInFlight,
+		&i.Headers,
+		&i.ConsecutiveFailures,
+		&i.FailingSince,
+		&i.LastSuccessAt,
+		&i.LastFailureAt,
+		&i.CircuitOpenUntil,
+		&i.CircuitOpens,
+		&i.ProbeUntil,
+		&i.HourStart,
+		&i.HourSucceeded,
+		&i.HourFailed,
+		&i.PrevHourSucceeded,
+		&i.PrevHourFailed,
 	)
 	return i, err
+}
+
+const SaveWebhookDestinationState = `-- name: SaveWebhookDestinationState :exec
+UPDATE webhook_destinations SET state = $1, disabled_reason = $2, disabled_at = $3,
+    deleted_at = $4, consecutive_failures = $5, failing_since = $6,
+    last_success_at = $7, last_failure_at = $8, circuit_open_until = $9,
+    circuit_opens = $10, probe_until = $11, hour_start = $12,
+    hour_succeeded = $13, hour_failed = $14, prev_hour_succeeded = $15,
+    prev_hour_failed = $16
+WHERE tenant_id = $17 AND id = $18
+`
+
+type SaveWebhookDestinationStateParams struct {
+	State               string
+	DisabledReason      string
+	DisabledAt          *time.Time
+	DeletedAt           *time.Time
+	ConsecutiveFailures int32
+	FailingSince        *time.Time
+	LastSuccessAt       *time.Time
+	LastFailureAt       *time.Time
+	CircuitOpenUntil    *time.Time
+	CircuitOpens        int32
+	ProbeUntil          *time.Time
+	HourStart           *time.Time
+	HourSucceeded       int32
+	HourFailed          int32
+	PrevHourSucceeded   int32
+	PrevHourFailed      int32
+	TenantID            string
+	ID                  uuid.UUID
+}
+
+// A destination's lifecycle and health as the domain changed them.
+func (q *Queries) SaveWebhookDestinationState(ctx context.Context, arg SaveWebhookDestinationStateParams) error {
+	_, err := q.db.Exec(ctx, SaveWebhookDestinationState,
+		arg.State,
+		arg.DisabledReason,
+		arg.DisabledAt,
+		arg.DeletedAt,
+		arg.ConsecutiveFailures,
+		arg.FailingSince,
+		arg.LastSuccessAt,
+		arg.LastFailureAt,
+		arg.CircuitOpenUntil,
+		arg.CircuitOpens,
+		arg.ProbeUntil,
+		arg.HourStart,
+		arg.HourSucceeded,
+		arg.HourFailed,
+		arg.PrevHourSucceeded,
+		arg.PrevHourFailed,
+		arg.TenantID,
+		arg.ID,
+	)
+	return err
 }
 
 const SetWebhookDestinationSecretRotated = `-- name: SetWebhookDestinationSecretRotated :exec
@@ -203,5 +415,86 @@ type SetWebhookDestinationSecretRotatedParams struct {
 // order the batch passes them.
 func (q *Queries) SetWebhookDestinationSecretRotated(ctx context.Context, arg SetWebhookDestinationSecretRotatedParams) error {
 	_, err := q.db.Exec(ctx, SetWebhookDestinationSecretRotated, arg.ID, arg.SecretRotatedAt)
+	return err
+}
+
+const TakeWebhookDestinationTokens = `-- name: TakeWebhookDestinationTokens :one
+WITH b AS (
+    SELECT w.id, LEAST(w.rate_limit_per_second::float8, w.rate_tokens
+        + GREATEST(0::float8, (EXTRACT(EPOCH FROM $1::timestamptz) - EXTRACT(EPOCH FROM COALESCE(w.rate_at, $1)))::float8)
+        * w.rate_limit_per_second) AS available
+    FROM webhook_destinations w
+    WHERE w.tenant_id = $2 AND w.id = $3 AND w.rate_limit_per_second IS NOT NULL
+    FOR UPDATE
+), t AS (
+    SELECT b.id, b.available, LEAST(floor(b.available), $4::int)::int AS taken FROM b
+)
+UPDATE webhook_destinations d SET rate_tokens = t.available - t.taken, rate_at = $1
+FROM t WHERE d.id = t.id
+RETURNING t.taken, (t.available - t.taken)::float8 AS remaining
+`
+
+type TakeWebhookDestinationTokensParams struct {
+	Now      *time.Time
+	TenantID string
+	ID       uuid.UUID
+	Want     int32
+}
+
+type TakeWebhookDestinationTokensRow struct {
+	Taken     int32
+	Remaining float64
+}
+
+// Takes up to @want whole tokens from the destination's rate limit bucket
+// (rate_limit_per_second tokens a second, at most one second's worth held)
+// at @now; returns how many it took and the fraction left.
+func (q *Queries) TakeWebhookDestinationTokens(ctx context.Context, arg TakeWebhookDestinationTokensParams) (TakeWebhookDestinationTokensRow, error) {
+	row := q.db.QueryRow(ctx, TakeWebhookDestinationTokens,
+		arg.Now,
+		arg.TenantID,
+		arg.ID,
+		arg.Want,
+	)
+	var i TakeWebhookDestinationTokensRow
+	err := row.Scan(&i.Taken, &i.Remaining)
+	return i, err
+}
+
+const UpdateWebhookDestinationSettings = `-- name: UpdateWebhookDestinationSettings :exec
+UPDATE webhook_destinations SET url = $1, description = $2, max_in_flight = $3,
+    headers = $4,
+    rate_tokens = CASE WHEN rate_limit_per_second IS DISTINCT FROM $5
+        THEN COALESCE($5, 0) ELSE rate_tokens END,
+    rate_at = CASE WHEN rate_limit_per_second IS DISTINCT FROM $5
+        THEN $6::timestamptz ELSE rate_at END,
+    rate_limit_per_second = $5
+WHERE tenant_id = $7 AND id = $8
+`
+
+type UpdateWebhookDestinationSettingsParams struct {
+	Url                string
+	Description        string
+	MaxInFlight        *int32
+	Headers            []byte
+	RateLimitPerSecond *int32
+	Now                time.Time
+	TenantID           string
+	ID                 uuid.UUID
+}
+
+// The settings updateWebhookDestination changes. A new rate limit starts
+// with a full bucket.
+func (q *Queries) UpdateWebhookDestinationSettings(ctx context.Context, arg UpdateWebhookDestinationSettingsParams) error {
+	_, err := q.db.Exec(ctx, UpdateWebhookDestinationSettings,
+		arg.Url,
+		arg.Description,
+		arg.MaxInFlight,
+		arg.Headers,
+		arg.RateLimitPerSecond,
+		arg.Now,
+		arg.TenantID,
+		arg.ID,
+	)
 	return err
 }

@@ -219,6 +219,55 @@ func (q *Queries) ListActiveWebhookSubscriptions(ctx context.Context, arg ListAc
 	return items, nil
 }
 
+const ListActiveWebhookSubscriptionsOfDestination = `-- name: ListActiveWebhookSubscriptionsOfDestination :many
+SELECT tenant_id, project_id, id, destination_id, event_types, description, state,
+    after_sequence, created_at, created_by, disabled_at, disabled_sequence
+FROM webhook_subscriptions
+WHERE tenant_id = $1 AND project_id = $2 AND destination_id = $3 AND state = 'ACTIVE'
+ORDER BY id FOR UPDATE
+`
+
+type ListActiveWebhookSubscriptionsOfDestinationParams struct {
+	TenantID      string
+	ProjectID     string
+	DestinationID uuid.UUID
+}
+
+// The ACTIVE subscriptions of one destination (deleteWebhookDestination
+// ends them), locked for the rest of the transaction.
+func (q *Queries) ListActiveWebhookSubscriptionsOfDestination(ctx context.Context, arg ListActiveWebhookSubscriptionsOfDestinationParams) ([]WebhookSubscription, error) {
+	rows, err := q.db.Query(ctx, ListActiveWebhookSubscriptionsOfDestination, arg.TenantID, arg.ProjectID, arg.DestinationID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []WebhookSubscription{}
+	for rows.Next() {
+		var i WebhookSubscription
+		if err := rows.Scan(
+			&i.TenantID,
+			&i.ProjectID,
+			&i.ID,
+			&i.DestinationID,
+			&i.EventTypes,
+			&i.Description,
+			&i.State,
+			&i.AfterSequence,
+			&i.CreatedAt,
+			&i.CreatedBy,
+			&i.DisabledAt,
+			&i.DisabledSequence,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const ListWebhookSubscriptions = `-- name: ListWebhookSubscriptions :many
 SELECT tenant_id, project_id, id, destination_id, event_types, description, state,
     after_sequence, created_at, created_by, disabled_at, disabled_sequence

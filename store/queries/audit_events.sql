@@ -47,7 +47,13 @@ FROM audit_events WHERE tenant_id = $1 AND project_id = $2 AND occurred_at >= $3
 ORDER BY occurred_at, sequence;
 
 -- name: AuditEventRefs :many
-SELECT id, sequence, action FROM audit_events
+-- about_destination is, for an operational webhook event (the service's
+-- own, subject SYSTEM), the destination it is about: the fan-out never
+-- delivers it there.
+SELECT id, sequence, action,
+    (CASE WHEN subject_type = 'SYSTEM' AND action LIKE 'webhook.%' THEN COALESCE(details->>'destinationId', '')
+        ELSE '' END)::text AS about_destination
+FROM audit_events
 WHERE tenant_id = @tenant_id AND project_id = @project_id AND sequence BETWEEN @from_sequence::bigint AND @to_sequence::bigint
 ORDER BY sequence;
 

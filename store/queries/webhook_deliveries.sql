@@ -36,3 +36,29 @@ UPDATE webhook_deliveries SET state = @state, attempt_count = @attempt_count, ma
     next_attempt_at = @next_attempt_at, updated_at = @updated_at, delivered_at = @delivered_at,
     dead_lettered_at = @dead_lettered_at, last_error = @last_error
 WHERE tenant_id = @tenant_id AND id = @id;
+
+-- name: CancelWebhookDeliveriesOfDestination :execrows
+-- Ends the deliveries of a deleted destination that were not sent to the
+-- end (an attempt under way ends on its own; its retry is cancelled then).
+UPDATE webhook_deliveries SET state = 'CANCELLED', next_attempt_at = NULL, updated_at = @now::timestamptz,
+    last_error = @reason
+WHERE tenant_id = @tenant_id AND project_id = @project_id AND destination_id = @destination_id
+    AND state IN ('PENDING', 'RETRYING', 'PAUSED');
+
+-- name: ResumeWebhookDeliveriesOfDestination :many
+-- Moves the PAUSED deliveries of a destination back to PENDING, due at
+-- @now, and returns what their jobs need, in order of sequence.
+WITH r AS (
+    UPDATE webhook_deliveries SET state = 'PENDING', next_attempt_at = @now::timestamptz, updated_at = @now
+    WHERE tenant_id = @tenant_id AND project_id = @project_id AND destination_id = @destination_id
+        AND state = 'PAUSED'
+    RETURNING id, event_id, event_sequence, attempt_count
+)
+SELECT id, event_id, event_sequence, attempt_count FROM r ORDER BY event_sequence, id;
+
+-- name: PauseWebhookDeliveriesOfDestination :execrows
+-- Moves the deliveries of a disabled destination that wait for an attempt
+-- to PAUSED, their attempts and budget kept.
+UPDATE webhook_deliveries SET state = 'PAUSED', next_attempt_at = NULL, updated_at = @now::timestamptz
+WHERE tenant_id = @tenant_id AND project_id = @project_id AND destination_id = @destination_id
+    AND state IN ('PENDING', 'RETRYING');

@@ -45,3 +45,12 @@ FROM webhook_subscriptions
 WHERE tenant_id = @tenant_id AND project_id = @project_id AND after_sequence < @to_sequence::bigint
     AND (state = 'ACTIVE' OR disabled_sequence > @from_sequence::bigint)
 ORDER BY id LIMIT @row_limit::bigint;
+
+-- name: ListActiveWebhookSubscriptionsOfDestination :many
+-- The ACTIVE subscriptions of one destination (deleteWebhookDestination
+-- ends them), locked for the rest of the transaction.
+SELECT tenant_id, project_id, id, destination_id, event_types, description, state,
+    after_sequence, created_at, created_by, disabled_at, disabled_sequence
+FROM webhook_subscriptions
+WHERE tenant_id = @tenant_id AND project_id = @project_id AND destination_id = @destination_id AND state = 'ACTIVE'
+ORDER BY id FOR UPDATE;
