@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -32,10 +33,13 @@ import (
 	"github.com/aetheriot/aether-audit/store"
 )
 
+// benchDatabase is the database the bench works in, AETHER_BENCH_DATABASE
+// or aether_bench (so that benches of different branches on one server can
+// keep apart). It is kept between runs so that the million-event project
+// is seeded only once.
+var benchDatabase = cmp.Or(os.Getenv("AETHER_BENCH_DATABASE"), "aether_bench")
+
 const (
-	// benchDatabase is the database the bench works in. It is kept between
-	// runs so that the million-event project is seeded only once.
-	benchDatabase = "aether_bench"
 	// benchTenant is the tenant of every event the bench writes.
 	benchTenant = "bench"
 	// localURL is the server tried when neither -database-url nor

@@ -26,6 +26,7 @@ package main
 //	            same two ways
 //	lag @200/s  single events at 200/s, one subscription: receive time
 //	            minus the event's RecordedAt
+//	one down    one destination down among 10 (webhook_down.go)
 //	CPU         CPU time per delivery of the rows recorded during the run
 //	            (recording included), all processes: the bench process
 //	            plus PostgreSQL's processes for the bench database (from
@@ -155,6 +156,15 @@ func runWebhookDelivery(ctx context.Context, e *env, opts options) ([]result, er
 	}
 	if both == 2 {
 		results = append(results, b.cpuResult(cpuO, cpuB))
+	}
+	if opts.webhookRows["down"] {
+		fmt.Fprintf(os.Stderr, "bench: webhook-delivery one destination down among 10\n")
+		r, err := b.downRow(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("webhook-delivery one destination down among 10: %w", err))
+		} else {
+			results = append(results, r)
+		}
 	}
 	return results, errors.Join(errs...)
 }

@@ -4,6 +4,7 @@
 // while it is shown.
 
 import { confirmAction } from './confirm.js';
+import { DESTINATION_COLUMNS, DESTINATION_FIELDS, destinationRow } from './destinations.js';
 import { badge, byId, h, keepFocus, shortId, showError, time } from './dom.js';
 import { graphql } from './graphql.js';
 
@@ -15,7 +16,7 @@ const DELIVERY_FIELDS = `id subscriptionId destinationId eventId eventSequence e
   attempts { number outcome startedAt finishedAt statusCode latencyMs errorClass error }`;
 
 const VIEW_QUERY = `query DashboardWebhooks($p: ID!, $state: WebhookDeliveryState) {
-  destinations: webhookDestinations(projectId: $p) { id url description createdAt secretRotatedAt activeSecrets }
+  destinations: webhookDestinations(projectId: $p) { ${DESTINATION_FIELDS} }
   subscriptions: webhookSubscriptions(projectId: $p, first: 100) {
     edges { node { id destinationId eventTypes description state afterSequence createdAt disabledAt } }
   }
@@ -184,22 +185,22 @@ export class WebhooksView {
   #renderDestinations(list) {
     const body = byId('destination-rows');
     if (!list.length) {
-      body.replaceChildren(empty(5, 'No destinations.'));
+      body.replaceChildren(empty(DESTINATION_COLUMNS, 'No destinations.'));
       return;
     }
-    body.replaceChildren(
-      ...list.map((d) =>
-        h(
-          'tr',
-          {},
-          h('td', {}, shortId(d.id)),
-          h('td', { class: 'mono' }, d.url),
-          h('td', {}, d.description || '—'),
-          h('td', { class: 'num' }, d.activeSecrets),
-          h('td', {}, time(d.createdAt)),
-        ),
-      ),
-    );
+    body.replaceChildren(...list.map((d) => destinationRow(d, this.ctx.session, (label, run) => this.act(label, run))));
+  }
+
+  /** Runs a confirmed action, announces it and refreshes the view. */
+  async act(label, run) {
+    try {
+      await run();
+      this.statusEl.textContent = label;
+      showError(this.errorEl, null);
+    } catch (err) {
+      showError(this.errorEl, err);
+    }
+    await this.refresh();
   }
 
   /** Asks for confirmation, then redrives one dead-lettered delivery. */
