@@ -314,4 +314,52 @@ describe('dashboard: webhook dead letter redriven from the page', { timeout: 300
     assert.deepEqual(received.map((r) => r.status), [500, 500, 200]);
     assert.equal(new Set(received.map((r) => r.id)).size, 1, 'one webhook-id across attempts and the redrive');
   });
+
+  test('disables, enables and deletes a destination after confirmation, showing its state and health', async () => {
+    const { body: dest } = await server.graphql(
+      token,
+      `mutation($in: CreateWebhookDestinationInput!) { createWebhookDestination(input: $in) { destination { id url } } }`,
+      { in: { projectId: PROJECT, url: `http://127.0.0.1:${receiver.address().port}/lifecycle`, description: 'lifecycle' } },
+    );
+    assert.ok(dest.data?.createWebhookDestination, JSON.stringify(dest));
+    const destination = dest.data.createWebhookDestination.destination;
+    const stateOf = async () =>
+      (await server.graphql(token, `query($id: ID!) { webhookDestination(id: $id) { state } }`, { id: destination.id })).body.data
+        .webhookDestination?.state ?? null;
+
+    const page = await openDashboard(browser.context, server, token);
+    await page.click('#tab-webhooks');
+    const row = page.locator(`#destination-rows tr[data-destination-id="${destination.id}"]`);
+    await row.waitFor({ timeout: WAIT_MS });
+    assert.match(await row.innerText(), /ENABLED/);
+    assert.match(await row.innerText(), /CLOSED/);
+    assert.match(await row.innerText(), /no attempts in the last hour/);
+
+    // Cancel first: nothing changes.
+    await row.locator('[data-action="disable"]').click();
+    await page.locator('#confirm').waitFor({ state: 'visible', timeout: WAIT_MS });
+    assert.match(await page.locator('#confirm-text').innerText(), /PAUSED/);
+    await page.keyboard.press('Escape');
+    await page.locator('#confirm').waitFor({ state: 'hidden', timeout: WAIT_MS });
+    assert.equal(await stateOf(), 'ENABLED');
+
+    await row.locator('[data-action="disable"]').click();
+    await page.click('#confirm-ok');
+    await page.locator(`#destination-rows tr[data-destination-id="${destination.id}"][data-state="DISABLED"]`).waitFor({ timeout: WAIT_MS });
+    assert.equal(await stateOf(), 'DISABLED');
+    assert.match(await row.innerText(), /disabled from the dashboard/);
+    await screenshot(page, 'webhooks-destination-disabled');
+
+    await row.locator('[data-action="enable"]').click();
+    await page.click('#confirm-ok');
+    await page.locator(`#destination-rows tr[data-destination-id="${destination.id}"][data-state="ENABLED"]`).waitFor({ timeout: WAIT_MS });
+    assert.equal(await stateOf(), 'ENABLED');
+
+    await row.locator('[data-action="delete"]').click();
+    await page.locator('#confirm').waitFor({ state: 'visible', timeout: WAIT_MS });
+    assert.match(await page.locator('#confirm-text').innerText(), /cancelled/);
+    await page.click('#confirm-ok');
+    await row.waitFor({ state: 'detached', timeout: WAIT_MS });
+    assert.equal(await stateOf(), null, 'deleted: no query shows it');
+  });
 });
