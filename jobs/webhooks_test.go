@@ -105,6 +105,8 @@ type setupOpts struct {
 	// workers and perDestination bound River's webhook workers and each
 	// destination's requests in flight; zero for the defaults.
 	workers, perDestination int
+	// breaker is the circuit breaker's policy; zero fields take defaults.
+	breaker domain.WebhookBreakerPolicy
 }
 
 func setupWebhooks(t *testing.T, o setupOpts) *bundle {
@@ -125,6 +127,7 @@ func setupWebhooks(t *testing.T, o setupOpts) *bundle {
 	cfg := app.WebhookConfig{
 		Box: box, Sender: webhook.NewSender(senderCfg), RetrySchedule: schedule,
 		URLPolicy: webhook.URLPolicy{AllowPrefixes: loopback}, MaxInFlightPerDestination: o.perDestination,
+		Breaker: o.breaker,
 	}
 	b := &bundle{
 		app: app.New(store.New(pool), app.Config{Webhooks: cfg}), pool: pool, cfg: cfg,
