@@ -147,6 +147,8 @@ func (s *WebhookSubscription) Disable(now time.Time, sequence uint64) bool {
 //	PENDING -> DELIVERING -> DELIVERED
 //	                      \-> RETRYING -> DELIVERING
 //	                      \-> DEAD_LETTERED -> PENDING (explicit redrive)
+//	PENDING, RETRYING -> PAUSED -> PENDING (destination disabled, enabled)
+//	PENDING, RETRYING, PAUSED -> CANCELLED (destination deleted)
 type WebhookDeliveryState string
 
 // The delivery states.
