@@ -23,9 +23,13 @@ var ServiceActions = []string{
 	"export.download_created",
 	"export.expired",
 	"export.requested",
+	"webhook.deliveries.recovered",
 	"webhook.delivery.redriven",
+	"webhook.delivery.skipped",
 	"webhook.destination.created",
 	"webhook.destination.secret_rotated",
+	"webhook.destination.test_sent",
+	"webhook.events.replayed",
 	"webhook.subscription.created",
 	"webhook.subscription.disabled",
 }

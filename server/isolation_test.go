@@ -196,7 +196,7 @@ func isoRows() []isoRow {
 	project := func(r isoResources) map[string]any { return map[string]any{"p": r.project} }
 	in := func(v map[string]any) map[string]any { return map[string]any{"in": v} }
 	withID := func(m map[string]any, id string) map[string]any { m["id"] = id; return m }
-	return []isoRow{
+	return append([]isoRow{
 		// Queries.
 		{name: "auditEvents", perm: app.PermissionAuditRead, doc: listEventsQuery, vars: project,
 			otherTenant: isoIsEmpty, otherProject: isoNotFound},
@@ -376,7 +376,7 @@ func isoRows() []isoRow {
 		{name: "stream follow", perm: app.PermissionAuditRead, route: "GET /api/v1/audit/events/stream",
 			path:        func(r isoResources) string { return "/api/v1/audit/events/stream?follow=true&projectId=" + r.project },
 			otherTenant: isoOwnWith(isoLiveSSECheck), otherProject: isoNotFound},
-	}
+	}, isoRecoveryRows(in)...)
 }
 
 // isoPublicRoutes are the ServeMux patterns outside the matrix: no data
