@@ -36,6 +36,7 @@ type Store[T Tx] interface {
 	DataExportStore
 	RetentionStore
 	CheckpointReads
+	WebhookSubscriptionLocker
 }
 
 // AuditReads reads audit events and chain heads: on the Store each read

@@ -39,6 +39,9 @@ func webhookDeliveryJob(d *domain.WebhookDelivery, at time.Time) domain.OutboxJo
 	if time.Until(at) < jobScheduleGranularity {
 		at = time.Time{}
 	}
+	if d.Ordered {
+		return orderedDeliveryJob(d.TenantID, d.SubscriptionID, at)
+	}
 	args := jobargs.WebhookDeliveryArgs{TenantID: d.TenantID, DestinationID: d.DestinationID, Attempts: []int{d.AttemptCount + 1}}
 	args.SetDeliveries(1, func(int) (uuid.UUID, uuid.UUID) { return d.ID, d.EventID })
 	return domain.OutboxJob{Args: args, Queue: jobargs.QueueWebhooks, ScheduledAt: at}
@@ -47,8 +50,10 @@ func webhookDeliveryJob(d *domain.WebhookDelivery, at time.Time) domain.OutboxJo
 // webhookFirstAttemptJobs groups deliveries waiting for their next attempt
 // (new ones, or ones whose attempt a job withdrew unsent) by destination
 // into jobs of at most maxDeliveryBatch, each job naming the attempt it is
-// for of each delivery when one is not a first attempt.
+// for of each delivery when one is not a first attempt. Ordered deliveries
+// get their subscription's ordered job instead.
 func webhookFirstAttemptJobs(ds []*domain.WebhookDelivery) []domain.OutboxJob {
+	ds, jobs := orderedDeliveryJobs(ds)
 	byDest := map[uuid.UUID][]*domain.WebhookDelivery{}
 	var order []uuid.UUID
 	for _, d := range ds {
@@ -57,7 +62,6 @@ func webhookFirstAttemptJobs(ds []*domain.WebhookDelivery) []domain.OutboxJob {
 		}
 		byDest[d.DestinationID] = append(byDest[d.DestinationID], d)
 	}
-	var jobs []domain.OutboxJob
 	for _, dest := range order {
 		list := byDest[dest]
 		for start := 0; start < len(list); start += maxDeliveryBatch {

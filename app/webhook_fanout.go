@@ -59,30 +59,47 @@ func (a *App) fanOutChunk(ctx context.Context, tx Tx, tenantID, projectID string
 		return 0, err
 	}
 	now := a.storedNow()
+	// SEQUENCE subscriptions get their deliveries in order, without gap
+	// (webhook_ordered_delivery.go).
+	ordered, err := a.lockOrderedFanout(ctx, tx, tenantID, projectID, subs, from, to, now)
+	if err != nil {
+		return 0, err
+	}
 	maxAttempts := a.webhooks.RetrySchedule.MaxAttempts()
 	ds := make([]domain.WebhookDelivery, 0, min(len(refs)*len(subs), 8192))
 	for _, ref := range refs {
 		for i := range subs {
-			if !subs[i].Matches(ref.Action, ref.Sequence) || ref.AboutDestination == subs[i].DestinationID {
-				// An operational event is never sent to the destination it
-				// is about (docs/webhooks.md, "Operational events").
+			if subs[i].Ordering == domain.WebhookOrderingSequence || !subs[i].Matches(ref.Action, ref.Sequence) || ref.AboutDestination == subs[i].DestinationID {
+				// Ordered subscriptions get theirs below; an operational
+				// event is never sent to the destination it is about
+				// (docs/webhooks.md, "Operational events").
 				continue
 			}
-			id := uuid.Must(uuid.NewV7())
-			ds = append(ds, domain.WebhookDelivery{
-				ID: id, TenantID: tenantID, ProjectID: projectID, SubscriptionID: subs[i].ID,
-				DestinationID: subs[i].DestinationID, EventID: ref.ID, EventSequence: ref.Sequence,
-				EventType: ref.Action, IdempotencyKey: domain.WebhookDeliveryIdempotencyKey(id),
-				State: domain.WebhookDeliveryPending, MaxAttempts: maxAttempts,
-				CreatedAt: now, UpdatedAt: now,
-			})
+			ds = append(ds, fanoutDelivery(&subs[i], ref, now, maxAttempts))
 		}
 	}
+	ds = ordered.appendDeliveries(ds, refs, now, maxAttempts)
 	inserted, err := tx.InsertWebhookDeliveries(ctx, ds)
 	if err != nil || len(inserted) == 0 {
 		return 0, err
 	}
-	return len(inserted), tx.EnqueueJobs(ctx, webhookFirstAttemptJobs(savedDeliveries(ds, inserted))...)
+	rest, jobs, err := a.queueOrderedFanout(ctx, tx, tenantID, savedDeliveries(ds, inserted), ordered, now)
+	if err != nil {
+		return 0, err
+	}
+	return len(inserted), tx.EnqueueJobs(ctx, append(jobs, webhookFirstAttemptJobs(rest)...)...)
+}
+
+// fanoutDelivery is a new PENDING delivery of the event ref to sub.
+func fanoutDelivery(sub *domain.WebhookSubscription, ref domain.AuditEventRef, now time.Time, maxAttempts int) domain.WebhookDelivery {
+	id := uuid.Must(uuid.NewV7())
+	return domain.WebhookDelivery{
+		ID: id, TenantID: sub.TenantID, ProjectID: sub.ProjectID, SubscriptionID: sub.ID,
+		DestinationID: sub.DestinationID, EventID: ref.ID, EventSequence: ref.Sequence,
+		EventType: ref.Action, IdempotencyKey: domain.WebhookDeliveryIdempotencyKey(id),
+		State: domain.WebhookDeliveryPending, MaxAttempts: maxAttempts,
+		CreatedAt: now, UpdatedAt: now, Ordered: sub.Ordering == domain.WebhookOrderingSequence,
+	}
 }
 
 // savedDeliveries returns the deliveries of ds that a statement saved, in

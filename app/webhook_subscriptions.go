@@ -30,6 +30,8 @@ type CreateWebhookSubscriptionInput struct {
 	// same input returns the first call's subscription; with other input it
 	// fails with IDEMPOTENCY_CONFLICT.
 	IdempotencyKey string
+	// Ordering is UNORDERED (the default, when empty) or SEQUENCE.
+	Ordering domain.WebhookOrdering
 }
 
 // CreateWebhookSubscription subscribes a destination of the same project to
@@ -53,6 +55,12 @@ func (a *App) CreateWebhookSubscription(ctx context.Context, id Identity, in Cre
 	if err := checkIdempotencyKey(in.IdempotencyKey); err != nil {
 		return domain.WebhookSubscription{}, err
 	}
+	if in.Ordering == "" {
+		in.Ordering = domain.WebhookOrderingUnordered
+	}
+	if !in.Ordering.Valid() {
+		return domain.WebhookSubscription{}, badInput("ordering", "must be UNORDERED or SEQUENCE")
+	}
 	destID, err := parseID(in.DestinationID, ErrWebhookDestinationNotFound)
 	if err != nil {
 		return domain.WebhookSubscription{}, err
@@ -61,7 +69,7 @@ func (a *App) CreateWebhookSubscription(ctx context.Context, id Identity, in Cre
 	subID := uuid.Must(uuid.NewV7())
 	err = a.retryTx(ctx, func(ctx context.Context, tx Tx) error {
 		if in.IdempotencyKey != "" {
-			fp := subscriptionFingerprint(in.ProjectID, destID, types, in.Description)
+			fp := subscriptionFingerprint(in.ProjectID, destID, types, in.Description, in.Ordering)
 			prev, found, err := a.claimIdempotentID(ctx, tx, id.TenantID, operationCreateWebhookSubscription, in.IdempotencyKey, fp, subID)
 			if err != nil {
 				return err
@@ -82,9 +90,13 @@ func (a *App) CreateWebhookSubscription(ctx context.Context, id Identity, in Cre
 		sub := domain.WebhookSubscription{
 			ID: subID, TenantID: id.TenantID, ProjectID: in.ProjectID, DestinationID: d.ID,
 			EventTypes: types, Description: in.Description, State: domain.WebhookSubscriptionActive,
-			CreatedAt: now, CreatedBy: id.Subject,
+			CreatedAt: now, CreatedBy: id.Subject, Ordering: in.Ordering,
 		}
-		details, _ := json.Marshal(map[string]any{"subscriptionId": sub.ID.String(), "destinationId": d.ID.String(), "eventTypes": types})
+		fields := map[string]any{"subscriptionId": sub.ID.String(), "destinationId": d.ID.String(), "eventTypes": types}
+		if in.Ordering == domain.WebhookOrderingSequence {
+			fields["ordering"] = in.Ordering
+		}
+		details, _ := json.Marshal(fields)
 		// The creation event locks the project's head: from here on no
 		// event of the project commits between it and the subscription.
 		event, err := a.recordCommandEvent(ctx, tx, id, in.ProjectID, "webhook.subscription.created",
@@ -100,6 +112,9 @@ func (a *App) CreateWebhookSubscription(ctx context.Context, id Identity, in Cre
 			return newError(CodeQuotaExceeded, fmt.Sprintf("a project has at most %d active webhook subscriptions", MaxActiveWebhookSubscriptionsPerProject))
 		}
 		sub.AfterSequence = event.Sequence
+		if sub.Ordering == domain.WebhookOrderingSequence {
+			sub.FannedOutThrough = event.Sequence
+		}
 		if err := tx.InsertWebhookSubscription(ctx, sub); err != nil {
 			return err
 		}
@@ -112,8 +127,12 @@ func (a *App) CreateWebhookSubscription(ctx context.Context, id Identity, in Cre
 	return out, nil
 }
 
-func subscriptionFingerprint(projectID string, destID uuid.UUID, types []string, description string) domain.Hash {
-	b, _ := json.Marshal([]any{projectID, destID, types, description})
+func subscriptionFingerprint(projectID string, destID uuid.UUID, types []string, description string, ordering domain.WebhookOrdering) domain.Hash {
+	parts := []any{projectID, destID, types, description}
+	if ordering == domain.WebhookOrderingSequence {
+		parts = append(parts, ordering) // UNORDERED keeps the fingerprints of before
+	}
+	b, _ := json.Marshal(parts)
 	return sha256.Sum256(b)
 }
 

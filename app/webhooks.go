@@ -26,6 +26,7 @@ type WebhookReads interface {
 	WebhookDeliveryWithAttempts(ctx context.Context, tenantID string, id uuid.UUID) (domain.WebhookDelivery, error)
 	SearchWebhookDeliveries(ctx context.Context, tenantID, projectID string, f domain.WebhookDeliveryFilter, before uuid.UUID, limit int) ([]domain.WebhookDelivery, error)
 	WebhookBatchSendContext(ctx context.Context, tenantID string, destinationID uuid.UUID, deliveryIDs, eventIDs []uuid.UUID, now time.Time) (domain.WebhookBatchSendContext, error)
+	WebhookRecoveryReads
 }
 
 // WebhookStore is what the webhook use cases need of the Store.
@@ -52,6 +53,7 @@ type WebhookTx interface {
 	// the disk; for writes whose loss is detected and repaired.
 	CommitWithoutFlush(ctx context.Context) error
 	WebhookLifecycleTx
+	WebhookRecoveryTx
 }
 
 // WebhookSender sends one signed request; *webhook.Sender implements it.

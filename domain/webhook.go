@@ -81,6 +81,15 @@ type WebhookSubscription struct {
 	// DisabledSequence is, once disabled, the project sequence of the
 	// disable event: the subscription still receives the events before it.
 	DisabledSequence uint64
+	// Ordering says whether deliveries go one after the other
+	// (WebhookOrderingSequence) or each on its own (the default).
+	Ordering WebhookOrdering
+	// FannedOutThrough is, for a SEQUENCE subscription, the project sequence
+	// through which its deliveries were created, in order and without gap.
+	FannedOutThrough uint64
+	// PausedByDeliveryID is, for a SEQUENCE subscription, the dead letter
+	// that holds its later deliveries until it is redriven or skipped.
+	PausedByDeliveryID *uuid.UUID
 }
 
 // ParseWebhookEventTypes validates an allowlist: 1 to MaxWebhookEventTypes
@@ -117,6 +126,12 @@ func (s *WebhookSubscription) Matches(action string, sequence uint64) bool {
 	if s.State != WebhookSubscriptionActive && sequence >= s.DisabledSequence {
 		return false
 	}
+	return s.MatchesAction(action)
+}
+
+// MatchesAction reports whether action matches one of the subscription's
+// event types, whatever the event's sequence (a replay's matching).
+func (s *WebhookSubscription) MatchesAction(action string) bool {
 	for _, t := range s.EventTypes {
 		if base, ok := strings.CutSuffix(t, ".*"); ok {
 			if strings.HasPrefix(action, base+".") {
@@ -149,6 +164,7 @@ func (s *WebhookSubscription) Disable(now time.Time, sequence uint64) bool {
 //	                      \-> DEAD_LETTERED -> PENDING (explicit redrive)
 //	PENDING, RETRYING -> PAUSED -> PENDING (destination disabled, enabled)
 //	PENDING, RETRYING, PAUSED -> CANCELLED (destination deleted)
+//	                                        \-> SKIPPED (explicit skip)
 type WebhookDeliveryState string
 
 // The delivery states.
@@ -158,13 +174,17 @@ const (
 	WebhookDeliveryDelivered    WebhookDeliveryState = "DELIVERED"
 	WebhookDeliveryRetrying     WebhookDeliveryState = "RETRYING"
 	WebhookDeliveryDeadLettered WebhookDeliveryState = "DEAD_LETTERED"
+	// WebhookDeliverySkipped ends a dead letter passed over by
+	// skipWebhookDelivery, so that an ordered subscription goes on.
+	WebhookDeliverySkipped WebhookDeliveryState = "SKIPPED"
 )
 
 // Valid reports whether s is a defined delivery state.
 func (s WebhookDeliveryState) Valid() bool {
 	switch s {
 	case WebhookDeliveryPending, WebhookDeliveryDelivering, WebhookDeliveryDelivered,
-		WebhookDeliveryRetrying, WebhookDeliveryDeadLettered, WebhookDeliveryPaused, WebhookDeliveryCancelled:
+		WebhookDeliveryRetrying, WebhookDeliveryDeadLettered, WebhookDeliveryPaused, WebhookDeliveryCancelled,
+		WebhookDeliverySkipped:
 		return true
 	}
 	return false
@@ -212,6 +232,12 @@ type WebhookDelivery struct {
 	LastError string
 	// Attempts are filled by queries that ask for them, oldest first.
 	Attempts []WebhookDeliveryAttempt
+	// ReplayOf is, for a delivery created by a replay, the id of that
+	// replay's audit event (webhook.events.replayed); nil otherwise.
+	ReplayOf *uuid.UUID
+	// Ordered tells that the delivery belongs to a SEQUENCE subscription:
+	// it is sent only after the subscription's earlier deliveries.
+	Ordered bool
 }
 
 // WebhookDeliveryIdempotencyKey is the stable webhook-id of a delivery.

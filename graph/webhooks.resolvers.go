@@ -46,7 +46,7 @@ func (r *mutationResolver) RotateWebhookDestinationSecret(ctx context.Context, i
 func (r *mutationResolver) CreateWebhookSubscription(ctx context.Context, input model.CreateWebhookSubscriptionInput) (*model.WebhookSubscriptionPayload, error) {
 	sub, err := r.App.CreateWebhookSubscription(ctx, app.IdentityFromContext(ctx), app.CreateWebhookSubscriptionInput{
 		ProjectID: input.ProjectID, DestinationID: input.DestinationID, EventTypes: input.EventTypes,
-		Description: deref(input.Description), IdempotencyKey: deref(input.IdempotencyKey),
+		Description: deref(input.Description), IdempotencyKey: deref(input.IdempotencyKey), Ordering: deref(input.Ordering),
 	})
 	if err != nil {
 		return nil, r.fail(ctx, err)

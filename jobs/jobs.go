@@ -125,6 +125,7 @@ func NewClient(pool *pgxpool.Pool, store Store, cfg ClientConfig) (*river.Client
 		river.AddWorkerSafely(workers, &PruneIdempotencyKeysWorker{Store: store}),
 		river.AddWorkerSafely(workers, &WebhookFanoutWorker{App: cfg.App}),
 		river.AddWorkerSafely(workers, &WebhookDeliveryWorker{App: cfg.App, SendTimeout: cfg.WebhookSendTimeout}),
+		river.AddWorkerSafely(workers, &WebhookOrderedDeliveryWorker{App: cfg.App, SendTimeout: cfg.WebhookSendTimeout}),
 		river.AddWorkerSafely(workers, &DataExportWorker{App: cfg.App, JobTimeout: cfg.ExportJobTimeout}),
 		river.AddWorkerSafely(workers, &DeleteExportObjectWorker{App: cfg.App}),
 		river.AddWorkerSafely(workers, &ExpireDataExportsWorker{App: cfg.App}),

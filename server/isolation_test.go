@@ -376,7 +376,7 @@ func isoRows() []isoRow {
 		{name: "stream follow", perm: app.PermissionAuditRead, route: "GET /api/v1/audit/events/stream",
 			path:        func(r isoResources) string { return "/api/v1/audit/events/stream?follow=true&projectId=" + r.project },
 			otherTenant: isoOwnWith(isoLiveSSECheck), otherProject: isoNotFound},
-	}, isoLifecycleRows()...)
+	}, append(isoLifecycleRows(), isoRecoveryRows(in)...)...)
 }
 
 // isoPublicRoutes are the ServeMux patterns outside the matrix: no data

@@ -128,9 +128,13 @@ func subscriptionFromRow(r dbsqlc.WebhookSubscription) domain.WebhookSubscriptio
 	sub := domain.WebhookSubscription{TenantID: r.TenantID, ProjectID: r.ProjectID, ID: r.ID,
 		DestinationID: r.DestinationID, EventTypes: r.EventTypes, Description: r.Description,
 		State: domain.WebhookSubscriptionState(r.State), AfterSequence: uint64(r.AfterSequence),
-		CreatedAt: r.CreatedAt.UTC(), CreatedBy: r.CreatedBy, DisabledAt: utcPtr(r.DisabledAt)}
+		CreatedAt: r.CreatedAt.UTC(), CreatedBy: r.CreatedBy, DisabledAt: utcPtr(r.DisabledAt),
+		Ordering: domain.WebhookOrdering(r.Ordering), PausedByDeliveryID: r.PausedByDeliveryID}
 	if r.DisabledSequence != nil {
 		sub.DisabledSequence = uint64(*r.DisabledSequence)
+	}
+	if r.FannedOutThrough != nil {
+		sub.FannedOutThrough = uint64(*r.FannedOutThrough)
 	}
 	return sub
 }
@@ -146,11 +150,16 @@ func subscriptionsFromRows(rows []dbsqlc.WebhookSubscription) []domain.WebhookSu
 
 // InsertWebhookSubscription stores a new subscription.
 func (t *Tx) InsertWebhookSubscription(ctx context.Context, sub domain.WebhookSubscription) error {
+	var fannedOut *int64
+	if sub.Ordering == domain.WebhookOrderingSequence {
+		through := clampInt64(sub.FannedOutThrough)
+		fannedOut = &through
+	}
 	err := t.sqlc.InsertWebhookSubscription(ctx, dbsqlc.InsertWebhookSubscriptionParams{
 		TenantID: sub.TenantID, ProjectID: sub.ProjectID, ID: sub.ID, DestinationID: sub.DestinationID,
 		EventTypes: sub.EventTypes, Description: sub.Description, State: string(sub.State),
 		AfterSequence: clampInt64(sub.AfterSequence), CreatedAt: sub.CreatedAt, CreatedBy: sub.CreatedBy,
-		DisabledAt: sub.DisabledAt})
+		DisabledAt: sub.DisabledAt, Ordering: string(sub.Ordering), FannedOutThrough: fannedOut})
 	if err != nil {
 		return fmt.Errorf("inserting webhook subscription: %w", err)
 	}
@@ -246,6 +255,8 @@ func (t *Tx) InsertWebhookDeliveries(ctx context.Context, ds []domain.WebhookDel
 		seqs                                   = make([]int64, n)
 		maxAttempts                            = make([]int32, n)
 		created                                = make([]time.Time, n)
+		replayOf                               = make([]*uuid.UUID, n)
+		ordered                                = make([]bool, n)
 	)
 	for i, d := range ds {
 		tenants[i], projects[i], types[i], keys[i], states[i] = d.TenantID, d.ProjectID, d.EventType, d.IdempotencyKey, string(d.State)
@@ -253,16 +264,18 @@ func (t *Tx) InsertWebhookDeliveries(ctx context.Context, ds []domain.WebhookDel
 		seqs[i] = clampInt64(d.EventSequence)
 		maxAttempts[i] = int32(d.MaxAttempts)
 		created[i] = d.CreatedAt
+		replayOf[i], ordered[i] = d.ReplayOf, d.Ordered
 	}
 	rows, _ := t.tx.Query(ctx, `INSERT INTO webhook_deliveries (tenant_id, project_id, id, subscription_id,
 			destination_id, event_id, event_sequence, event_type, idempotency_key, state, max_attempts,
-			next_attempt_at, created_at, updated_at)
-		SELECT t, p, i, s, d, e, q, y, k, st, m, c, c, c
+			next_attempt_at, created_at, updated_at, replay_of, ordered)
+		SELECT t, p, i, s, d, e, q, y, k, st, m, c, c, c, r, o
 		FROM unnest($1::text[], $2::text[], $3::uuid[], $4::uuid[], $5::uuid[], $6::uuid[], $7::bigint[],
-			$8::text[], $9::text[], $10::text[], $11::int[], $12::timestamptz[]) AS u(t, p, i, s, d, e, q, y, k, st, m, c)
-		ON CONFLICT (subscription_id, event_id) DO NOTHING
+			$8::text[], $9::text[], $10::text[], $11::int[], $12::timestamptz[], $13::uuid[], $14::boolean[])
+			AS u(t, p, i, s, d, e, q, y, k, st, m, c, r, o)
+		ON CONFLICT (subscription_id, event_id) WHERE replay_of IS NULL DO NOTHING
 		RETURNING id`,
-		tenants, projects, ids, subs, dests, events, seqs, types, keys, states, maxAttempts, created)
+		tenants, projects, ids, subs, dests, events, seqs, types, keys, states, maxAttempts, created, replayOf, ordered)
 	out, err := pgx.CollectRows(rows, rowToUUID)
 	if err != nil {
 		return nil, fmt.Errorf("inserting webhook deliveries: %w", err)
@@ -292,7 +305,7 @@ func rowToUUID(row pgx.CollectableRow) (uuid.UUID, error) {
 // filtered search, whose conditions depend on the filter (store.filtered).
 const deliveryColumns = `tenant_id, project_id, id, subscription_id, destination_id, event_id, event_sequence,
 	event_type, idempotency_key, state, attempt_count, max_attempts, next_attempt_at, created_at, updated_at,
-	delivered_at, dead_lettered_at, last_error`
+	delivered_at, dead_lettered_at, last_error, replay_of, ordered`
 
 // deliveryFromRow is the domain delivery (without attempts) of a stored row.
 func deliveryFromRow(r *dbsqlc.WebhookDelivery) domain.WebhookDelivery {
@@ -301,7 +314,8 @@ func deliveryFromRow(r *dbsqlc.WebhookDelivery) domain.WebhookDelivery {
 		EventSequence: uint64(r.EventSequence), EventType: r.EventType, IdempotencyKey: r.IdempotencyKey,
 		State: domain.WebhookDeliveryState(r.State), AttemptCount: int(r.AttemptCount), MaxAttempts: int(r.MaxAttempts),
 		NextAttemptAt: utcPtr(r.NextAttemptAt), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
-		DeliveredAt: utcPtr(r.DeliveredAt), DeadLetteredAt: utcPtr(r.DeadLetteredAt), LastError: r.LastError}
+		DeliveredAt: utcPtr(r.DeliveredAt), DeadLetteredAt: utcPtr(r.DeadLetteredAt), LastError: r.LastError,
+		ReplayOf: r.ReplayOf, Ordered: r.Ordered}
 }
 
 // scanDelivery decodes a whole delivery from a query sqlc does not run (the
@@ -312,7 +326,7 @@ func scanDelivery(row pgx.CollectableRow) (domain.WebhookDelivery, error) {
 	err := row.Scan(&r.TenantID, &r.ProjectID, (*[16]byte)(&r.ID), (*[16]byte)(&r.SubscriptionID),
 		(*[16]byte)(&r.DestinationID), (*[16]byte)(&r.EventID), &r.EventSequence,
 		&r.EventType, &r.IdempotencyKey, &r.State, &r.AttemptCount, &r.MaxAttempts, &r.NextAttemptAt,
-		&r.CreatedAt, &r.UpdatedAt, &r.DeliveredAt, &r.DeadLetteredAt, &r.LastError)
+		&r.CreatedAt, &r.UpdatedAt, &r.DeliveredAt, &r.DeadLetteredAt, &r.LastError, &r.ReplayOf, &r.Ordered)
 	return deliveryFromRow(&r), err
 }
 

@@ -250,10 +250,14 @@ type ComplexityRoot struct {
 		ExpireDataExport               func(childComplexity int, input model.ExpireDataExportInput) int
 		RecordAuditEvent               func(childComplexity int, input model.RecordAuditEventInput) int
 		RecordAuditEvents              func(childComplexity int, input model.RecordAuditEventsInput) int
+		RecoverWebhookDeliveries       func(childComplexity int, input model.RecoverWebhookDeliveriesInput) int
 		RedriveWebhookDelivery         func(childComplexity int, input model.RedriveWebhookDeliveryInput) int
+		ReplayWebhookEvents            func(childComplexity int, input model.ReplayWebhookEventsInput) int
 		RequestDataExport              func(childComplexity int, input model.RequestDataExportInput) int
 		RotateWebhookDestinationSecret func(childComplexity int, input model.RotateWebhookDestinationSecretInput) int
+		SendWebhookTestEvent           func(childComplexity int, input model.SendWebhookTestEventInput) int
 		SetAuditRetention              func(childComplexity int, input model.SetAuditRetentionInput) int
+		SkipWebhookDelivery            func(childComplexity int, input model.SkipWebhookDeliveryInput) int
 		UpdateWebhookDestination       func(childComplexity int, input model.UpdateWebhookDestinationInput) int
 	}
 
@@ -286,10 +290,24 @@ type ComplexityRoot struct {
 		Events func(childComplexity int) int
 	}
 
+	RecoverWebhookDeliveriesPayload struct {
+		Count func(childComplexity int) int
+	}
+
+	ReplayWebhookEventsPayload struct {
+		Count    func(childComplexity int) int
+		ReplayOf func(childComplexity int) int
+	}
+
 	RotateWebhookDestinationSecretPayload struct {
 		Destination             func(childComplexity int) int
 		PreviousSecretsExpireAt func(childComplexity int) int
 		SigningSecret           func(childComplexity int) int
+	}
+
+	SendWebhookTestEventPayload struct {
+		Attempt   func(childComplexity int) int
+		WebhookID func(childComplexity int) int
 	}
 
 	Subscription struct {
@@ -313,6 +331,7 @@ type ComplexityRoot struct {
 		MaxAttempts    func(childComplexity int) int
 		NextAttemptAt  func(childComplexity int) int
 		ProjectID      func(childComplexity int) int
+		ReplayOf       func(childComplexity int) int
 		State          func(childComplexity int) int
 		SubscriptionID func(childComplexity int) int
 		UpdatedAt      func(childComplexity int) int
@@ -382,15 +401,17 @@ type ComplexityRoot struct {
 	}
 
 	WebhookSubscription struct {
-		AfterSequence func(childComplexity int) int
-		CreatedAt     func(childComplexity int) int
-		Description   func(childComplexity int) int
-		DestinationID func(childComplexity int) int
-		DisabledAt    func(childComplexity int) int
-		EventTypes    func(childComplexity int) int
-		ID            func(childComplexity int) int
-		ProjectID     func(childComplexity int) int
-		State         func(childComplexity int) int
+		AfterSequence      func(childComplexity int) int
+		CreatedAt          func(childComplexity int) int
+		Description        func(childComplexity int) int
+		DestinationID      func(childComplexity int) int
+		DisabledAt         func(childComplexity int) int
+		EventTypes         func(childComplexity int) int
+		ID                 func(childComplexity int) int
+		Ordering           func(childComplexity int) int
+		PausedByDeliveryID func(childComplexity int) int
+		ProjectID          func(childComplexity int) int
+		State              func(childComplexity int) int
 	}
 
 	WebhookSubscriptionConnection struct {
@@ -444,6 +465,10 @@ type MutationResolver interface {
 	DisableWebhookDestination(ctx context.Context, input model.DisableWebhookDestinationInput) (*model.WebhookDestinationPayload, error)
 	EnableWebhookDestination(ctx context.Context, input model.EnableWebhookDestinationInput) (*model.WebhookDestinationPayload, error)
 	DeleteWebhookDestination(ctx context.Context, input model.DeleteWebhookDestinationInput) (*model.WebhookDestinationPayload, error)
+	RecoverWebhookDeliveries(ctx context.Context, input model.RecoverWebhookDeliveriesInput) (*model.RecoverWebhookDeliveriesPayload, error)
+	ReplayWebhookEvents(ctx context.Context, input model.ReplayWebhookEventsInput) (*model.ReplayWebhookEventsPayload, error)
+	SendWebhookTestEvent(ctx context.Context, input model.SendWebhookTestEventInput) (*model.SendWebhookTestEventPayload, error)
+	SkipWebhookDelivery(ctx context.Context, input model.SkipWebhookDeliveryInput) (*model.WebhookDeliveryPayload, error)
 	CreateWebhookDestination(ctx context.Context, input model.CreateWebhookDestinationInput) (*model.CreateWebhookDestinationPayload, error)
 	RotateWebhookDestinationSecret(ctx context.Context, input model.RotateWebhookDestinationSecretInput) (*model.RotateWebhookDestinationSecretPayload, error)
 	CreateWebhookSubscription(ctx context.Context, input model.CreateWebhookSubscriptionInput) (*model.WebhookSubscriptionPayload, error)
@@ -1355,6 +1380,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RecordAuditEvents(childComplexity, args["input"].(model.RecordAuditEventsInput)), true
+	case "Mutation.recoverWebhookDeliveries":
+		if e.ComplexityRoot.Mutation.RecoverWebhookDeliveries == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_recoverWebhookDeliveries_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RecoverWebhookDeliveries(childComplexity, args["input"].(model.RecoverWebhookDeliveriesInput)), true
 	case "Mutation.redriveWebhookDelivery":
 		if e.ComplexityRoot.Mutation.RedriveWebhookDelivery == nil {
 			break
@@ -1366,6 +1402,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RedriveWebhookDelivery(childComplexity, args["input"].(model.RedriveWebhookDeliveryInput)), true
+	case "Mutation.replayWebhookEvents":
+		if e.ComplexityRoot.Mutation.ReplayWebhookEvents == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_replayWebhookEvents_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ReplayWebhookEvents(childComplexity, args["input"].(model.ReplayWebhookEventsInput)), true
 	case "Mutation.requestDataExport":
 		if e.ComplexityRoot.Mutation.RequestDataExport == nil {
 			break
@@ -1388,6 +1435,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RotateWebhookDestinationSecret(childComplexity, args["input"].(model.RotateWebhookDestinationSecretInput)), true
+	case "Mutation.sendWebhookTestEvent":
+		if e.ComplexityRoot.Mutation.SendWebhookTestEvent == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_sendWebhookTestEvent_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SendWebhookTestEvent(childComplexity, args["input"].(model.SendWebhookTestEventInput)), true
 	case "Mutation.setAuditRetention":
 		if e.ComplexityRoot.Mutation.SetAuditRetention == nil {
 			break
@@ -1399,6 +1457,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SetAuditRetention(childComplexity, args["input"].(model.SetAuditRetentionInput)), true
+	case "Mutation.skipWebhookDelivery":
+		if e.ComplexityRoot.Mutation.SkipWebhookDelivery == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_skipWebhookDelivery_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SkipWebhookDelivery(childComplexity, args["input"].(model.SkipWebhookDeliveryInput)), true
 	case "Mutation.updateWebhookDestination":
 		if e.ComplexityRoot.Mutation.UpdateWebhookDestination == nil {
 			break
@@ -1578,6 +1647,26 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.RecordAuditEventsPayload.Events(childComplexity), true
 
+	case "RecoverWebhookDeliveriesPayload.count":
+		if e.ComplexityRoot.RecoverWebhookDeliveriesPayload.Count == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RecoverWebhookDeliveriesPayload.Count(childComplexity), true
+
+	case "ReplayWebhookEventsPayload.count":
+		if e.ComplexityRoot.ReplayWebhookEventsPayload.Count == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReplayWebhookEventsPayload.Count(childComplexity), true
+	case "ReplayWebhookEventsPayload.replayOf":
+		if e.ComplexityRoot.ReplayWebhookEventsPayload.ReplayOf == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReplayWebhookEventsPayload.ReplayOf(childComplexity), true
+
 	case "RotateWebhookDestinationSecretPayload.destination":
 		if e.ComplexityRoot.RotateWebhookDestinationSecretPayload.Destination == nil {
 			break
@@ -1596,6 +1685,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RotateWebhookDestinationSecretPayload.SigningSecret(childComplexity), true
+
+	case "SendWebhookTestEventPayload.attempt":
+		if e.ComplexityRoot.SendWebhookTestEventPayload.Attempt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SendWebhookTestEventPayload.Attempt(childComplexity), true
+	case "SendWebhookTestEventPayload.webhookId":
+		if e.ComplexityRoot.SendWebhookTestEventPayload.WebhookID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SendWebhookTestEventPayload.WebhookID(childComplexity), true
 
 	case "Subscription.auditEventRecorded":
 		if e.ComplexityRoot.Subscription.AuditEventRecorded == nil {
@@ -1710,6 +1812,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.WebhookDelivery.ProjectID(childComplexity), true
+	case "WebhookDelivery.replayOf":
+		if e.ComplexityRoot.WebhookDelivery.ReplayOf == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDelivery.ReplayOf(childComplexity), true
 	case "WebhookDelivery.state":
 		if e.ComplexityRoot.WebhookDelivery.State == nil {
 			break
@@ -2013,6 +2121,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.WebhookSubscription.ID(childComplexity), true
+	case "WebhookSubscription.ordering":
+		if e.ComplexityRoot.WebhookSubscription.Ordering == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookSubscription.Ordering(childComplexity), true
+	case "WebhookSubscription.pausedByDeliveryId":
+		if e.ComplexityRoot.WebhookSubscription.PausedByDeliveryID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookSubscription.PausedByDeliveryID(childComplexity), true
 	case "WebhookSubscription.projectId":
 		if e.ComplexityRoot.WebhookSubscription.ProjectID == nil {
 			break
@@ -2090,10 +2210,14 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("ExpireDataExportInput", ec.unmarshalInputExpireDataExportInput),
 			graphql.NewInputUnmarshaler("RecordAuditEventInput", ec.unmarshalInputRecordAuditEventInput),
 			graphql.NewInputUnmarshaler("RecordAuditEventsInput", ec.unmarshalInputRecordAuditEventsInput),
+			graphql.NewInputUnmarshaler("RecoverWebhookDeliveriesInput", ec.unmarshalInputRecoverWebhookDeliveriesInput),
 			graphql.NewInputUnmarshaler("RedriveWebhookDeliveryInput", ec.unmarshalInputRedriveWebhookDeliveryInput),
+			graphql.NewInputUnmarshaler("ReplayWebhookEventsInput", ec.unmarshalInputReplayWebhookEventsInput),
 			graphql.NewInputUnmarshaler("RequestDataExportInput", ec.unmarshalInputRequestDataExportInput),
 			graphql.NewInputUnmarshaler("RotateWebhookDestinationSecretInput", ec.unmarshalInputRotateWebhookDestinationSecretInput),
+			graphql.NewInputUnmarshaler("SendWebhookTestEventInput", ec.unmarshalInputSendWebhookTestEventInput),
 			graphql.NewInputUnmarshaler("SetAuditRetentionInput", ec.unmarshalInputSetAuditRetentionInput),
+			graphql.NewInputUnmarshaler("SkipWebhookDeliveryInput", ec.unmarshalInputSkipWebhookDeliveryInput),
 			graphql.NewInputUnmarshaler("TelemetryPointInput", ec.unmarshalInputTelemetryPointInput),
 			graphql.NewInputUnmarshaler("UpdateWebhookDestinationInput", ec.unmarshalInputUpdateWebhookDestinationInput),
 			graphql.NewInputUnmarshaler("WebhookDeliveryFilter", ec.unmarshalInputWebhookDeliveryFilter),
@@ -3009,6 +3133,121 @@ extend enum WebhookDeliveryState {
   CANCELLED
 }
 `, BuiltIn: false},
+	{Name: "../../schema/webhook_recovery.graphqls", Input: `extend type Mutation {
+  """
+  Re-queues the destination's deliveries whose last attempt failed at or
+  after since: dead letters are redriven (fresh budget of attempts, same
+  webhook-id), RETRYING deliveries are tried now instead of at their
+  scheduled time. At most 10,000 per call, oldest first (repeat for more);
+  deliveries of events purged by retention are left alone. Needs
+  deliveries:redrive and confirm: true (else CONFIRMATION_REQUIRED).
+  Audited as webhook.deliveries.recovered.
+  """
+  recoverWebhookDeliveries(input: RecoverWebhookDeliveriesInput!): RecoverWebhookDeliveriesPayload!
+
+  """
+  Delivers the subscription's matching events with project sequence in
+  [fromSequence, toSequence] again, as new deliveries with new webhook-ids
+  (replayOf set), including events recorded before the subscription existed.
+  At most 10,000 sequences; the range ends at the last event recorded before
+  the replay. Needs deliveries:redrive and confirm: true; the subscription
+  must be ACTIVE (else INVALID_STATE). Audited as webhook.events.replayed.
+  """
+  replayWebhookEvents(input: ReplayWebhookEventsInput!): ReplayWebhookEventsPayload!
+
+  """
+  Sends one signed webhook.test event to the destination now and returns its
+  attempt (not retried, not stored as a delivery). Needs webhooks:write.
+  Audited as webhook.destination.test_sent (before the request is sent).
+  """
+  sendWebhookTestEvent(input: SendWebhookTestEventInput!): SendWebhookTestEventPayload!
+
+  """
+  Ends a dead-lettered delivery as SKIPPED: it is never sent again, and a
+  SEQUENCE subscription it paused goes on with its next delivery. Needs
+  deliveries:redrive and confirm: true; only from DEAD_LETTERED (else
+  INVALID_STATE). Audited as webhook.delivery.skipped.
+  """
+  skipWebhookDelivery(input: SkipWebhookDeliveryInput!): WebhookDeliveryPayload!
+}
+
+"""
+UNORDERED: each delivery on its own (the default). SEQUENCE: the
+subscription's deliveries are sent one after the other in the order of the
+project sequence; the next only once the previous one was answered 2xx (or
+skipped). A dead letter pauses the subscription until it is redriven or
+skipped.
+"""
+enum WebhookOrdering {
+  UNORDERED
+  SEQUENCE
+}
+
+extend input CreateWebhookSubscriptionInput {
+  "UNORDERED (default) or SEQUENCE."
+  ordering: WebhookOrdering
+}
+
+extend type WebhookSubscription {
+  ordering: WebhookOrdering!
+  "For SEQUENCE: the dead-lettered delivery that holds the subscription's later deliveries until it is redriven or skipped."
+  pausedByDeliveryId: ID
+}
+
+extend type WebhookDelivery {
+  "For a delivery created by replayWebhookEvents: the id of that replay's audit event (webhook.events.replayed). Null otherwise."
+  replayOf: ID
+}
+
+input RecoverWebhookDeliveriesInput {
+  destinationId: ID!
+  "Deliveries whose last attempt failed at or after this time."
+  since: Time!
+  "Must be true: recovered deliveries are sent again."
+  confirm: Boolean!
+}
+
+type RecoverWebhookDeliveriesPayload {
+  "How many deliveries were re-queued."
+  count: Int!
+}
+
+input ReplayWebhookEventsInput {
+  subscriptionId: ID!
+  fromSequence: Uint64!
+  toSequence: Uint64!
+  "Must be true: a replay sends events again."
+  confirm: Boolean!
+}
+
+type ReplayWebhookEventsPayload {
+  "How many deliveries the replay created."
+  count: Int!
+  "The id of the replay's audit event, which each of its deliveries carries as replayOf."
+  replayOf: ID!
+}
+
+input SendWebhookTestEventInput {
+  destinationId: ID!
+}
+
+type SendWebhookTestEventPayload {
+  "The webhook-id the test event was sent with (msg_test_...)."
+  webhookId: String!
+  attempt: WebhookDeliveryAttempt!
+}
+
+input SkipWebhookDeliveryInput {
+  deliveryId: ID!
+  "Must be true: a skipped delivery is never sent."
+  confirm: Boolean!
+}
+
+# SKIPPED: a dead letter ended by skipWebhookDelivery; it is never sent again.
+extend enum WebhookDeliveryState {
+  SKIPPED
+}
+`, BuiltIn: false},
 	{Name: "../../schema/webhooks.graphqls", Input: `extend type Query {
   """
   One webhook destination. Needs webhooks:read. Never returns a signing
@@ -3669,6 +3908,24 @@ func (ec *executionContext) childFields_RecordAuditEventsPayload(ctx context.Con
 	return nil, fmt.Errorf("no field named %q was found under type RecordAuditEventsPayload", field.Name)
 }
 
+func (ec *executionContext) childFields_RecoverWebhookDeliveriesPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "count":
+		return ec.fieldContext_RecoverWebhookDeliveriesPayload_count(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RecoverWebhookDeliveriesPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_ReplayWebhookEventsPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "count":
+		return ec.fieldContext_ReplayWebhookEventsPayload_count(ctx, field)
+	case "replayOf":
+		return ec.fieldContext_ReplayWebhookEventsPayload_replayOf(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ReplayWebhookEventsPayload", field.Name)
+}
+
 func (ec *executionContext) childFields_RotateWebhookDestinationSecretPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "destination":
@@ -3679,6 +3936,16 @@ func (ec *executionContext) childFields_RotateWebhookDestinationSecretPayload(ct
 		return ec.fieldContext_RotateWebhookDestinationSecretPayload_previousSecretsExpireAt(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RotateWebhookDestinationSecretPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_SendWebhookTestEventPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "webhookId":
+		return ec.fieldContext_SendWebhookTestEventPayload_webhookId(ctx, field)
+	case "attempt":
+		return ec.fieldContext_SendWebhookTestEventPayload_attempt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SendWebhookTestEventPayload", field.Name)
 }
 
 func (ec *executionContext) childFields_WebhookDelivery(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3719,6 +3986,8 @@ func (ec *executionContext) childFields_WebhookDelivery(ctx context.Context, fie
 		return ec.fieldContext_WebhookDelivery_lastError(ctx, field)
 	case "attempts":
 		return ec.fieldContext_WebhookDelivery_attempts(ctx, field)
+	case "replayOf":
+		return ec.fieldContext_WebhookDelivery_replayOf(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type WebhookDelivery", field.Name)
 }
@@ -3869,6 +4138,10 @@ func (ec *executionContext) childFields_WebhookSubscription(ctx context.Context,
 		return ec.fieldContext_WebhookSubscription_createdAt(ctx, field)
 	case "disabledAt":
 		return ec.fieldContext_WebhookSubscription_disabledAt(ctx, field)
+	case "ordering":
+		return ec.fieldContext_WebhookSubscription_ordering(ctx, field)
+	case "pausedByDeliveryId":
+		return ec.fieldContext_WebhookSubscription_pausedByDeliveryId(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type WebhookSubscription", field.Name)
 }
@@ -4199,12 +4472,40 @@ func (ec *executionContext) field_Mutation_recordAuditEvents_args(ctx context.Co
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_recoverWebhookDeliveries_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.RecoverWebhookDeliveriesInput, error) {
+			return ec.unmarshalNRecoverWebhookDeliveriesInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐRecoverWebhookDeliveriesInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_redriveWebhookDelivery_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.RedriveWebhookDeliveryInput, error) {
 			return ec.unmarshalNRedriveWebhookDeliveryInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐRedriveWebhookDeliveryInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_replayWebhookEvents_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.ReplayWebhookEventsInput, error) {
+			return ec.unmarshalNReplayWebhookEventsInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐReplayWebhookEventsInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -4241,12 +4542,40 @@ func (ec *executionContext) field_Mutation_rotateWebhookDestinationSecret_args(c
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_sendWebhookTestEvent_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.SendWebhookTestEventInput, error) {
+			return ec.unmarshalNSendWebhookTestEventInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐSendWebhookTestEventInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_setAuditRetention_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.SetAuditRetentionInput, error) {
 			return ec.unmarshalNSetAuditRetentionInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐSetAuditRetentionInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_skipWebhookDelivery_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.SkipWebhookDeliveryInput, error) {
+			return ec.unmarshalNSkipWebhookDeliveryInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐSkipWebhookDeliveryInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -8111,6 +8440,182 @@ func (ec *executionContext) fieldContext_Mutation_deleteWebhookDestination(ctx c
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_recoverWebhookDeliveries(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_recoverWebhookDeliveries(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RecoverWebhookDeliveries(ctx, fc.Args["input"].(model.RecoverWebhookDeliveriesInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RecoverWebhookDeliveriesPayload) graphql.Marshaler {
+			return ec.marshalNRecoverWebhookDeliveriesPayload2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐRecoverWebhookDeliveriesPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_recoverWebhookDeliveries(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RecoverWebhookDeliveriesPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_recoverWebhookDeliveries_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_replayWebhookEvents(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_replayWebhookEvents(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ReplayWebhookEvents(ctx, fc.Args["input"].(model.ReplayWebhookEventsInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ReplayWebhookEventsPayload) graphql.Marshaler {
+			return ec.marshalNReplayWebhookEventsPayload2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐReplayWebhookEventsPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_replayWebhookEvents(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ReplayWebhookEventsPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_replayWebhookEvents_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_sendWebhookTestEvent(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_sendWebhookTestEvent(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SendWebhookTestEvent(ctx, fc.Args["input"].(model.SendWebhookTestEventInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.SendWebhookTestEventPayload) graphql.Marshaler {
+			return ec.marshalNSendWebhookTestEventPayload2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐSendWebhookTestEventPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_sendWebhookTestEvent(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SendWebhookTestEventPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_sendWebhookTestEvent_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_skipWebhookDelivery(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_skipWebhookDelivery(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SkipWebhookDelivery(ctx, fc.Args["input"].(model.SkipWebhookDeliveryInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.WebhookDeliveryPayload) graphql.Marshaler {
+			return ec.marshalNWebhookDeliveryPayload2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐWebhookDeliveryPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_skipWebhookDelivery(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookDeliveryPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_skipWebhookDelivery_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_createWebhookDestination(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9077,6 +9582,75 @@ func (ec *executionContext) fieldContext_RecordAuditEventsPayload_events(_ conte
 	return fc, nil
 }
 
+func (ec *executionContext) _RecoverWebhookDeliveriesPayload_count(ctx context.Context, field graphql.CollectedField, obj *model.RecoverWebhookDeliveriesPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RecoverWebhookDeliveriesPayload_count(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Count, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RecoverWebhookDeliveriesPayload_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RecoverWebhookDeliveriesPayload", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ReplayWebhookEventsPayload_count(ctx context.Context, field graphql.CollectedField, obj *model.ReplayWebhookEventsPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReplayWebhookEventsPayload_count(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Count, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ReplayWebhookEventsPayload_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ReplayWebhookEventsPayload", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ReplayWebhookEventsPayload_replayOf(ctx context.Context, field graphql.CollectedField, obj *model.ReplayWebhookEventsPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReplayWebhookEventsPayload_replayOf(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ReplayOf, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ReplayWebhookEventsPayload_replayOf(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ReplayWebhookEventsPayload", field, false, false, "ID")
+}
+
 func (ec *executionContext) _RotateWebhookDestinationSecretPayload_destination(ctx context.Context, field graphql.CollectedField, obj *model.RotateWebhookDestinationSecretPayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9153,6 +9727,61 @@ func (ec *executionContext) _RotateWebhookDestinationSecretPayload_previousSecre
 }
 func (ec *executionContext) fieldContext_RotateWebhookDestinationSecretPayload_previousSecretsExpireAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("RotateWebhookDestinationSecretPayload", field, false, false, "Time")
+}
+
+func (ec *executionContext) _SendWebhookTestEventPayload_webhookId(ctx context.Context, field graphql.CollectedField, obj *model.SendWebhookTestEventPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SendWebhookTestEventPayload_webhookId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.WebhookID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SendWebhookTestEventPayload_webhookId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SendWebhookTestEventPayload", field, false, false, "String")
+}
+
+func (ec *executionContext) _SendWebhookTestEventPayload_attempt(ctx context.Context, field graphql.CollectedField, obj *model.SendWebhookTestEventPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SendWebhookTestEventPayload_attempt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Attempt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.WebhookDeliveryAttempt) graphql.Marshaler {
+			return ec.marshalNWebhookDeliveryAttempt2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDeliveryAttempt(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SendWebhookTestEventPayload_attempt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SendWebhookTestEventPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookDeliveryAttempt(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Subscription_auditEventRecorded(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
@@ -9664,6 +10293,29 @@ func (ec *executionContext) fieldContext_WebhookDelivery_attempts(_ context.Cont
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _WebhookDelivery_replayOf(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDelivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDelivery_replayOf(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ReplayOf, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *uuid.UUID) graphql.Marshaler {
+			return ec.marshalOID2ᚖgithubᚗcomᚋgoogleᚋuuidᚐUUID(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDelivery_replayOf(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, "ID")
 }
 
 func (ec *executionContext) _WebhookDeliveryAttempt_number(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDeliveryAttempt) (ret graphql.Marshaler) {
@@ -10831,6 +11483,52 @@ func (ec *executionContext) _WebhookSubscription_disabledAt(ctx context.Context,
 }
 func (ec *executionContext) fieldContext_WebhookSubscription_disabledAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("WebhookSubscription", field, false, false, "Time")
+}
+
+func (ec *executionContext) _WebhookSubscription_ordering(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookSubscription) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookSubscription_ordering(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Ordering, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.WebhookOrdering) graphql.Marshaler {
+			return ec.marshalNWebhookOrdering2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookOrdering(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookSubscription_ordering(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookSubscription", field, false, false, "WebhookOrdering")
+}
+
+func (ec *executionContext) _WebhookSubscription_pausedByDeliveryId(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookSubscription) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookSubscription_pausedByDeliveryId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PausedByDeliveryID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *uuid.UUID) graphql.Marshaler {
+			return ec.marshalOID2ᚖgithubᚗcomᚋgoogleᚋuuidᚐUUID(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookSubscription_pausedByDeliveryId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookSubscription", field, false, false, "ID")
 }
 
 func (ec *executionContext) _WebhookSubscriptionConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.WebhookSubscriptionConnection) (ret graphql.Marshaler) {
@@ -12796,7 +13494,7 @@ func (ec *executionContext) unmarshalInputCreateWebhookSubscriptionInput(ctx con
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"projectId", "destinationId", "eventTypes", "description", "idempotencyKey"}
+	fieldsInOrder := [...]string{"projectId", "destinationId", "eventTypes", "description", "idempotencyKey", "ordering"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -12838,6 +13536,13 @@ func (ec *executionContext) unmarshalInputCreateWebhookSubscriptionInput(ctx con
 				return it, err
 			}
 			it.IdempotencyKey = data
+		case "ordering":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ordering"))
+			data, err := ec.unmarshalOWebhookOrdering2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookOrdering(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Ordering = data
 		}
 	}
 	return it, nil
@@ -13352,6 +14057,62 @@ func UnmarshalRecordAuditEventsInput(ctx context.Context, raw any) (model.Record
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputRecoverWebhookDeliveriesInput(ctx context.Context, obj any) (model.RecoverWebhookDeliveriesInput, error) {
+	var it model.RecoverWebhookDeliveriesInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"destinationId", "since", "confirm"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "destinationId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("destinationId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DestinationID = data
+		case "since":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("since"))
+			data, err := ec.unmarshalNTime2timeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Since = data
+		case "confirm":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("confirm"))
+			data, err := ec.unmarshalNBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Confirm = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalRecoverWebhookDeliveriesInput unmarshals raw into the RecoverWebhookDeliveriesInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRecoverWebhookDeliveriesInput(ctx context.Context, raw any) (model.RecoverWebhookDeliveriesInput, error) {
+	var out model.RecoverWebhookDeliveriesInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RecoverWebhookDeliveriesInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputRedriveWebhookDeliveryInput(ctx context.Context, obj any) (model.RedriveWebhookDeliveryInput, error) {
 	var it model.RedriveWebhookDeliveryInput
 	if obj == nil {
@@ -13398,6 +14159,69 @@ func (ec *executionContext) unmarshalInputRedriveWebhookDeliveryInput(ctx contex
 func UnmarshalRedriveWebhookDeliveryInput(ctx context.Context, raw any) (model.RedriveWebhookDeliveryInput, error) {
 	var out model.RedriveWebhookDeliveryInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "RedriveWebhookDeliveryInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputReplayWebhookEventsInput(ctx context.Context, obj any) (model.ReplayWebhookEventsInput, error) {
+	var it model.ReplayWebhookEventsInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"subscriptionId", "fromSequence", "toSequence", "confirm"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "subscriptionId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("subscriptionId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SubscriptionID = data
+		case "fromSequence":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("fromSequence"))
+			data, err := ec.unmarshalNUint642uint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FromSequence = data
+		case "toSequence":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("toSequence"))
+			data, err := ec.unmarshalNUint642uint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ToSequence = data
+		case "confirm":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("confirm"))
+			data, err := ec.unmarshalNBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Confirm = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalReplayWebhookEventsInput unmarshals raw into the ReplayWebhookEventsInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalReplayWebhookEventsInput(ctx context.Context, raw any) (model.ReplayWebhookEventsInput, error) {
+	var out model.ReplayWebhookEventsInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ReplayWebhookEventsInput", raw, &out)
 	return out, err
 }
 
@@ -13562,6 +14386,48 @@ func UnmarshalRotateWebhookDestinationSecretInput(ctx context.Context, raw any) 
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputSendWebhookTestEventInput(ctx context.Context, obj any) (model.SendWebhookTestEventInput, error) {
+	var it model.SendWebhookTestEventInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"destinationId"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "destinationId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("destinationId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DestinationID = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalSendWebhookTestEventInput unmarshals raw into the SendWebhookTestEventInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSendWebhookTestEventInput(ctx context.Context, raw any) (model.SendWebhookTestEventInput, error) {
+	var out model.SendWebhookTestEventInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SendWebhookTestEventInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputSetAuditRetentionInput(ctx context.Context, obj any) (model.SetAuditRetentionInput, error) {
 	var it model.SetAuditRetentionInput
 	if obj == nil {
@@ -13608,6 +14474,55 @@ func (ec *executionContext) unmarshalInputSetAuditRetentionInput(ctx context.Con
 func UnmarshalSetAuditRetentionInput(ctx context.Context, raw any) (model.SetAuditRetentionInput, error) {
 	var out model.SetAuditRetentionInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "SetAuditRetentionInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputSkipWebhookDeliveryInput(ctx context.Context, obj any) (model.SkipWebhookDeliveryInput, error) {
+	var it model.SkipWebhookDeliveryInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"deliveryId", "confirm"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "deliveryId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("deliveryId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DeliveryID = data
+		case "confirm":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("confirm"))
+			data, err := ec.unmarshalNBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Confirm = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalSkipWebhookDeliveryInput unmarshals raw into the SkipWebhookDeliveryInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSkipWebhookDeliveryInput(ctx context.Context, raw any) (model.SkipWebhookDeliveryInput, error) {
+	var out model.SkipWebhookDeliveryInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SkipWebhookDeliveryInput", raw, &out)
 	return out, err
 }
 
@@ -15266,6 +16181,34 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "recoverWebhookDeliveries":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_recoverWebhookDeliveries(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "replayWebhookEvents":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_replayWebhookEvents(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "sendWebhookTestEvent":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_sendWebhookTestEvent(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "skipWebhookDelivery":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_skipWebhookDelivery(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "createWebhookDestination":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_createWebhookDestination(ctx, field)
@@ -15550,6 +16493,77 @@ func (ec *executionContext) _RecordAuditEventsPayload(ctx context.Context, sel a
 	return out
 }
 
+var recoverWebhookDeliveriesPayloadImplementors = []string{"RecoverWebhookDeliveriesPayload"}
+
+func (ec *executionContext) _RecoverWebhookDeliveriesPayload(ctx context.Context, sel ast.SelectionSet, obj *model.RecoverWebhookDeliveriesPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, recoverWebhookDeliveriesPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RecoverWebhookDeliveriesPayload")
+		case "count":
+			out.Values[i] = ec._RecoverWebhookDeliveriesPayload_count(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var replayWebhookEventsPayloadImplementors = []string{"ReplayWebhookEventsPayload"}
+
+func (ec *executionContext) _ReplayWebhookEventsPayload(ctx context.Context, sel ast.SelectionSet, obj *model.ReplayWebhookEventsPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, replayWebhookEventsPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ReplayWebhookEventsPayload")
+		case "count":
+			out.Values[i] = ec._ReplayWebhookEventsPayload_count(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "replayOf":
+			out.Values[i] = ec._ReplayWebhookEventsPayload_replayOf(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var rotateWebhookDestinationSecretPayloadImplementors = []string{"RotateWebhookDestinationSecretPayload"}
 
 func (ec *executionContext) _RotateWebhookDestinationSecretPayload(ctx context.Context, sel ast.SelectionSet, obj *model.RotateWebhookDestinationSecretPayload) graphql.Marshaler {
@@ -15573,6 +16587,44 @@ func (ec *executionContext) _RotateWebhookDestinationSecretPayload(ctx context.C
 			}
 		case "previousSecretsExpireAt":
 			out.Values[i] = ec._RotateWebhookDestinationSecretPayload_previousSecretsExpireAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var sendWebhookTestEventPayloadImplementors = []string{"SendWebhookTestEventPayload"}
+
+func (ec *executionContext) _SendWebhookTestEventPayload(ctx context.Context, sel ast.SelectionSet, obj *model.SendWebhookTestEventPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, sendWebhookTestEventPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SendWebhookTestEventPayload")
+		case "webhookId":
+			out.Values[i] = ec._SendWebhookTestEventPayload_webhookId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "attempt":
+			out.Values[i] = ec._SendWebhookTestEventPayload_attempt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -15714,6 +16766,11 @@ func (ec *executionContext) _WebhookDelivery(ctx context.Context, sel ast.Select
 		case "attempts":
 			out.Values[i] = ec._WebhookDelivery_attempts(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "replayOf":
+			out.Values[i] = ec._WebhookDelivery_replayOf(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -16209,6 +17266,16 @@ func (ec *executionContext) _WebhookSubscription(ctx context.Context, sel ast.Se
 			}
 		case "disabledAt":
 			out.Values[i] = ec._WebhookSubscription_disabledAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "ordering":
+			out.Values[i] = ec._WebhookSubscription_ordering(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pausedByDeliveryId":
+			out.Values[i] = ec._WebhookSubscription_pausedByDeliveryId(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -17395,9 +18462,35 @@ func (ec *executionContext) marshalNRecordAuditEventsPayload2ᚖgithubᚗcomᚋa
 	return ec._RecordAuditEventsPayload(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNRecoverWebhookDeliveriesInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐRecoverWebhookDeliveriesInput(ctx context.Context, v any) (model.RecoverWebhookDeliveriesInput, error) {
+	res, err := ec.unmarshalInputRecoverWebhookDeliveriesInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNRecoverWebhookDeliveriesPayload2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐRecoverWebhookDeliveriesPayload(ctx context.Context, sel ast.SelectionSet, v *model.RecoverWebhookDeliveriesPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "RecoverWebhookDeliveriesPayload!")
+		return graphql.Null
+	}
+	return ec._RecoverWebhookDeliveriesPayload(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNRedriveWebhookDeliveryInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐRedriveWebhookDeliveryInput(ctx context.Context, v any) (model.RedriveWebhookDeliveryInput, error) {
 	res, err := ec.unmarshalInputRedriveWebhookDeliveryInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNReplayWebhookEventsInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐReplayWebhookEventsInput(ctx context.Context, v any) (model.ReplayWebhookEventsInput, error) {
+	res, err := ec.unmarshalInputReplayWebhookEventsInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNReplayWebhookEventsPayload2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐReplayWebhookEventsPayload(ctx context.Context, sel ast.SelectionSet, v *model.ReplayWebhookEventsPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ReplayWebhookEventsPayload!")
+		return graphql.Null
+	}
+	return ec._ReplayWebhookEventsPayload(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNRequestDataExportInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐRequestDataExportInput(ctx context.Context, v any) (model.RequestDataExportInput, error) {
@@ -17418,8 +18511,26 @@ func (ec *executionContext) marshalNRotateWebhookDestinationSecretPayload2ᚖgit
 	return ec._RotateWebhookDestinationSecretPayload(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNSendWebhookTestEventInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐSendWebhookTestEventInput(ctx context.Context, v any) (model.SendWebhookTestEventInput, error) {
+	res, err := ec.unmarshalInputSendWebhookTestEventInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNSendWebhookTestEventPayload2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐSendWebhookTestEventPayload(ctx context.Context, sel ast.SelectionSet, v *model.SendWebhookTestEventPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "SendWebhookTestEventPayload!")
+		return graphql.Null
+	}
+	return ec._SendWebhookTestEventPayload(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNSetAuditRetentionInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐSetAuditRetentionInput(ctx context.Context, v any) (model.SetAuditRetentionInput, error) {
 	res, err := ec.unmarshalInputSetAuditRetentionInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNSkipWebhookDeliveryInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐSkipWebhookDeliveryInput(ctx context.Context, v any) (model.SkipWebhookDeliveryInput, error) {
+	res, err := ec.unmarshalInputSkipWebhookDeliveryInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
@@ -17618,6 +18729,14 @@ func (ec *executionContext) marshalNWebhookDeliveryAttempt2ᚕgithubᚗcomᚋaet
 	return ret
 }
 
+func (ec *executionContext) marshalNWebhookDeliveryAttempt2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDeliveryAttempt(ctx context.Context, sel ast.SelectionSet, v *domain.WebhookDeliveryAttempt) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "WebhookDeliveryAttempt!")
+		return graphql.Null
+	}
+	return ec._WebhookDeliveryAttempt(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNWebhookDeliveryConnection2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐWebhookDeliveryConnection(ctx context.Context, sel ast.SelectionSet, v *model.WebhookDeliveryConnection) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "WebhookDeliveryConnection!")
@@ -17678,6 +18797,7 @@ var (
 		"DEAD_LETTERED": domain.WebhookDeliveryDeadLettered,
 		"PAUSED":        domain.WebhookDeliveryPaused,
 		"CANCELLED":     domain.WebhookDeliveryCancelled,
+		"SKIPPED":       domain.WebhookDeliverySkipped,
 	}
 	marshalNWebhookDeliveryState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDeliveryState = map[domain.WebhookDeliveryState]string{
 		domain.WebhookDeliveryPending:      "PENDING",
@@ -17687,6 +18807,7 @@ var (
 		domain.WebhookDeliveryDeadLettered: "DEAD_LETTERED",
 		domain.WebhookDeliveryPaused:       "PAUSED",
 		domain.WebhookDeliveryCancelled:    "CANCELLED",
+		domain.WebhookDeliverySkipped:      "SKIPPED",
 	}
 )
 
@@ -17786,6 +18907,32 @@ func (ec *executionContext) unmarshalNWebhookHeaderInput2githubᚗcomᚋaetherio
 	res, err := ec.unmarshalInputWebhookHeaderInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
+
+func (ec *executionContext) unmarshalNWebhookOrdering2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookOrdering(ctx context.Context, v any) (domain.WebhookOrdering, error) {
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNWebhookOrdering2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookOrdering[tmp]
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNWebhookOrdering2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookOrdering(ctx context.Context, sel ast.SelectionSet, v domain.WebhookOrdering) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalString(marshalNWebhookOrdering2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookOrdering[v])
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "WebhookOrdering!")
+	}
+	return res
+}
+
+var (
+	unmarshalNWebhookOrdering2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookOrdering = map[string]domain.WebhookOrdering{
+		"UNORDERED": domain.WebhookOrderingUnordered,
+		"SEQUENCE":  domain.WebhookOrderingSequence,
+	}
+	marshalNWebhookOrdering2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookOrdering = map[domain.WebhookOrdering]string{
+		domain.WebhookOrderingUnordered: "UNORDERED",
+		domain.WebhookOrderingSequence:  "SEQUENCE",
+	}
+)
 
 func (ec *executionContext) marshalNWebhookSubscription2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookSubscription(ctx context.Context, sel ast.SelectionSet, v *domain.WebhookSubscription) graphql.Marshaler {
 	if v == nil {
@@ -18311,6 +19458,24 @@ func (ec *executionContext) marshalOFloat2ᚖfloat64(ctx context.Context, sel as
 	return graphql.WrapContextMarshaler(ctx, res)
 }
 
+func (ec *executionContext) unmarshalOID2ᚖgithubᚗcomᚋgoogleᚋuuidᚐUUID(ctx context.Context, v any) (*uuid.UUID, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := graphql.UnmarshalUUID(v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOID2ᚖgithubᚗcomᚋgoogleᚋuuidᚐUUID(ctx context.Context, sel ast.SelectionSet, v *uuid.UUID) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalUUID(*v)
+	return res
+}
+
 func (ec *executionContext) unmarshalOID2ᚖstring(ctx context.Context, v any) (*string, error) {
 	if v == nil {
 		return nil, nil
@@ -18480,6 +19645,7 @@ var (
 		"DEAD_LETTERED": domain.WebhookDeliveryDeadLettered,
 		"PAUSED":        domain.WebhookDeliveryPaused,
 		"CANCELLED":     domain.WebhookDeliveryCancelled,
+		"SKIPPED":       domain.WebhookDeliverySkipped,
 	}
 	marshalOWebhookDeliveryState2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookDeliveryState = map[domain.WebhookDeliveryState]string{
 		domain.WebhookDeliveryPending:      "PENDING",
@@ -18489,6 +19655,7 @@ var (
 		domain.WebhookDeliveryDeadLettered: "DEAD_LETTERED",
 		domain.WebhookDeliveryPaused:       "PAUSED",
 		domain.WebhookDeliveryCancelled:    "CANCELLED",
+		domain.WebhookDeliverySkipped:      "SKIPPED",
 	}
 )
 
@@ -18515,6 +19682,36 @@ func (ec *executionContext) unmarshalOWebhookHeaderInput2ᚕgithubᚗcomᚋaethe
 	}
 	return res, nil
 }
+
+func (ec *executionContext) unmarshalOWebhookOrdering2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookOrdering(ctx context.Context, v any) (*domain.WebhookOrdering, error) {
+	if v == nil {
+		return nil, nil
+	}
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalOWebhookOrdering2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookOrdering[tmp]
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOWebhookOrdering2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookOrdering(ctx context.Context, sel ast.SelectionSet, v *domain.WebhookOrdering) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalString(marshalOWebhookOrdering2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookOrdering[*v])
+	return res
+}
+
+var (
+	unmarshalOWebhookOrdering2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookOrdering = map[string]domain.WebhookOrdering{
+		"UNORDERED": domain.WebhookOrderingUnordered,
+		"SEQUENCE":  domain.WebhookOrderingSequence,
+	}
+	marshalOWebhookOrdering2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookOrdering = map[domain.WebhookOrdering]string{
+		domain.WebhookOrderingUnordered: "UNORDERED",
+		domain.WebhookOrderingSequence:  "SEQUENCE",
+	}
+)
 
 func (ec *executionContext) marshalOWebhookSubscription2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookSubscription(ctx context.Context, sel ast.SelectionSet, v *domain.WebhookSubscription) graphql.Marshaler {
 	if v == nil {

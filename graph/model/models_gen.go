@@ -149,6 +149,8 @@ type CreateWebhookSubscriptionInput struct {
 	Description *string  `json:"description,omitempty"`
 	// Makes the call idempotent: a repeat returns the first call's subscription.
 	IdempotencyKey *string `json:"idempotencyKey,omitempty"`
+	// UNORDERED (default) or SEQUENCE.
+	Ordering *domain.WebhookOrdering `json:"ordering,omitempty"`
 }
 
 // The AuditEventFilter a filtered AUDIT export was requested with, in the
@@ -276,10 +278,38 @@ type RecordAuditEventsPayload struct {
 	Events []domain.AuditEvent `json:"events"`
 }
 
+type RecoverWebhookDeliveriesInput struct {
+	DestinationID string `json:"destinationId"`
+	// Deliveries whose last attempt failed at or after this time.
+	Since time.Time `json:"since"`
+	// Must be true: recovered deliveries are sent again.
+	Confirm bool `json:"confirm"`
+}
+
+type RecoverWebhookDeliveriesPayload struct {
+	// How many deliveries were re-queued.
+	Count int `json:"count"`
+}
+
 type RedriveWebhookDeliveryInput struct {
 	DeliveryID string `json:"deliveryId"`
 	// Must be true: a redrive sends the webhook again.
 	Confirm bool `json:"confirm"`
+}
+
+type ReplayWebhookEventsInput struct {
+	SubscriptionID string `json:"subscriptionId"`
+	FromSequence   uint64 `json:"fromSequence"`
+	ToSequence     uint64 `json:"toSequence"`
+	// Must be true: a replay sends events again.
+	Confirm bool `json:"confirm"`
+}
+
+type ReplayWebhookEventsPayload struct {
+	// How many deliveries the replay created.
+	Count int `json:"count"`
+	// The id of the replay's audit event, which each of its deliveries carries as replayOf.
+	ReplayOf string `json:"replayOf"`
 }
 
 type RequestDataExportInput struct {
@@ -321,10 +351,26 @@ type RotateWebhookDestinationSecretPayload struct {
 	PreviousSecretsExpireAt time.Time `json:"previousSecretsExpireAt"`
 }
 
+type SendWebhookTestEventInput struct {
+	DestinationID string `json:"destinationId"`
+}
+
+type SendWebhookTestEventPayload struct {
+	// The webhook-id the test event was sent with (msg_test_...).
+	WebhookID string                         `json:"webhookId"`
+	Attempt   *domain.WebhookDeliveryAttempt `json:"attempt"`
+}
+
 type SetAuditRetentionInput struct {
 	// Days to keep audit events, from the service's minimum (AETHER_AUDIT_RETENTION_MIN, default 30) to 36500; null for the service's default. Outside that range: BAD_USER_INPUT.
 	RetentionDays *int `json:"retentionDays,omitempty"`
 	Confirm       bool `json:"confirm"`
+}
+
+type SkipWebhookDeliveryInput struct {
+	DeliveryID string `json:"deliveryId"`
+	// Must be true: a skipped delivery is never sent.
+	Confirm bool `json:"confirm"`
 }
 
 type Subscription struct {

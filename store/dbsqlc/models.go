@@ -157,6 +157,8 @@ type WebhookDelivery struct {
 	DeliveredAt    *time.Time
 	DeadLetteredAt *time.Time
 	LastError      string
+	ReplayOf       *uuid.UUID
+	Ordered        bool
 }
 
 type WebhookDeliveryAttempt struct {
@@ -212,17 +214,28 @@ type WebhookDestinationSecret struct {
 	ExpiresAt     *time.Time
 }
 
+type WebhookOrderedQueue struct {
+	TenantID       string
+	SubscriptionID uuid.UUID
+	EventSequence  int64
+	DeliveryID     uuid.UUID
+}
+
 type WebhookSubscription struct {
-	TenantID         string
-	ProjectID        string
-	ID               uuid.UUID
-	DestinationID    uuid.UUID
-	EventTypes       []string
-	Description      string
-	State            string
-	AfterSequence    int64
-	CreatedAt        time.Time
-	CreatedBy        string
-	DisabledAt       *time.Time
-	DisabledSequence *int64
+	TenantID           string
+	ProjectID          string
+	ID                 uuid.UUID
+	DestinationID      uuid.UUID
+	EventTypes         []string
+	Description        string
+	State              string
+	AfterSequence      int64
+	CreatedAt          time.Time
+	CreatedBy          string
+	DisabledAt         *time.Time
+	DisabledSequence   *int64
+	Ordering           string
+	FannedOutThrough   *int64
+	PausedByDeliveryID *uuid.UUID
+	OrderedAwakeUntil  *time.Time
 }

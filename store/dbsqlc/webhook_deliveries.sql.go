@@ -15,7 +15,7 @@ import (
 const BatchSendWebhookDeliveries = `-- name: BatchSendWebhookDeliveries :many
 SELECT tenant_id, project_id, id, subscription_id, destination_id, event_id, event_sequence,
     event_type, idempotency_key, state, attempt_count, max_attempts, next_attempt_at, created_at, updated_at,
-    delivered_at, dead_lettered_at, last_error
+    delivered_at, dead_lettered_at, last_error, replay_of, ordered
 FROM webhook_deliveries WHERE tenant_id = $1 AND id = ANY($2::uuid[]) AND destination_id = $3
 `
 
@@ -56,6 +56,8 @@ func (q *Queries) BatchSendWebhookDeliveries(ctx context.Context, arg BatchSendW
 			&i.DeliveredAt,
 			&i.DeadLetteredAt,
 			&i.LastError,
+			&i.ReplayOf,
+			&i.Ordered,
 		); err != nil {
 			return nil, err
 		}
@@ -131,7 +133,7 @@ func (q *Queries) DeadLetterPurgedWebhookDeliveries(ctx context.Context, arg Dea
 const GetWebhookDelivery = `-- name: GetWebhookDelivery :one
 SELECT tenant_id, project_id, id, subscription_id, destination_id, event_id, event_sequence,
     event_type, idempotency_key, state, attempt_count, max_attempts, next_attempt_at, created_at, updated_at,
-    delivered_at, dead_lettered_at, last_error
+    delivered_at, dead_lettered_at, last_error, replay_of, ordered
 FROM webhook_deliveries WHERE tenant_id = $1 AND id = $2
 `
 
@@ -164,6 +166,8 @@ func (q *Queries) GetWebhookDelivery(ctx context.Context, arg GetWebhookDelivery
 		&i.DeliveredAt,
 		&i.DeadLetteredAt,
 		&i.LastError,
+		&i.ReplayOf,
+		&i.Ordered,
 	)
 	return i, err
 }
@@ -171,7 +175,7 @@ func (q *Queries) GetWebhookDelivery(ctx context.Context, arg GetWebhookDelivery
 const LockWebhookDelivery = `-- name: LockWebhookDelivery :one
 SELECT tenant_id, project_id, id, subscription_id, destination_id, event_id, event_sequence,
     event_type, idempotency_key, state, attempt_count, max_attempts, next_attempt_at, created_at, updated_at,
-    delivered_at, dead_lettered_at, last_error
+    delivered_at, dead_lettered_at, last_error, replay_of, ordered
 FROM webhook_deliveries WHERE tenant_id = $1 AND id = $2 FOR UPDATE
 `
 
@@ -203,6 +207,8 @@ func (q *Queries) LockWebhookDelivery(ctx context.Context, arg LockWebhookDelive
 		&i.DeliveredAt,
 		&i.DeadLetteredAt,
 		&i.LastError,
+		&i.ReplayOf,
+		&i.Ordered,
 	)
 	return i, err
 }
@@ -233,6 +239,77 @@ func (q *Queries) PauseWebhookDeliveriesOfDestination(ctx context.Context, arg P
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const RecoverableWebhookDeliveries = `-- name: RecoverableWebhookDeliveries :many
+SELECT tenant_id, project_id, id, subscription_id, destination_id, event_id, event_sequence,
+    event_type, idempotency_key, state, attempt_count, max_attempts, next_attempt_at, created_at, updated_at,
+    delivered_at, dead_lettered_at, last_error, replay_of, ordered
+FROM webhook_deliveries
+WHERE tenant_id = $1 AND project_id = $2 AND destination_id = $3
+  AND state IN ('RETRYING', 'DEAD_LETTERED') AND updated_at >= $4::timestamptz
+  AND event_sequence > $5::bigint
+ORDER BY id LIMIT $6::bigint
+`
+
+type RecoverableWebhookDeliveriesParams struct {
+	TenantID      string
+	ProjectID     string
+	DestinationID uuid.UUID
+	Since         time.Time
+	PurgedThrough int64
+	RowLimit      int64
+}
+
+// A destination's deliveries whose last attempt failed at or after since:
+// RETRYING ones and dead letters, whose events retention has not purged,
+// oldest first (the project index, filtered).
+func (q *Queries) RecoverableWebhookDeliveries(ctx context.Context, arg RecoverableWebhookDeliveriesParams) ([]WebhookDelivery, error) {
+	rows, err := q.db.Query(ctx, RecoverableWebhookDeliveries,
+		arg.TenantID,
+		arg.ProjectID,
+		arg.DestinationID,
+		arg.Since,
+		arg.PurgedThrough,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []WebhookDelivery{}
+	for rows.Next() {
+		var i WebhookDelivery
+		if err := rows.Scan(
+			&i.TenantID,
+			&i.ProjectID,
+			&i.ID,
+			&i.SubscriptionID,
+			&i.DestinationID,
+			&i.EventID,
+			&i.EventSequence,
+			&i.EventType,
+			&i.IdempotencyKey,
+			&i.State,
+			&i.AttemptCount,
+			&i.MaxAttempts,
+			&i.NextAttemptAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.DeliveredAt,
+			&i.DeadLetteredAt,
+			&i.LastError,
+			&i.ReplayOf,
+			&i.Ordered,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const ResumeWebhookDeliveriesOfDestination = `-- name: ResumeWebhookDeliveriesOfDestination :many

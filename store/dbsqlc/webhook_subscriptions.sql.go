@@ -38,7 +38,8 @@ func (q *Queries) DisableWebhookSubscription(ctx context.Context, arg DisableWeb
 
 const FanOutWebhookSubscriptions = `-- name: FanOutWebhookSubscriptions :many
 SELECT tenant_id, project_id, id, destination_id, event_types, description, state,
-    after_sequence, created_at, created_by, disabled_at, disabled_sequence
+    after_sequence, created_at, created_by, disabled_at, disabled_sequence, ordering,
+    fanned_out_through, paused_by_delivery_id, ordered_awake_until
 FROM webhook_subscriptions
 WHERE tenant_id = $1 AND project_id = $2 AND after_sequence < $3::bigint
     AND (state = 'ACTIVE' OR disabled_sequence > $4::bigint)
@@ -82,6 +83,10 @@ func (q *Queries) FanOutWebhookSubscriptions(ctx context.Context, arg FanOutWebh
 			&i.CreatedBy,
 			&i.DisabledAt,
 			&i.DisabledSequence,
+			&i.Ordering,
+			&i.FannedOutThrough,
+			&i.PausedByDeliveryID,
+			&i.OrderedAwakeUntil,
 		); err != nil {
 			return nil, err
 		}
@@ -95,7 +100,8 @@ func (q *Queries) FanOutWebhookSubscriptions(ctx context.Context, arg FanOutWebh
 
 const GetWebhookSubscription = `-- name: GetWebhookSubscription :one
 SELECT tenant_id, project_id, id, destination_id, event_types, description, state,
-    after_sequence, created_at, created_by, disabled_at, disabled_sequence
+    after_sequence, created_at, created_by, disabled_at, disabled_sequence, ordering,
+    fanned_out_through, paused_by_delivery_id, ordered_awake_until
 FROM webhook_subscriptions WHERE tenant_id = $1 AND id = $2
 `
 
@@ -122,29 +128,35 @@ func (q *Queries) GetWebhookSubscription(ctx context.Context, arg GetWebhookSubs
 		&i.CreatedBy,
 		&i.DisabledAt,
 		&i.DisabledSequence,
+		&i.Ordering,
+		&i.FannedOutThrough,
+		&i.PausedByDeliveryID,
+		&i.OrderedAwakeUntil,
 	)
 	return i, err
 }
 
 const InsertWebhookSubscription = `-- name: InsertWebhookSubscription :exec
 INSERT INTO webhook_subscriptions (tenant_id, project_id, id, destination_id, event_types, description, state,
-    after_sequence, created_at, created_by, disabled_at, disabled_sequence)
+    after_sequence, created_at, created_by, disabled_at, disabled_sequence, ordering, fanned_out_through)
 VALUES ($1, $2, $3, $4, $5, $6, $7,
-    $8, $9, $10, $11, NULL)
+    $8, $9, $10, $11, NULL, $12, $13)
 `
 
 type InsertWebhookSubscriptionParams struct {
-	TenantID      string
-	ProjectID     string
-	ID            uuid.UUID
-	DestinationID uuid.UUID
-	EventTypes    []string
-	Description   string
-	State         string
-	AfterSequence int64
-	CreatedAt     time.Time
-	CreatedBy     string
-	DisabledAt    *time.Time
+	TenantID         string
+	ProjectID        string
+	ID               uuid.UUID
+	DestinationID    uuid.UUID
+	EventTypes       []string
+	Description      string
+	State            string
+	AfterSequence    int64
+	CreatedAt        time.Time
+	CreatedBy        string
+	DisabledAt       *time.Time
+	Ordering         string
+	FannedOutThrough *int64
 }
 
 func (q *Queries) InsertWebhookSubscription(ctx context.Context, arg InsertWebhookSubscriptionParams) error {
@@ -160,13 +172,16 @@ func (q *Queries) InsertWebhookSubscription(ctx context.Context, arg InsertWebho
 		arg.CreatedAt,
 		arg.CreatedBy,
 		arg.DisabledAt,
+		arg.Ordering,
+		arg.FannedOutThrough,
 	)
 	return err
 }
 
 const ListActiveWebhookSubscriptions = `-- name: ListActiveWebhookSubscriptions :many
 SELECT tenant_id, project_id, id, destination_id, event_types, description, state,
-    after_sequence, created_at, created_by, disabled_at, disabled_sequence
+    after_sequence, created_at, created_by, disabled_at, disabled_sequence, ordering,
+    fanned_out_through, paused_by_delivery_id, ordered_awake_until
 FROM webhook_subscriptions
 WHERE tenant_id = $1 AND project_id = $2 AND id > $3 AND state = 'ACTIVE'
 ORDER BY id LIMIT $4::bigint
@@ -208,6 +223,10 @@ func (q *Queries) ListActiveWebhookSubscriptions(ctx context.Context, arg ListAc
 			&i.CreatedBy,
 			&i.DisabledAt,
 			&i.DisabledSequence,
+			&i.Ordering,
+			&i.FannedOutThrough,
+			&i.PausedByDeliveryID,
+			&i.OrderedAwakeUntil,
 		); err != nil {
 			return nil, err
 		}
@@ -221,7 +240,8 @@ func (q *Queries) ListActiveWebhookSubscriptions(ctx context.Context, arg ListAc
 
 const ListActiveWebhookSubscriptionsOfDestination = `-- name: ListActiveWebhookSubscriptionsOfDestination :many
 SELECT tenant_id, project_id, id, destination_id, event_types, description, state,
-    after_sequence, created_at, created_by, disabled_at, disabled_sequence
+    after_sequence, created_at, created_by, disabled_at, disabled_sequence, ordering,
+    fanned_out_through, paused_by_delivery_id, ordered_awake_until
 FROM webhook_subscriptions
 WHERE tenant_id = $1 AND project_id = $2 AND destination_id = $3 AND state = 'ACTIVE'
 ORDER BY id FOR UPDATE
@@ -257,6 +277,10 @@ func (q *Queries) ListActiveWebhookSubscriptionsOfDestination(ctx context.Contex
 			&i.CreatedBy,
 			&i.DisabledAt,
 			&i.DisabledSequence,
+			&i.Ordering,
+			&i.FannedOutThrough,
+			&i.PausedByDeliveryID,
+			&i.OrderedAwakeUntil,
 		); err != nil {
 			return nil, err
 		}
@@ -270,7 +294,8 @@ func (q *Queries) ListActiveWebhookSubscriptionsOfDestination(ctx context.Contex
 
 const ListWebhookSubscriptions = `-- name: ListWebhookSubscriptions :many
 SELECT tenant_id, project_id, id, destination_id, event_types, description, state,
-    after_sequence, created_at, created_by, disabled_at, disabled_sequence
+    after_sequence, created_at, created_by, disabled_at, disabled_sequence, ordering,
+    fanned_out_through, paused_by_delivery_id, ordered_awake_until
 FROM webhook_subscriptions
 WHERE tenant_id = $1 AND project_id = $2 AND id > $3
 ORDER BY id LIMIT $4::bigint
@@ -310,6 +335,10 @@ func (q *Queries) ListWebhookSubscriptions(ctx context.Context, arg ListWebhookS
 			&i.CreatedBy,
 			&i.DisabledAt,
 			&i.DisabledSequence,
+			&i.Ordering,
+			&i.FannedOutThrough,
+			&i.PausedByDeliveryID,
+			&i.OrderedAwakeUntil,
 		); err != nil {
 			return nil, err
 		}
@@ -323,7 +352,8 @@ func (q *Queries) ListWebhookSubscriptions(ctx context.Context, arg ListWebhookS
 
 const LockWebhookSubscription = `-- name: LockWebhookSubscription :one
 SELECT tenant_id, project_id, id, destination_id, event_types, description, state,
-    after_sequence, created_at, created_by, disabled_at, disabled_sequence
+    after_sequence, created_at, created_by, disabled_at, disabled_sequence, ordering,
+    fanned_out_through, paused_by_delivery_id, ordered_awake_until
 FROM webhook_subscriptions WHERE tenant_id = $1 AND id = $2 FOR UPDATE
 `
 
@@ -349,6 +379,10 @@ func (q *Queries) LockWebhookSubscription(ctx context.Context, arg LockWebhookSu
 		&i.CreatedBy,
 		&i.DisabledAt,
 		&i.DisabledSequence,
+		&i.Ordering,
+		&i.FannedOutThrough,
+		&i.PausedByDeliveryID,
+		&i.OrderedAwakeUntil,
 	)
 	return i, err
 }

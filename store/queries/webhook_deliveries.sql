@@ -12,14 +12,14 @@ WHERE h.tenant_id = @tenant_id AND h.project_id = @project_id AND d.tenant_id = 
 -- every column in table order: sqlc gives them dbsqlc.WebhookDelivery.
 SELECT tenant_id, project_id, id, subscription_id, destination_id, event_id, event_sequence,
     event_type, idempotency_key, state, attempt_count, max_attempts, next_attempt_at, created_at, updated_at,
-    delivered_at, dead_lettered_at, last_error
+    delivered_at, dead_lettered_at, last_error, replay_of, ordered
 FROM webhook_deliveries WHERE tenant_id = @tenant_id AND id = @id;
 
 -- name: LockWebhookDelivery :one
 -- GetWebhookDelivery, locking the row for the rest of the transaction.
 SELECT tenant_id, project_id, id, subscription_id, destination_id, event_id, event_sequence,
     event_type, idempotency_key, state, attempt_count, max_attempts, next_attempt_at, created_at, updated_at,
-    delivered_at, dead_lettered_at, last_error
+    delivered_at, dead_lettered_at, last_error, replay_of, ordered
 FROM webhook_deliveries WHERE tenant_id = @tenant_id AND id = @id FOR UPDATE;
 
 -- name: BatchSendWebhookDeliveries :many
@@ -28,7 +28,7 @@ FROM webhook_deliveries WHERE tenant_id = @tenant_id AND id = @id FOR UPDATE;
 -- parameters.
 SELECT tenant_id, project_id, id, subscription_id, destination_id, event_id, event_sequence,
     event_type, idempotency_key, state, attempt_count, max_attempts, next_attempt_at, created_at, updated_at,
-    delivered_at, dead_lettered_at, last_error
+    delivered_at, dead_lettered_at, last_error, replay_of, ordered
 FROM webhook_deliveries WHERE tenant_id = $1 AND id = ANY($2::uuid[]) AND destination_id = $3;
 
 -- name: UpdateWebhookDelivery :exec
@@ -62,3 +62,16 @@ SELECT id, event_id, event_sequence, attempt_count FROM r ORDER BY event_sequenc
 UPDATE webhook_deliveries SET state = 'PAUSED', next_attempt_at = NULL, updated_at = @now::timestamptz
 WHERE tenant_id = @tenant_id AND project_id = @project_id AND destination_id = @destination_id
     AND state IN ('PENDING', 'RETRYING');
+
+-- name: RecoverableWebhookDeliveries :many
+-- A destination's deliveries whose last attempt failed at or after since:
+-- RETRYING ones and dead letters, whose events retention has not purged,
+-- oldest first (the project index, filtered).
+SELECT tenant_id, project_id, id, subscription_id, destination_id, event_id, event_sequence,
+    event_type, idempotency_key, state, attempt_count, max_attempts, next_attempt_at, created_at, updated_at,
+    delivered_at, dead_lettered_at, last_error, replay_of, ordered
+FROM webhook_deliveries
+WHERE tenant_id = @tenant_id AND project_id = @project_id AND destination_id = @destination_id
+  AND state IN ('RETRYING', 'DEAD_LETTERED') AND updated_at >= @since::timestamptz
+  AND event_sequence > @purged_through::bigint
+ORDER BY id LIMIT @row_limit::bigint;
