@@ -91,7 +91,8 @@ func (a *App) SendWebhookTestEvent(ctx context.Context, id Identity, destination
 		res = webhook.Result{ErrorClass: errorClassSecret,
 			Error: "the destination's signing secret cannot be opened (was the master key changed?); rotate the destination's secret"}
 	} else {
-		res = a.webhooks.Sender.Send(ctx, webhook.Request{URL: sc.Destination.URL, ID: webhookID, Timestamp: a.now(), Body: body, Keys: keys})
+		res = a.webhooks.Sender.Send(ctx, webhook.Request{URL: sc.Destination.URL, ID: webhookID, Timestamp: a.now(), Body: body, Keys: keys,
+			Header: destinationHeader(sc.Destination)})
 	}
 	if unresolvable(res.ErrorClass) {
 		a.logger.WarnContext(ctx, "webhook destination unreachable", "tenant_id", id.TenantID, "destination_id", dest.ID,

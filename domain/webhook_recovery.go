@@ -32,7 +32,7 @@ func (o WebhookOrdering) Valid() bool {
 // are finished.
 func (d WebhookDelivery) Finished() bool {
 	switch d.State {
-	case WebhookDeliveryDelivered, WebhookDeliverySkipped, "CANCELLED":
+	case WebhookDeliveryDelivered, WebhookDeliverySkipped, WebhookDeliveryCancelled:
 		return true
 	}
 	return false

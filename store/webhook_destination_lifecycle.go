@@ -133,8 +133,8 @@ func (t *Tx) ResumeWebhookDeliveriesOfDestination(ctx context.Context, tenantID,
 	out := make([]*domain.WebhookDelivery, len(rows))
 	for i, r := range rows {
 		out[i] = &domain.WebhookDelivery{ID: r.ID, TenantID: tenantID, ProjectID: projectID, DestinationID: destinationID,
-			EventID: r.EventID, EventSequence: uint64(r.EventSequence), AttemptCount: int(r.AttemptCount),
-			State: domain.WebhookDeliveryPending}
+			SubscriptionID: r.SubscriptionID, EventID: r.EventID, EventSequence: uint64(r.EventSequence),
+			AttemptCount: int(r.AttemptCount), State: domain.WebhookDeliveryPending, Ordered: r.Ordered}
 	}
 	return out, nil
 }

@@ -317,9 +317,9 @@ WITH r AS (
     UPDATE webhook_deliveries SET state = 'PENDING', next_attempt_at = $1::timestamptz, updated_at = $1
     WHERE tenant_id = $2 AND project_id = $3 AND destination_id = $4
         AND state = 'PAUSED'
-    RETURNING id, event_id, event_sequence, attempt_count
+    RETURNING id, subscription_id, event_id, event_sequence, attempt_count, ordered
 )
-SELECT id, event_id, event_sequence, attempt_count FROM r ORDER BY event_sequence, id
+SELECT id, subscription_id, event_id, event_sequence, attempt_count, ordered FROM r ORDER BY event_sequence, id
 `
 
 type ResumeWebhookDeliveriesOfDestinationParams struct {
@@ -330,10 +330,12 @@ type ResumeWebhookDeliveriesOfDestinationParams struct {
 }
 
 type ResumeWebhookDeliveriesOfDestinationRow struct {
-	ID            uuid.UUID
-	EventID       uuid.UUID
-	EventSequence int64
-	AttemptCount  int32
+	ID             uuid.UUID
+	SubscriptionID uuid.UUID
+	EventID        uuid.UUID
+	EventSequence  int64
+	AttemptCount   int32
+	Ordered        bool
 }
 
 // Moves the PAUSED deliveries of a destination back to PENDING, due at
@@ -354,9 +356,11 @@ func (q *Queries) ResumeWebhookDeliveriesOfDestination(ctx context.Context, arg 
 		var i ResumeWebhookDeliveriesOfDestinationRow
 		if err := rows.Scan(
 			&i.ID,
+			&i.SubscriptionID,
 			&i.EventID,
 			&i.EventSequence,
 			&i.AttemptCount,
+			&i.Ordered,
 		); err != nil {
 			return nil, err
 		}

@@ -52,9 +52,9 @@ WITH r AS (
     UPDATE webhook_deliveries SET state = 'PENDING', next_attempt_at = @now::timestamptz, updated_at = @now
     WHERE tenant_id = @tenant_id AND project_id = @project_id AND destination_id = @destination_id
         AND state = 'PAUSED'
-    RETURNING id, event_id, event_sequence, attempt_count
+    RETURNING id, subscription_id, event_id, event_sequence, attempt_count, ordered
 )
-SELECT id, event_id, event_sequence, attempt_count FROM r ORDER BY event_sequence, id;
+SELECT id, subscription_id, event_id, event_sequence, attempt_count, ordered FROM r ORDER BY event_sequence, id;
 
 -- name: PauseWebhookDeliveriesOfDestination :execrows
 -- Moves the deliveries of a disabled destination that wait for an attempt
