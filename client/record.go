@@ -15,6 +15,16 @@ const recordOne = `mutation($in: RecordAuditEventInput!) { recordAuditEvent(inpu
 
 const recordMany = `mutation($in: RecordAuditEventsInput!) { recordAuditEvents(input: $in) { events { ` + eventFields + ` } } }`
 
+const recordManyReceipts = `mutation($in: RecordAuditEventsInput!) { recordAuditEvents(input: $in) { events { id projectId sequence } } }`
+
+// Receipt is Aether's confirmation of one recorded event: its id and its
+// place in its project.
+type Receipt struct {
+	ID        string `json:"id"`
+	ProjectID string `json:"projectId"`
+	Sequence  uint64 `json:"sequence,string"`
+}
+
 // Record appends one event and returns it as stored. An event without an
 // ID gets a UUIDv7 first, so that retries (see the package documentation)
 // and repeats of the call with the same input return the stored event
@@ -60,6 +70,35 @@ func (c *Client) RecordBatch(ctx context.Context, events []EventInput) ([]Event,
 	}
 	if len(out.RecordAuditEvents.Events) != len(in) {
 		return nil, fmt.Errorf("client: the server returned %d events for %d", len(out.RecordAuditEvents.Events), len(in))
+	}
+	return out.RecordAuditEvents.Events, nil
+}
+
+// RecordBatchReceipts is RecordBatch for producers that need only Aether's
+// confirmation (such as the outbox relay): the same call, with the same
+// retries and idempotency, answered with a Receipt per event instead of
+// the stored events, which is less for the server to write and for the
+// client to read.
+func (c *Client) RecordBatchReceipts(ctx context.Context, events []EventInput) ([]Receipt, error) {
+	if len(events) == 0 {
+		return nil, errors.New("client: RecordBatchReceipts needs at least one event")
+	}
+	in := make([]EventInput, len(events))
+	copy(in, events)
+	for i := range in {
+		if err := withID(&in[i]); err != nil {
+			return nil, err
+		}
+	}
+	var out struct {
+		RecordAuditEvents struct{ Events []Receipt }
+	}
+	vars := map[string]any{"in": map[string]any{"events": in}}
+	if err := c.do(ctx, idempotentCommand, recordManyReceipts, vars, &out); err != nil {
+		return nil, err
+	}
+	if len(out.RecordAuditEvents.Events) != len(in) {
+		return nil, fmt.Errorf("client: the server returned %d receipts for %d events", len(out.RecordAuditEvents.Events), len(in))
 	}
 	return out.RecordAuditEvents.Events, nil
 }

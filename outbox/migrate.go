@@ -31,7 +31,7 @@ SELECT pg_advisory_xact_lock(hashtext('aether_outbox.migrate'));
 CREATE TABLE IF NOT EXISTS aether_outbox (
     position   bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     txid       xid8 NOT NULL DEFAULT pg_current_xact_id(),
-    id         uuid NOT NULL DEFAULT gen_random_uuid() UNIQUE,
+    id         uuid NOT NULL DEFAULT gen_random_uuid(),
     event      json NOT NULL,
     created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
     parked_at  timestamptz,

@@ -19,7 +19,7 @@ const NotifyChannel = "aether_outbox"
 
 // insertSQL writes one row and wakes the relay when the transaction
 // commits (PostgreSQL folds the notifications of one transaction).
-const insertSQL = `WITH row AS (INSERT INTO aether_outbox (id, event) VALUES ($1, $2) RETURNING 1)
+const insertSQL = `WITH row AS (INSERT INTO aether_outbox (id, event) VALUES ($1::uuid, $2::json) RETURNING 1)
 SELECT pg_notify('aether_outbox', '') FROM row`
 
 // Record writes event into the outbox inside the producer's transaction tx
@@ -39,15 +39,14 @@ func Record(ctx context.Context, tx pgx.Tx, event client.EventInput) (string, er
 		}
 		event.ID = id.String()
 	}
-	id, err := uuid.Parse(event.ID)
-	if err != nil {
+	if _, err := uuid.Parse(event.ID); err != nil {
 		return "", fmt.Errorf("outbox: event id %q is not a UUID", event.ID)
 	}
 	body, err := json.Marshal(event)
 	if err != nil {
 		return "", fmt.Errorf("outbox: encoding the event: %w", err)
 	}
-	if _, err := tx.Exec(ctx, insertSQL, id, string(body)); err != nil {
+	if _, err := tx.Exec(ctx, insertSQL, event.ID, string(body)); err != nil {
 		return "", fmt.Errorf("outbox: recording the event: %w", err)
 	}
 	return event.ID, nil

@@ -205,7 +205,7 @@ func (s *shipper) shipOnce(ctx context.Context) (bool, error) {
 		}
 		events = append(events, ev)
 	}
-	_, err = s.relay.cfg.Client.RecordBatch(ctx, events)
+	_, err = s.relay.cfg.Client.RecordBatchReceipts(ctx, events)
 	if err == nil {
 		s.failures, s.limit = 0, s.relay.cfg.BatchSize
 		return true, s.delete(ctx, rows)
