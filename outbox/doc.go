@@ -24,10 +24,12 @@
 //   - Order: rows ship in the order of their transactions, as PostgreSQL
 //     numbers them (the 64-bit transaction id, xid8), and within a
 //     transaction in the order Record wrote them. A row ships only once
-//     every transaction with a smaller id has ended, so a row never ships
-//     ahead of one that commits later with a smaller number. A transaction
-//     that committed before another began always ships first; so, per
-//     project, Aether's sequence follows the producer's commits.
+//     every transaction with a smaller id that is writing to the outbox has
+//     ended, so a row never overtakes one that is written and not yet
+//     committed; a transaction that only writes its first row later commits
+//     later, and ships after what was shipped before. So a transaction that
+//     committed before another began always ships first: per project,
+//     Aether's sequence follows the producer's commits.
 //   - One sender: relays on one table elect a leader with a PostgreSQL
 //     session advisory lock; the others wait and take over within their
 //     poll interval when the leader's connection ends.

@@ -322,3 +322,44 @@ func TestRecordChecksTheEvent(t *testing.T) {
 	})
 	require.NoError(t, err)
 }
+
+// TestRelayWaitsForOpenWriters: a row committed while an older transaction
+// that wrote to the outbox is still open waits for it, so the older
+// transaction's event comes first.
+func TestRelayWaitsForOpenWriters(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	reg := prometheus.NewRegistry()
+	b.runRelay(t, b.client, reg)
+
+	older, err := b.producer.Begin(ctx)
+	require.NoError(t, err)
+	defer older.Rollback(ctx)
+	first, err := outbox.Record(ctx, older, firmwareEvent("p", "dev-1", "1.0"))
+	require.NoError(t, err)
+	second, err := b.updateFirmware(ctx, "p", "dev-2", "1.0", false)
+	require.NoError(t, err)
+
+	// The relay counts the one visible row on two turns of its loop, each
+	// followed by a read of the outbox: it holds the row back.
+	var ages []float64
+	aethertest.Await(t, 10*time.Second, "two turns of the relay's loop with the row visible", func() bool {
+		if metric(t, reg, "aether_outbox_backlog") == 1 {
+			if age := metric(t, reg, "aether_outbox_oldest_age_seconds"); len(ages) == 0 || age != ages[len(ages)-1] {
+				ages = append(ages, age)
+			}
+		}
+		return len(ages) >= 3
+	})
+	_, err = b.client.Get(ctx, "p", second)
+	require.Equal(t, client.CodeNotFound, client.ErrorCode(err), "the later transaction's event waits")
+
+	require.NoError(t, older.Commit(ctx))
+	aethertest.Await(t, 10*time.Second, "both arrive", func() bool {
+		waiting, _ := b.outboxRows(t)
+		return waiting == 0
+	})
+	evs := b.events(t, "p")
+	require.Len(t, evs, 2)
+	require.Equal(t, []string{first, second}, []string{evs[0].ID, evs[1].ID})
+}

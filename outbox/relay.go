@@ -174,11 +174,29 @@ type row struct {
 	event    string
 }
 
-// fetchSQL reads the next rows in shipping order: only rows of
-// transactions below the snapshot's xmin, all of which have ended, so that
-// no row can commit later in front of those read.
-const fetchSQL = `SELECT position, id::text, event::text FROM aether_outbox
-WHERE parked_at IS NULL AND txid < pg_snapshot_xmin(pg_current_snapshot())
+// fetchSQL reads the next rows in shipping order. It reads only rows of
+// transactions below a horizon: the smallest transaction id of the
+// transactions that are writing to the outbox now (they hold its
+// RowExclusiveLock until they end; pg_locks gives their 32-bit xids, which
+// are widened to xid8 with the epoch of the snapshot's xmax, since a running
+// xid is less than 2^31 behind it), or the snapshot's xmax when none is. So
+// a row never ships ahead of a row that a transaction with a smaller id
+// has written and not committed yet, and the relay waits only for
+// transactions that write to the outbox, not for every transaction of the
+// server (as the snapshot's xmin would).
+const fetchSQL = `WITH cur AS (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::numeric AS xmax),
+writers AS (
+  SELECT l.transactionid::text::numeric AS xid FROM pg_locks l
+  WHERE l.locktype = 'transactionid' AND l.granted AND l.pid IS DISTINCT FROM pg_backend_pid()
+    AND l.virtualtransaction IN (SELECT r.virtualtransaction FROM pg_locks r
+      WHERE r.locktype = 'relation' AND r.relation = 'aether_outbox'::regclass
+        AND r.mode = 'RowExclusiveLock' AND r.granted)),
+horizon AS (
+  SELECT coalesce(min(cur.xmax - mod(cur.xmax, 4294967296) + w.xid
+           - CASE WHEN w.xid > mod(cur.xmax, 4294967296) THEN 4294967296 ELSE 0 END), max(cur.xmax))::text::xid8 AS txid
+  FROM cur LEFT JOIN writers w ON true)
+SELECT position, id::text, event::text FROM aether_outbox
+WHERE parked_at IS NULL AND txid < (SELECT txid FROM horizon)
 ORDER BY txid, position LIMIT $1`
 
 // deleteSQL removes confirmed rows and returns each one's lag.
