@@ -43,7 +43,7 @@ func (b *testBundle) startRelay(t *testing.T, log *syncLog) *relayProcess {
 		}
 	}
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = aethertest.ProcAttr()
 	require.NoError(t, cmd.Start())
 	p := &relayProcess{cmd: cmd, done: make(chan struct{})}
 	go func() {

@@ -68,7 +68,7 @@ func (in *instance) start() error {
 	cmd.Env = append(cmd.Env, in.env...)
 	cmd.Stdout, cmd.Stderr = &in.log, &in.log
 	// The server must not outlive a test binary that crashed.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = ProcAttr()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting aether serve: %w", err)
 	}

@@ -81,7 +81,7 @@ func runOutbox(ctx context.Context, e *env, opts options) ([]result, error) {
 		return nil, err
 	}
 	throughputNote := fmt.Sprintf("ours: each operation, %d producers commit %d events with outbox.Record (transactions of %d events) "+
-		"in the producer's database, then wait until at most %d rows are left, while outbox.Relay (in process, batches of up to 500, "+
+		"in the producer's database, then wait until at most %d rows are left, while outbox.Relay (in process, batches of up to 1,000, "+
 		"woken by NOTIFY) records them with recordAuditEvents and deletes them: events/s counts the events Aether confirmed "+
 		"(the last operation's rows ship during the next baseline slice); baseline: the ingest-batch row's side, "+
 		"recordAuditEvents of %d events per request over HTTP, interleaved", outboxProducers, batchSize, outboxEventsPerTx, batchSize, batchSize)
