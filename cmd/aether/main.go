@@ -3,7 +3,8 @@
 // demo data. Every setting is a flag with an AETHER_* (or DATABASE_URL)
 // environment variable; `aether --help` and `aether <command> --help` list
 // them all. `aether export download` fetches a data export from a running
-// server and verifies it; `aether verify` checks an audit export offline.
+// server and verifies it; `aether verify` checks an audit export offline;
+// `aether relay` ships a producer's transactional outbox to a running server.
 package main
 
 import (
@@ -25,6 +26,7 @@ type cli struct {
 	Seed    seedCmd    `cmd:"" help:"Append demo audit events, alarm history and telemetry through the application command path."`
 	Export  exportCmd  `cmd:"" help:"Work with data exports of a running server."`
 	Verify  verifyCmd  `cmd:"" help:"Verify an NDJSON audit export offline (chain, sequences, signed checkpoint): exit 0 verified, 1 failed, 2 bad usage or input."`
+	Relay   relayCmd   `cmd:"" help:"Ship a producer's transactional outbox (the aether_outbox table) to a running Aether Audit, as a sidecar."`
 }
 
 func main() {

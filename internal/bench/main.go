@@ -24,6 +24,11 @@
 //	verify               `aether verify`'s logic (verify.Run) over a
 //	                     1M-event NDJSON audit export, vs reading the file
 //	                     and SHA-256-hashing each line (no database)
+//	outbox               the transactional outbox (outbox.Record in 8
+//	                     producers' transactions, outbox.Relay shipping to
+//	                     our server) vs ingest-batch's recordAuditEvents of
+//	                     500 events; and its lag at 500 events/s vs
+//	                     recordAuditEvent called directly (outbox.go)
 //	soak                 (only when named; `make soak`) the aether binary
 //	                     as a child process holding 2,000 subscribers at
 //	                     200 events/s with webhooks and an export, checking
@@ -90,6 +95,7 @@ var scenarios = []scenario{
 	{"webhook-delivery", runWebhookDelivery},
 	{"export", runExport},
 	{"verify", runVerify},
+	{"outbox", runOutbox},
 	{"soak", runSoak},
 }
 

@@ -44,6 +44,13 @@ var (
 // Main runs the package's tests and then drops the template database and
 // stops the private cluster, if one was started.
 func Main(m *testing.M) {
+	os.Exit(Run(m))
+}
+
+// Run is Main without the exit: it runs the tests, cleans up as Main does,
+// and returns the exit code, for a TestMain with work of its own after the
+// tests.
+func Run(m *testing.M) int {
 	code := m.Run()
 	ctx := context.Background()
 	if template != "" && adminURL != "" {
@@ -58,7 +65,29 @@ func Main(m *testing.M) {
 	if tempDir != "" {
 		_ = os.RemoveAll(tempDir)
 	}
-	os.Exit(code)
+	return code
+}
+
+// CreateDatabase creates a fresh migrated database outside any test, for a
+// fixture a package's tests share (such as the server its Example functions
+// talk to), and returns its URL and a function that drops it. Call it from
+// TestMain under Run, which removes the template and the private cluster
+// only after the tests.
+func CreateDatabase(ctx context.Context) (dbURL string, drop func(), err error) {
+	setupOnce.Do(func() { setupErr = setup() })
+	if setupErr != nil {
+		return "", nil, fmt.Errorf("test database: %w", setupErr)
+	}
+	name := "aether_shared_" + randomSuffix()
+	if err := createDatabase(ctx, name, template); err != nil {
+		return "", nil, err
+	}
+	return urlFor(name), func() {
+		if conn, err := pgx.Connect(context.Background(), adminURL); err == nil {
+			_, _ = conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+			_ = conn.Close(context.Background())
+		}
+	}, nil
 }
 
 func setup() error {
