@@ -117,6 +117,8 @@ type streamBundle struct {
 // streamOpts adjust setupStreams.
 type streamOpts struct {
 	streams app.StreamConfig
+	// allowHTTP lets sinks use http:// (the development relaxation).
+	allowHTTP bool
 }
 
 func setupStreams(t *testing.T, o streamOpts) *streamBundle {
@@ -136,7 +138,7 @@ func setupStreams(t *testing.T, o streamOpts) *streamBundle {
 		cfg.MaxBackoff = 100 * time.Millisecond
 	}
 	a := app.New(store.New(pool), app.Config{Logger: slog.New(slog.DiscardHandler), Webhooks: app.WebhookConfig{
-		Box: box, Sender: sender, URLPolicy: webhook.URLPolicy{AllowPrefixes: loopback},
+		Box: box, Sender: sender, URLPolicy: webhook.URLPolicy{AllowPrefixes: loopback, AllowHTTP: o.allowHTTP},
 	}, Streams: cfg})
 	b := &streamBundle{app: a, pool: pool, receiver: rc,
 		admin: app.Identity{Subject: "ops", TenantID: "t1", ProjectIDs: []string{"p1", "p2", "p3"}, Permissions: []app.Permission{
