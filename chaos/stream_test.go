@@ -123,7 +123,7 @@ func TestStreamCompleteThroughKillOutageAndPostgresRestart(t *testing.T) {
 	t.Parallel()
 	pg := privateCluster(t)
 	d := newDeployment(t, pg.cluster)
-	d.env = append(d.env, "AETHER_STREAM_LEASE=3s", "AETHER_STREAM_WORKERS=3")
+	d.env = append(d.env, "AETHER_STREAM_LEASE=3s", "AETHER_STREAM_WORKERS=3", "AETHER_STREAM_MAX_BACKOFF=2s")
 	projects := []string{"p1", "p2", "p3"}
 	for i, p := range projects {
 		n := 33_333

@@ -17,6 +17,7 @@ type streamFlags struct {
 	StreamObjectEvents int           `name:"stream-object-events" env:"AETHER_STREAM_OBJECT_EVENTS" default:"10000" help:"Most events of one object of an S3 stream."`
 	StreamObjectMaxAge time.Duration `name:"stream-object-max-age" env:"AETHER_STREAM_OBJECT_MAX_AGE" default:"10s" help:"How long an S3 stream waits for a full object: a smaller one is written once its oldest event is this old (at most half of --stream-lease)."`
 	StreamLease        time.Duration `name:"stream-lease" env:"AETHER_STREAM_LEASE" default:"30s" help:"How long a process holds a stream cursor without progress before another process takes it over (the holder died)."`
+	StreamMaxBackoff   time.Duration `name:"stream-max-backoff" env:"AETHER_STREAM_MAX_BACKOFF" default:"5m" help:"Longest wait between failed deliveries of a stream (the wait starts at 1 s and doubles)."`
 }
 
 // config builds the stream configuration: S3 sinks open their bucket URL
@@ -27,6 +28,6 @@ func (f streamFlags) config() app.StreamConfig {
 			return export.OpenBucket(ctx, rawURL)
 		},
 		Workers: f.StreamWorkers, BatchEvents: f.StreamBatchEvents, ObjectEvents: f.StreamObjectEvents,
-		ObjectMaxAge: f.StreamObjectMaxAge, Lease: f.StreamLease,
+		ObjectMaxAge: f.StreamObjectMaxAge, Lease: f.StreamLease, MaxBackoff: f.StreamMaxBackoff,
 	}
 }
