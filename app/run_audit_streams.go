@@ -129,6 +129,10 @@ func (w *streamWorker) work(ctx context.Context, c domain.AuditStreamCursor) {
 		}
 	}()
 	s, err := a.store.GetAuditStream(ctx, c.TenantID, c.StreamID, false)
+	if errors.Is(err, domain.ErrNotFound) {
+		w.forgetSink(c.StreamID)
+		return
+	}
 	if err != nil || s.Paused {
 		return
 	}
@@ -234,6 +238,16 @@ func streamBackoff(n int, limit time.Duration) time.Duration {
 	}
 	d = min(d, limit)
 	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+}
+
+// forgetSink closes and drops the cached sink of a deleted stream.
+func (w *streamWorker) forgetSink(id uuid.UUID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if c := w.sinks[id]; c != nil {
+		_ = c.sink.Close()
+		delete(w.sinks, id)
+	}
 }
 
 // sinkOf returns the sink of s, built once per version of the stream.
