@@ -56,6 +56,7 @@ func (a *App) RunAuditStreams(ctx context.Context, wake <-chan struct{}) error {
 				a.logger.Warn("audit streams: creating cursors", "err", err)
 			}
 			lastEnsure = time.Now()
+			w.pruneSinks(lastEnsure)
 		}
 		if free := w.cfg.Workers - inFlight; free > 0 {
 			now := a.now()
@@ -101,6 +102,24 @@ type streamWorker struct {
 type cachedSink struct {
 	updatedAt time.Time
 	sink      streamsink.Sink
+	// used is when a worker last took it.
+	used time.Time
+}
+
+// sinkIdle is how long a cached sink stays unused before it is closed
+// (its stream caught up long ago, or was deleted).
+const sinkIdle = 10 * time.Minute
+
+// pruneSinks closes the sinks unused for sinkIdle.
+func (w *streamWorker) pruneSinks(now time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for id, c := range w.sinks {
+		if now.Sub(c.used) > sinkIdle {
+			_ = c.sink.Close()
+			delete(w.sinks, id)
+		}
+	}
 }
 
 // closeSinks closes every cached sink.
@@ -256,6 +275,7 @@ func (w *streamWorker) sinkOf(ctx context.Context, s domain.AuditStream) (stream
 	defer w.mu.Unlock()
 	if c := w.sinks[s.ID]; c != nil {
 		if c.updatedAt.Equal(s.UpdatedAt) {
+			c.used = time.Now()
 			return c.sink, nil
 		}
 		_ = c.sink.Close()
@@ -265,7 +285,7 @@ func (w *streamWorker) sinkOf(ctx context.Context, s domain.AuditStream) (stream
 	if err != nil {
 		return nil, err
 	}
-	w.sinks[s.ID] = &cachedSink{updatedAt: s.UpdatedAt, sink: sink}
+	w.sinks[s.ID] = &cachedSink{updatedAt: s.UpdatedAt, sink: sink, used: time.Now()}
 	return sink, nil
 }
 
