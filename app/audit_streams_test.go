@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strconv"
 	"sync"
 	"testing"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/aetheriot/aether-audit/app"
 	"github.com/aetheriot/aether-audit/domain"
+	"github.com/aetheriot/aether-audit/metrics"
 	"github.com/aetheriot/aether-audit/secrets"
 	"github.com/aetheriot/aether-audit/store"
 	"github.com/aetheriot/aether-audit/store/storetest"
@@ -476,4 +478,27 @@ func countRowsWhere(t *testing.T, pool *pgxpool.Pool, table, cond string) int {
 	var n int
 	require.NoError(t, pool.QueryRow(context.Background(), fmt.Sprintf("SELECT count(*) FROM %s WHERE %s", table, cond)).Scan(&n))
 	return n
+}
+
+func TestAuditStreamLagInMetrics(t *testing.T) {
+	t.Parallel()
+	b := setupStreams(t, streamOpts{})
+	b.record(t, "p1", "door.opened", 30)
+	s := b.createHTTPS(t, "/lag", app.CreateAuditStreamInput{ProjectIDs: []string{"p1"}})
+	// No worker runs: the whole project is pending.
+	m := metrics.New(slog.New(slog.DiscardHandler))
+	m.ObserveStreams(store.New(b.pool).AllAuditStreamLag, 5*time.Second)
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	labels := `{project="p1",stream="` + s.Stream.Stream.ID.String() + `",tenant="t1"}`
+	require.Contains(t, rec.Body.String(), "aether_stream_lag_events"+labels+" "+strconv.FormatUint(b.head(t, "p1"), 10))
+	require.Regexp(t, `aether_stream_lag_seconds`+regexp.QuoteMeta(labels)+` [0-9.e+-]+\n`, rec.Body.String())
+	require.NotContains(t, rec.Body.String(), "aether_stream_lag_seconds"+labels+" 0\n", "events are pending: their age counts")
+
+	b.run(t)
+	b.awaitCaughtUp(t, s.Stream.Stream.ID.String(), map[string]uint64{"p1": b.head(t, "p1")})
+	rec = httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	require.Contains(t, rec.Body.String(), "aether_stream_lag_events"+labels+" 0\n")
+	require.Contains(t, rec.Body.String(), "aether_stream_lag_seconds"+labels+" 0\n")
 }
