@@ -4,7 +4,7 @@ GO      ?= go
 BIN     := bin/aether
 # Project the dashboard link printed by `make run` opens (`aether seed` fills it).
 DASHBOARD_PROJECT ?= demo
-DEV_PERMISSIONS := audit:read,audit:write,webhooks:read,webhooks:write,deliveries:redrive,exports:read,exports:write,exports:download,history:write,admin
+DEV_PERMISSIONS := audit:read,audit:write,webhooks:read,webhooks:write,deliveries:redrive,exports:read,exports:write,exports:download,history:write,streams:read,streams:write,admin
 
 .PHONY: all build run run-deps test test-deps test-examples chaos e2e vet generate check-generate sqlc check-sqlc graphiql check-graphiql docs check-docs bench soak tidy fuzz
 
@@ -60,6 +60,10 @@ test-deps:
 	$(call install-missing,$(CHECK_POSTGRES); $(CHECK_NODE); $(CHECK_CHROMIUM),make test)
 	@major=$$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0); \
 	if [ "$$major" -lt 20 ]; then echo "make test needs Node.js 20 or later (found $$(node --version 2>/dev/null))"; exit 1; fi
+	@# The real S3 server of the export and stream tests (SeaweedFS's weed),
+	@# built once into a cache outside the repository (internal/seaweed).
+	@bin=$$($(GO) run ./internal/seaweed/cmd/weed-binary) || { echo "make test needs SeaweedFS's weed (see above)"; exit 1; }; \
+	echo "--- the S3 server of the tests: $$bin"
 
 test: test-deps vet check-docs check-sqlc check-generate
 	$(GO) test -race -count=1 -timeout 20m ./...

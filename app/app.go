@@ -37,6 +37,7 @@ type Store[T Tx] interface {
 	RetentionStore
 	CheckpointReads
 	WebhookSubscriptionLocker
+	AuditStreamStore
 }
 
 // AuditReads reads audit events and chain heads: on the Store each read
@@ -84,6 +85,8 @@ type App struct {
 	tracer trace.Tracer
 	// checkpoints signs and verifies checkpoints; nil turns them off.
 	checkpoints *checkpoint.KeyRing
+	// streams configures audit streams.
+	streams StreamConfig
 }
 
 // Config configures an App. Zero fields take defaults.
@@ -125,6 +128,8 @@ type Config struct {
 	// stored ones; nil turns checkpoints off (createAuditCheckpoint fails,
 	// the periodic signer does nothing, exports record none).
 	Checkpoints *checkpoint.KeyRing
+	// Streams configures audit streams and their worker.
+	Streams StreamConfig
 }
 
 // New returns an App over store.
@@ -141,6 +146,7 @@ func New[T Tx](store Store[T], cfg Config) *App {
 	}
 	a.webhooks = newWebhookRuntime(cfg.Webhooks)
 	a.exports = cfg.Exports.withDefaults()
+	a.streams = cfg.Streams.withDefaults()
 	a.exportWatch = cfg.ExportWatch
 	a.limits = newRateLimiter(cfg.RateLimits)
 	a.retention, a.purgeBatch = cfg.AuditRetention, cfg.PurgeBatch

@@ -26,6 +26,10 @@ const (
 	// services append their history (exported by data exports).
 	PermissionHistoryWrite Permission = "history:write"
 	PermissionAdmin        Permission = "admin"
+	// PermissionStreamsRead and PermissionStreamsWrite read and manage
+	// audit streams (docs/streams.md).
+	PermissionStreamsRead  Permission = "streams:read"
+	PermissionStreamsWrite Permission = "streams:write"
 )
 
 // AllProjects is the project_ids entry that grants every project of the

@@ -43,6 +43,7 @@ type Tx interface {
 	DataExportTx
 	RetentionTx
 	CheckpointTx
+	AuditStreamTx
 }
 
 // maxTxAttempts bounds the retries of a transaction that lost a race (a

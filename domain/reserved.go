@@ -20,6 +20,11 @@ const SystemSubjectPrefix = "system:"
 var ServiceActions = []string{
 	"audit.events.purged",
 	"audit.retention.updated",
+	"audit.stream.created",
+	"audit.stream.deleted",
+	"audit.stream.paused",
+	"audit.stream.resumed",
+	"audit.stream.updated",
 	"export.download_created",
 	"export.expired",
 	"export.requested",

@@ -69,3 +69,8 @@ func keepInSegment(c byte) bool {
 func CheckpointKey(tenantID, projectID string, seq uint64) string {
 	return "checkpoints/" + escapeSegment(tenantID) + "/" + escapeSegment(projectID) + "/" + strconv.FormatUint(seq, 10) + ".jws"
 }
+
+// KeySegment escapes s as one segment of an object key, as Key escapes its
+// tenant and project: other packages that name objects of a tenant's
+// project (audit streams) use it so that names never collide.
+func KeySegment(s string) string { return escapeSegment(s) }

@@ -14,19 +14,5 @@ import (
 
 // Filter is the resolver for the filter field.
 func (r *dataExportResolver) Filter(ctx context.Context, obj *domain.DataExport) (*model.DataExportAuditFilter, error) {
-	f := obj.Filter
-	if f == nil {
-		return nil, nil
-	}
-	out := &model.DataExportAuditFilter{SubjectID: nonEmpty(f.SubjectID), ResourceType: nonEmpty(f.ResourceType),
-		ResourceID: nonEmpty(f.ResourceID), Outcome: f.Outcomes, OccurredFrom: f.OccurredFrom, OccurredTo: f.OccurredTo,
-		SequenceFrom: f.SequenceFrom, SequenceTo: f.SequenceTo, RecordedBySubject: nonEmpty(f.RecordedBySubject)}
-	if f.Action != nil {
-		out.Action = nonEmpty(f.Action.String())
-	}
-	if f.TraceID != "" || f.RequestID != "" || f.CausationID != "" {
-		out.Correlation = &model.DataExportCorrelationFilter{TraceID: nonEmpty(f.TraceID),
-			RequestID: nonEmpty(f.RequestID), CausationID: nonEmpty(f.CausationID)}
-	}
-	return out, nil
+	return auditFilterModel(obj.Filter), nil
 }

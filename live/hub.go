@@ -76,6 +76,9 @@ type Hub struct {
 	listening bool // the LISTEN connection is up
 	// exportWatches are the watchers of each data export.
 	exportWatches map[exportKey]map[chan struct{}]struct{}
+	// appendWatches are signalled on every append of any project
+	// (WatchAppends).
+	appendWatches map[chan struct{}]struct{}
 	// subscribers counts open subscriptions.
 	subscribers atomic.Int64
 	// catchUp holds a token per store read of a lagging subscription.
@@ -109,6 +112,7 @@ func New(pool *pgxpool.Pool, store Store, cfg Config) *Hub {
 	}
 	return &Hub{pool: pool, store: store, cfg: cfg, feeds: map[feedKey]*feed{},
 		exportWatches: map[exportKey]map[chan struct{}]struct{}{},
+		appendWatches: map[chan struct{}]struct{}{},
 		catchUp:       make(chan struct{}, cfg.MaxCatchUpReads)}
 }
 
@@ -179,6 +183,9 @@ func (h *Hub) listen(ctx context.Context) error {
 		}
 		h.mu.Lock()
 		f := h.feeds[feedKey{note.TenantID, note.ProjectID}]
+		for ch := range h.appendWatches {
+			signal(ch)
+		}
 		h.mu.Unlock()
 		if f != nil {
 			f.wake()
@@ -211,6 +218,9 @@ func (h *Hub) wakeAll() {
 		for ch := range watchers {
 			signal(ch)
 		}
+	}
+	for ch := range h.appendWatches {
+		signal(ch)
 	}
 	h.mu.Unlock()
 	for _, f := range feeds {
@@ -304,5 +314,24 @@ func signal(ch chan struct{}) {
 	select {
 	case ch <- struct{}{}:
 	default:
+	}
+}
+
+// WatchAppends returns a channel that receives a value after each notified
+// append of any project, after a reconnect and at every poll (coalesced:
+// one pending value at most), and the function that stops the watch. The
+// audit stream worker waits on it to follow the live head.
+func (h *Hub) WatchAppends() (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	h.mu.Lock()
+	h.appendWatches[ch] = struct{}{}
+	h.mu.Unlock()
+	var once sync.Once
+	return ch, func() {
+		once.Do(func() {
+			h.mu.Lock()
+			delete(h.appendWatches, ch)
+			h.mu.Unlock()
+		})
 	}
 }

@@ -146,6 +146,7 @@ type isoResources struct {
 	deliveryID     string
 	exportID       string
 	alarmEntryID   string
+	streamID       string // an audit stream of the project (isolation_streams_test.go)
 }
 
 // isoMissing names nothing: a never-used project and random (or
@@ -159,7 +160,7 @@ func isoMissing(malformed bool) isoResources {
 	}
 	return isoResources{
 		project: "proj-never-used", eventID: id(), event2ID: id(), destinationID: id(), subscriptionID: id(),
-		deliveryID: id(), exportID: id(), alarmEntryID: id(),
+		deliveryID: id(), exportID: id(), alarmEntryID: id(), streamID: id(),
 	}
 }
 
@@ -196,7 +197,7 @@ func isoRows() []isoRow {
 	project := func(r isoResources) map[string]any { return map[string]any{"p": r.project} }
 	in := func(v map[string]any) map[string]any { return map[string]any{"in": v} }
 	withID := func(m map[string]any, id string) map[string]any { m["id"] = id; return m }
-	return append([]isoRow{
+	rows := []isoRow{
 		// Queries.
 		{name: "auditEvents", perm: app.PermissionAuditRead, doc: listEventsQuery, vars: project,
 			otherTenant: isoIsEmpty, otherProject: isoNotFound},
@@ -376,7 +377,10 @@ func isoRows() []isoRow {
 		{name: "stream follow", perm: app.PermissionAuditRead, route: "GET /api/v1/audit/events/stream",
 			path:        func(r isoResources) string { return "/api/v1/audit/events/stream?follow=true&projectId=" + r.project },
 			otherTenant: isoOwnWith(isoLiveSSECheck), otherProject: isoNotFound},
-	}, append(isoLifecycleRows(), isoRecoveryRows(in)...)...)
+	}
+	rows = append(rows, isoLifecycleRows()...)
+	rows = append(rows, isoRecoveryRows(in)...)
+	return append(rows, isoStreamRows()...)
 }
 
 // isoPublicRoutes are the ServeMux patterns outside the matrix: no data
@@ -559,6 +563,7 @@ func (e *isoEnv) seed(t *testing.T) {
 		project: projectA, eventID: ev1.ID, event2ID: ev2.ID, destinationID: destination.ID,
 		subscriptionID: subscription.ID, deliveryID: delivery.ID, exportID: exportID, alarmEntryID: alarmID,
 	}
+	e.seedStreams(t)
 	// The owner's tenant keeps events for 10 years.
 	e.ownerAll = e.token(t, tokenOpts{projects: []string{app.AllProjects}, perms: e.perms})
 	res = e.graphql(t, e.ownerAll, isoSetRetention, map[string]any{"in": map[string]any{"retentionDays": isoOwnerRetentionDays, "confirm": true}})

@@ -23,11 +23,20 @@ type Request struct {
 	// application/json; the signature covers exactly these bytes.
 	Body []byte
 	// Keys are the raw signing keys (see ParseSecret); the request is signed
-	// with each of them, in order. At least one non-empty key is required.
+	// with each of them, in order. At least one non-empty key is required
+	// unless Unsigned.
 	Keys [][]byte
-	// Header holds extra headers, such as a destination's custom ones. They
-	// never replace the headers Send sets itself.
+	// Header holds extra headers: a destination's custom ones, a stream's
+	// Aether-* headers, a collector's credential. They never replace the
+	// headers Send sets itself.
 	Header http.Header
+	// ContentType replaces the content type application/json (streams send
+	// application/x-ndjson).
+	ContentType string
+	// Unsigned sends no webhook-id, webhook-timestamp or webhook-signature
+	// header and needs no Keys: for collectors that authenticate the sender
+	// by a credential in Header instead (Splunk, Datadog).
+	Unsigned bool
 }
 
 // validate checks the parts of r other than the URL. Its errors are
@@ -44,6 +53,19 @@ func (r *Request) validate() error {
 			return errors.New("webhook id contains a control character")
 		}
 	}
+	for name, values := range r.Header {
+		if !validHeaderName(name) {
+			return errors.New("invalid extra header")
+		}
+		for _, v := range values {
+			if strings.ContainsAny(v, "\r\n\x00") {
+				return errors.New("invalid extra header")
+			}
+		}
+	}
+	if r.Unsigned {
+		return nil
+	}
 	if len(r.Keys) == 0 {
 		return errors.New("no signing key")
 	}
@@ -53,4 +75,23 @@ func (r *Request) validate() error {
 		}
 	}
 	return nil
+}
+
+// validHeaderName reports whether name is an HTTP token that names none of
+// the headers Send sets itself.
+func validHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	switch strings.ToLower(name) {
+	case "content-type", "content-length", "host", "user-agent", "webhook-id", "webhook-timestamp", "webhook-signature":
+		return false
+	}
+	return true
 }

@@ -181,13 +181,14 @@ func (s *Sender) CloseIdleConnections() {
 // Send makes exactly one delivery attempt: a POST of r.Body to r.URL with
 // the headers
 //
-//	content-type:      application/json
+//	content-type:      application/json, or r.ContentType
 //	webhook-id:        r.ID
 //	webhook-timestamp: r.Timestamp as Unix seconds
 //	webhook-signature: Sign(r.ID, r.Timestamp, r.Body, r.Keys)
 //	user-agent:        SenderConfig.UserAgent
 //
-// and those of r.Header that are not among them.
+// and those of r.Header that are not among them; an r.Unsigned request
+// has no webhook-* headers.
 //
 // Before any network activity the URL is checked with the [ValidateURL]
 // rules under the Sender's AllowHTTP and AllowPrefixes; a refused
@@ -253,13 +254,18 @@ func (s *Sender) deliver(parent context.Context, target string, r Request) Resul
 	if err != nil {
 		return Result{ErrorClass: ErrorClassInvalidURL, Error: "url cannot be used for a request"}
 	}
+	contentType := "application/json"
+	if r.ContentType != "" {
+		contentType = r.ContentType
+	}
 	// Keys in canonical form, set directly: one map of the right size.
-	req.Header = http.Header{
-		"Content-Type":      {"application/json"},
-		"Webhook-Id":        {r.ID},
-		"Webhook-Timestamp": {strconv.FormatInt(ts.Unix(), 10)},
-		"Webhook-Signature": {Sign(r.ID, ts, r.Body, r.Keys)},
-		"User-Agent":        {s.cfg.UserAgent},
+	req.Header = make(http.Header, 5+len(r.Header))
+	req.Header["Content-Type"] = []string{contentType}
+	req.Header["User-Agent"] = []string{s.cfg.UserAgent}
+	if !r.Unsigned {
+		req.Header["Webhook-Id"] = []string{r.ID}
+		req.Header["Webhook-Timestamp"] = []string{strconv.FormatInt(ts.Unix(), 10)}
+		req.Header["Webhook-Signature"] = []string{Sign(r.ID, ts, r.Body, r.Keys)}
 	}
 	for name, values := range r.Header {
 		if _, own := req.Header[name]; !own {

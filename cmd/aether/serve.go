@@ -53,6 +53,7 @@ type serveCmd struct {
 	DebugAddr              string        `name:"debug-addr" env:"AETHER_DEBUG_ADDR" help:"PRIVATE address (e.g. 127.0.0.1:6060) serving Go runtime profiles (net/http/pprof: goroutines, heap, CPU) WITHOUT authentication, apart from the service. Off when unset; never expose it."`
 	webhookFlags
 	exportFlags
+	streamFlags
 	limitFlags
 	retentionFlags
 	checkpointFlags
@@ -129,7 +130,8 @@ func (c *serveCmd) Run() error {
 	application := app.New(st, app.Config{Logger: logger, Live: hub, Webhooks: webhooks, Exports: exports, ExportWatch: hub,
 		Observer: obs.metrics, Tracer: obs.appTracer(),
 		RateLimits: c.limitFlags.config(), AuditRetention: c.retention(), MinAuditRetention: c.minRetention(),
-		Checkpoints: checkpoints})
+		Checkpoints: checkpoints, Streams: c.streamFlags.config()})
+	obs.metrics.ObserveStreams(st.AllAuditStreamLag, 5*time.Second)
 	river, err := jobs.NewClient(db.Pool, st, jobs.ClientConfig{
 		Logger:               logger,
 		App:                  application,
@@ -153,6 +155,15 @@ func (c *serveCmd) Run() error {
 	hubDone := make(chan struct{})
 	go func() { defer close(hubDone); hub.Run(hubCtx) }()
 	defer func() { stopHub(); <-hubDone }()
+
+	// The stream worker follows the live head through the hub's append
+	// signals; it stops before the hub (deferred after it).
+	appends, stopWatch := hub.WatchAppends()
+	defer stopWatch()
+	streamsCtx, stopStreams := context.WithCancel(context.WithoutCancel(ctx))
+	streamsDone := make(chan struct{})
+	go func() { defer close(streamsDone); _ = application.RunAuditStreams(streamsCtx, appends) }()
+	defer func() { stopStreams(); <-streamsDone }()
 
 	handler := server.New(server.Config{
 		App:                      application,

@@ -143,6 +143,47 @@ type ComplexityRoot struct {
 		RetentionDays        func(childComplexity int) int
 	}
 
+	AuditStream struct {
+		AllProjects  func(childComplexity int) int
+		CreatedAt    func(childComplexity int) int
+		CreatedBy    func(childComplexity int) int
+		Filter       func(childComplexity int) int
+		FromSequence func(childComplexity int) int
+		ID           func(childComplexity int) int
+		ProjectIds   func(childComplexity int) int
+		Projects     func(childComplexity int) int
+		SinkType     func(childComplexity int) int
+		SinkURL      func(childComplexity int) int
+		State        func(childComplexity int) int
+		UpdatedAt    func(childComplexity int) int
+	}
+
+	AuditStreamConnection struct {
+		Edges    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	AuditStreamEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
+	AuditStreamPayload struct {
+		Stream func(childComplexity int) int
+	}
+
+	AuditStreamProject struct {
+		Cursor         func(childComplexity int) int
+		Head           func(childComplexity int) int
+		LagEvents      func(childComplexity int) int
+		LagSeconds     func(childComplexity int) int
+		LastDeliveryAt func(childComplexity int) int
+		LastError      func(childComplexity int) int
+		LastErrorAt    func(childComplexity int) int
+		ProjectID      func(childComplexity int) int
+		State          func(childComplexity int) int
+	}
+
 	AuditSubject struct {
 		DisplayName func(childComplexity int) int
 		ID          func(childComplexity int) int
@@ -151,6 +192,11 @@ type ComplexityRoot struct {
 
 	CreateAuditCheckpointPayload struct {
 		Checkpoint func(childComplexity int) int
+	}
+
+	CreateAuditStreamPayload struct {
+		SigningSecret func(childComplexity int) int
+		Stream        func(childComplexity int) int
 	}
 
 	CreateWebhookDestinationPayload struct {
@@ -230,6 +276,10 @@ type ComplexityRoot struct {
 		Export func(childComplexity int) int
 	}
 
+	DeleteAuditStreamPayload struct {
+		StreamID func(childComplexity int) int
+	}
+
 	EvidenceDigest struct {
 		Algorithm func(childComplexity int) int
 		Label     func(childComplexity int) int
@@ -240,24 +290,29 @@ type ComplexityRoot struct {
 		AppendAlarmHistory             func(childComplexity int, input model.AppendAlarmHistoryInput) int
 		AppendTelemetryHistory         func(childComplexity int, input model.AppendTelemetryHistoryInput) int
 		CreateAuditCheckpoint          func(childComplexity int, input model.CreateAuditCheckpointInput) int
+		CreateAuditStream              func(childComplexity int, input model.CreateAuditStreamInput) int
 		CreateDataExportDownload       func(childComplexity int, input model.CreateDataExportDownloadInput) int
 		CreateWebhookDestination       func(childComplexity int, input model.CreateWebhookDestinationInput) int
 		CreateWebhookSubscription      func(childComplexity int, input model.CreateWebhookSubscriptionInput) int
+		DeleteAuditStream              func(childComplexity int, input model.DeleteAuditStreamInput) int
 		DeleteWebhookDestination       func(childComplexity int, input model.DeleteWebhookDestinationInput) int
 		DisableWebhookDestination      func(childComplexity int, input model.DisableWebhookDestinationInput) int
 		DisableWebhookSubscription     func(childComplexity int, input model.DisableWebhookSubscriptionInput) int
 		EnableWebhookDestination       func(childComplexity int, input model.EnableWebhookDestinationInput) int
 		ExpireDataExport               func(childComplexity int, input model.ExpireDataExportInput) int
+		PauseAuditStream               func(childComplexity int, input model.AuditStreamIDInput) int
 		RecordAuditEvent               func(childComplexity int, input model.RecordAuditEventInput) int
 		RecordAuditEvents              func(childComplexity int, input model.RecordAuditEventsInput) int
 		RecoverWebhookDeliveries       func(childComplexity int, input model.RecoverWebhookDeliveriesInput) int
 		RedriveWebhookDelivery         func(childComplexity int, input model.RedriveWebhookDeliveryInput) int
 		ReplayWebhookEvents            func(childComplexity int, input model.ReplayWebhookEventsInput) int
 		RequestDataExport              func(childComplexity int, input model.RequestDataExportInput) int
+		ResumeAuditStream              func(childComplexity int, input model.AuditStreamIDInput) int
 		RotateWebhookDestinationSecret func(childComplexity int, input model.RotateWebhookDestinationSecretInput) int
 		SendWebhookTestEvent           func(childComplexity int, input model.SendWebhookTestEventInput) int
 		SetAuditRetention              func(childComplexity int, input model.SetAuditRetentionInput) int
 		SkipWebhookDelivery            func(childComplexity int, input model.SkipWebhookDeliveryInput) int
+		UpdateAuditStream              func(childComplexity int, input model.UpdateAuditStreamInput) int
 		UpdateWebhookDestination       func(childComplexity int, input model.UpdateWebhookDestinationInput) int
 	}
 
@@ -271,6 +326,8 @@ type ComplexityRoot struct {
 		AuditEvent           func(childComplexity int, projectID string, id string) int
 		AuditEvents          func(childComplexity int, projectID string, filter *model.AuditEventFilter, first *int, after *string, order *model.AuditOrder) int
 		AuditRetention       func(childComplexity int) int
+		AuditStream          func(childComplexity int, id string) int
+		AuditStreams         func(childComplexity int, first *int, after *string) int
 		DataExport           func(childComplexity int, id string) int
 		DataExports          func(childComplexity int, projectID string, filter *model.DataExportFilter, first *int, after *string) int
 		VerifyAuditChain     func(childComplexity int, projectID string, fromSequence *uint64, toSequence *uint64) int
@@ -461,6 +518,11 @@ type MutationResolver interface {
 	AppendAlarmHistory(ctx context.Context, input model.AppendAlarmHistoryInput) (*model.AppendHistoryPayload, error)
 	AppendTelemetryHistory(ctx context.Context, input model.AppendTelemetryHistoryInput) (*model.AppendHistoryPayload, error)
 	SetAuditRetention(ctx context.Context, input model.SetAuditRetentionInput) (*app.AuditRetention, error)
+	CreateAuditStream(ctx context.Context, input model.CreateAuditStreamInput) (*model.CreateAuditStreamPayload, error)
+	UpdateAuditStream(ctx context.Context, input model.UpdateAuditStreamInput) (*model.AuditStreamPayload, error)
+	PauseAuditStream(ctx context.Context, input model.AuditStreamIDInput) (*model.AuditStreamPayload, error)
+	ResumeAuditStream(ctx context.Context, input model.AuditStreamIDInput) (*model.AuditStreamPayload, error)
+	DeleteAuditStream(ctx context.Context, input model.DeleteAuditStreamInput) (*model.DeleteAuditStreamPayload, error)
 	UpdateWebhookDestination(ctx context.Context, input model.UpdateWebhookDestinationInput) (*model.WebhookDestinationPayload, error)
 	DisableWebhookDestination(ctx context.Context, input model.DisableWebhookDestinationInput) (*model.WebhookDestinationPayload, error)
 	EnableWebhookDestination(ctx context.Context, input model.EnableWebhookDestinationInput) (*model.WebhookDestinationPayload, error)
@@ -483,6 +545,8 @@ type QueryResolver interface {
 	DataExport(ctx context.Context, id string) (*domain.DataExport, error)
 	DataExports(ctx context.Context, projectID string, filter *model.DataExportFilter, first *int, after *string) (*model.DataExportConnection, error)
 	AuditRetention(ctx context.Context) (*app.AuditRetention, error)
+	AuditStream(ctx context.Context, id string) (*model.AuditStream, error)
+	AuditStreams(ctx context.Context, first *int, after *string) (*model.AuditStreamConnection, error)
 	WebhookDestination(ctx context.Context, id string) (*domain.WebhookDestination, error)
 	WebhookDestinations(ctx context.Context, projectID string) ([]domain.WebhookDestination, error)
 	WebhookSubscription(ctx context.Context, id string) (*domain.WebhookSubscription, error)
@@ -883,6 +947,167 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.AuditRetention.RetentionDays(childComplexity), true
 
+	case "AuditStream.allProjects":
+		if e.ComplexityRoot.AuditStream.AllProjects == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditStream.AllProjects(childComplexity), true
+	case "AuditStream.createdAt":
+		if e.ComplexityRoot.AuditStream.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditStream.CreatedAt(childComplexity), true
+	case "AuditStream.createdBy":
+		if e.ComplexityRoot.AuditStream.CreatedBy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditStream.CreatedBy(childComplexity), true
+	case "AuditStream.filter":
+		if e.ComplexityRoot.AuditStream.Filter == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditStream.Filter(childComplexity), true
+	case "AuditStream.fromSequence":
+		if e.ComplexityRoot.AuditStream.FromSequence == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditStream.FromSequence(childComplexity), true
+	case "AuditStream.id":
+		if e.ComplexityRoot.AuditStream.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditStream.ID(childComplexity), true
+	case "AuditStream.projectIds":
+		if e.ComplexityRoot.AuditStream.ProjectIds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditStream.ProjectIds(childComplexity), true
+	case "AuditStream.projects":
+		if e.ComplexityRoot.AuditStream.Projects == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditStream.Projects(childComplexity), true
+	case "AuditStream.sinkType":
+		if e.ComplexityRoot.AuditStream.SinkType == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditStream.SinkType(childComplexity), true
+	case "AuditStream.sinkUrl":
+		if e.ComplexityRoot.AuditStream.SinkURL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditStream.SinkURL(childComplexity), true
+	case "AuditStream.state":
+		if e.ComplexityRoot.AuditStream.State == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditStream.State(childComplexity), true
+	case "AuditStream.updatedAt":
+		if e.ComplexityRoot.AuditStream.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditStream.UpdatedAt(childComplexity), true
+
+	case "AuditStreamConnection.edges":
+		if e.ComplexityRoot.AuditStreamConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditStreamConnection.Edges(childComplexity), true
+	case "AuditStreamConnection.pageInfo":
+		if e.ComplexityRoot.AuditStreamConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditStreamConnection.PageInfo(childComplexity), true
+
+	case "AuditStreamEdge.cursor":
+		if e.ComplexityRoot.AuditStreamEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditStreamEdge.Cursor(childComplexity), true
+	case "AuditStreamEdge.node":
+		if e.ComplexityRoot.AuditStreamEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditStreamEdge.Node(childComplexity), true
+
+	case "AuditStreamPayload.stream":
+		if e.ComplexityRoot.AuditStreamPayload.Stream == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditStreamPayload.Stream(childComplexity), true
+
+	case "AuditStreamProject.cursor":
+		if e.ComplexityRoot.AuditStreamProject.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditStreamProject.Cursor(childComplexity), true
+	case "AuditStreamProject.head":
+		if e.ComplexityRoot.AuditStreamProject.Head == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditStreamProject.Head(childComplexity), true
+	case "AuditStreamProject.lagEvents":
+		if e.ComplexityRoot.AuditStreamProject.LagEvents == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditStreamProject.LagEvents(childComplexity), true
+	case "AuditStreamProject.lagSeconds":
+		if e.ComplexityRoot.AuditStreamProject.LagSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditStreamProject.LagSeconds(childComplexity), true
+	case "AuditStreamProject.lastDeliveryAt":
+		if e.ComplexityRoot.AuditStreamProject.LastDeliveryAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditStreamProject.LastDeliveryAt(childComplexity), true
+	case "AuditStreamProject.lastError":
+		if e.ComplexityRoot.AuditStreamProject.LastError == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditStreamProject.LastError(childComplexity), true
+	case "AuditStreamProject.lastErrorAt":
+		if e.ComplexityRoot.AuditStreamProject.LastErrorAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditStreamProject.LastErrorAt(childComplexity), true
+	case "AuditStreamProject.projectId":
+		if e.ComplexityRoot.AuditStreamProject.ProjectID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditStreamProject.ProjectID(childComplexity), true
+	case "AuditStreamProject.state":
+		if e.ComplexityRoot.AuditStreamProject.State == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditStreamProject.State(childComplexity), true
+
 	case "AuditSubject.displayName":
 		if e.ComplexityRoot.AuditSubject.DisplayName == nil {
 			break
@@ -908,6 +1133,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.CreateAuditCheckpointPayload.Checkpoint(childComplexity), true
+
+	case "CreateAuditStreamPayload.signingSecret":
+		if e.ComplexityRoot.CreateAuditStreamPayload.SigningSecret == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreateAuditStreamPayload.SigningSecret(childComplexity), true
+	case "CreateAuditStreamPayload.stream":
+		if e.ComplexityRoot.CreateAuditStreamPayload.Stream == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreateAuditStreamPayload.Stream(childComplexity), true
 
 	case "CreateWebhookDestinationPayload.destination":
 		if e.ComplexityRoot.CreateWebhookDestinationPayload.Destination == nil {
@@ -1218,6 +1456,13 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.DataExportPayload.Export(childComplexity), true
 
+	case "DeleteAuditStreamPayload.streamId":
+		if e.ComplexityRoot.DeleteAuditStreamPayload.StreamID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeleteAuditStreamPayload.StreamID(childComplexity), true
+
 	case "EvidenceDigest.algorithm":
 		if e.ComplexityRoot.EvidenceDigest.Algorithm == nil {
 			break
@@ -1270,6 +1515,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreateAuditCheckpoint(childComplexity, args["input"].(model.CreateAuditCheckpointInput)), true
+	case "Mutation.createAuditStream":
+		if e.ComplexityRoot.Mutation.CreateAuditStream == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createAuditStream_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateAuditStream(childComplexity, args["input"].(model.CreateAuditStreamInput)), true
 	case "Mutation.createDataExportDownload":
 		if e.ComplexityRoot.Mutation.CreateDataExportDownload == nil {
 			break
@@ -1303,6 +1559,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreateWebhookSubscription(childComplexity, args["input"].(model.CreateWebhookSubscriptionInput)), true
+	case "Mutation.deleteAuditStream":
+		if e.ComplexityRoot.Mutation.DeleteAuditStream == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteAuditStream_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteAuditStream(childComplexity, args["input"].(model.DeleteAuditStreamInput)), true
 	case "Mutation.deleteWebhookDestination":
 		if e.ComplexityRoot.Mutation.DeleteWebhookDestination == nil {
 			break
@@ -1358,6 +1625,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.ExpireDataExport(childComplexity, args["input"].(model.ExpireDataExportInput)), true
+	case "Mutation.pauseAuditStream":
+		if e.ComplexityRoot.Mutation.PauseAuditStream == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_pauseAuditStream_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.PauseAuditStream(childComplexity, args["input"].(model.AuditStreamIDInput)), true
 	case "Mutation.recordAuditEvent":
 		if e.ComplexityRoot.Mutation.RecordAuditEvent == nil {
 			break
@@ -1424,6 +1702,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RequestDataExport(childComplexity, args["input"].(model.RequestDataExportInput)), true
+	case "Mutation.resumeAuditStream":
+		if e.ComplexityRoot.Mutation.ResumeAuditStream == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_resumeAuditStream_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ResumeAuditStream(childComplexity, args["input"].(model.AuditStreamIDInput)), true
 	case "Mutation.rotateWebhookDestinationSecret":
 		if e.ComplexityRoot.Mutation.RotateWebhookDestinationSecret == nil {
 			break
@@ -1468,6 +1757,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SkipWebhookDelivery(childComplexity, args["input"].(model.SkipWebhookDeliveryInput)), true
+	case "Mutation.updateAuditStream":
+		if e.ComplexityRoot.Mutation.UpdateAuditStream == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_updateAuditStream_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.UpdateAuditStream(childComplexity, args["input"].(model.UpdateAuditStreamInput)), true
 	case "Mutation.updateWebhookDestination":
 		if e.ComplexityRoot.Mutation.UpdateWebhookDestination == nil {
 			break
@@ -1532,6 +1832,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.AuditRetention(childComplexity), true
+	case "Query.auditStream":
+		if e.ComplexityRoot.Query.AuditStream == nil {
+			break
+		}
+
+		args, err := ec.field_Query_auditStream_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.AuditStream(childComplexity, args["id"].(string)), true
+	case "Query.auditStreams":
+		if e.ComplexityRoot.Query.AuditStreams == nil {
+			break
+		}
+
+		args, err := ec.field_Query_auditStreams_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.AuditStreams(childComplexity, args["first"].(*int), args["after"].(*string)), true
 	case "Query.dataExport":
 		if e.ComplexityRoot.Query.DataExport == nil {
 			break
@@ -2196,12 +2518,16 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("AuditEventFilter", ec.unmarshalInputAuditEventFilter),
 			graphql.NewInputUnmarshaler("AuditGovernanceInput", ec.unmarshalInputAuditGovernanceInput),
 			graphql.NewInputUnmarshaler("AuditResourceInput", ec.unmarshalInputAuditResourceInput),
+			graphql.NewInputUnmarshaler("AuditStreamIdInput", ec.unmarshalInputAuditStreamIdInput),
+			graphql.NewInputUnmarshaler("AuditStreamSinkInput", ec.unmarshalInputAuditStreamSinkInput),
 			graphql.NewInputUnmarshaler("AuditSubjectInput", ec.unmarshalInputAuditSubjectInput),
 			graphql.NewInputUnmarshaler("CreateAuditCheckpointInput", ec.unmarshalInputCreateAuditCheckpointInput),
+			graphql.NewInputUnmarshaler("CreateAuditStreamInput", ec.unmarshalInputCreateAuditStreamInput),
 			graphql.NewInputUnmarshaler("CreateDataExportDownloadInput", ec.unmarshalInputCreateDataExportDownloadInput),
 			graphql.NewInputUnmarshaler("CreateWebhookDestinationInput", ec.unmarshalInputCreateWebhookDestinationInput),
 			graphql.NewInputUnmarshaler("CreateWebhookSubscriptionInput", ec.unmarshalInputCreateWebhookSubscriptionInput),
 			graphql.NewInputUnmarshaler("DataExportFilter", ec.unmarshalInputDataExportFilter),
+			graphql.NewInputUnmarshaler("DeleteAuditStreamInput", ec.unmarshalInputDeleteAuditStreamInput),
 			graphql.NewInputUnmarshaler("DeleteWebhookDestinationInput", ec.unmarshalInputDeleteWebhookDestinationInput),
 			graphql.NewInputUnmarshaler("DisableWebhookDestinationInput", ec.unmarshalInputDisableWebhookDestinationInput),
 			graphql.NewInputUnmarshaler("DisableWebhookSubscriptionInput", ec.unmarshalInputDisableWebhookSubscriptionInput),
@@ -2219,6 +2545,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("SetAuditRetentionInput", ec.unmarshalInputSetAuditRetentionInput),
 			graphql.NewInputUnmarshaler("SkipWebhookDeliveryInput", ec.unmarshalInputSkipWebhookDeliveryInput),
 			graphql.NewInputUnmarshaler("TelemetryPointInput", ec.unmarshalInputTelemetryPointInput),
+			graphql.NewInputUnmarshaler("UpdateAuditStreamInput", ec.unmarshalInputUpdateAuditStreamInput),
 			graphql.NewInputUnmarshaler("UpdateWebhookDestinationInput", ec.unmarshalInputUpdateWebhookDestinationInput),
 			graphql.NewInputUnmarshaler("WebhookDeliveryFilter", ec.unmarshalInputWebhookDeliveryFilter),
 			graphql.NewInputUnmarshaler("WebhookHeaderInput", ec.unmarshalInputWebhookHeaderInput),
@@ -2990,6 +3317,188 @@ type Subscription {
   auditEventRecorded(projectId: ID!, afterSequence: Uint64, filter: AuditEventFilter): AuditEvent!
 }
 `, BuiltIn: false},
+	{Name: "../../schema/streams.graphqls", Input: `extend type Query {
+  """
+  One audit stream with its state and, per project, its cursor and lag.
+  Needs streams:read. Null when missing or not visible (another tenant's,
+  or one covering a project the token cannot access).
+  """
+  auditStream(id: ID!): AuditStream
+
+  "A page of the tenant's audit streams visible to the token, oldest first (1-100, default 50). Needs streams:read."
+  auditStreams(first: Int, after: String): AuditStreamConnection!
+}
+
+extend type Mutation {
+  """
+  Starts streaming the tenant's audit events of the given projects (or of
+  every project, allProjects: true, which needs a token for every project)
+  to a sink, from fromSequence (else from the first retained event) in
+  each project, then following the live head. For HTTPS the payload holds
+  the stream's signing secret, shown only here. Needs streams:write.
+  Audited as audit.stream.created in every project the stream covers (for
+  allProjects, every project that has events; a tenant without any gets
+  INVALID_STATE).
+  """
+  createAuditStream(input: CreateAuditStreamInput!): CreateAuditStreamPayload!
+
+  """
+  Changes a stream's filter or its sink's URL and credentials (the sink
+  type stays). Cursors keep their place. Needs streams:write. Audited as
+  audit.stream.updated.
+  """
+  updateAuditStream(input: UpdateAuditStreamInput!): AuditStreamPayload!
+
+  "Pauses a stream: nothing is delivered and every cursor holds. Pausing twice changes nothing. Needs streams:write. Audited as audit.stream.paused."
+  pauseAuditStream(input: AuditStreamIdInput!): AuditStreamPayload!
+
+  "Resumes a paused stream after its cursors, retrying failed projects at once. Needs streams:write. Audited as audit.stream.resumed."
+  resumeAuditStream(input: AuditStreamIdInput!): AuditStreamPayload!
+
+  """
+  Deletes a stream with its cursors: delivery stops (a batch in flight may
+  still arrive). Needs streams:write and confirm: true (else
+  CONFIRMATION_REQUIRED). Audited as audit.stream.deleted.
+  """
+  deleteAuditStream(input: DeleteAuditStreamInput!): DeleteAuditStreamPayload!
+}
+
+"Where an audit stream delivers."
+enum AuditStreamSinkType {
+  "Gzipped NDJSON objects in an S3-compatible bucket; url is the gocloud bucket URL (s3://bucket?endpoint=…&region=…&prefix=…)."
+  S3
+  "Signed POSTs of NDJSON batches to an HTTPS receiver."
+  HTTPS
+  "Splunk's HTTP Event Collector (…/services/collector/event), with a HEC token."
+  SPLUNK_HEC
+  "Datadog's logs intake (…/api/v2/logs), with an API key."
+  DATADOG_LOGS
+}
+
+"The state of a stream, or of one of its projects."
+enum AuditStreamState {
+  "Delivering, close to the head."
+  RUNNING
+  "Paused by a command; cursors hold."
+  PAUSED
+  "The latest delivery failed (see lastError); retried with backoff."
+  FAILING
+  "Delivering, more than 1,000 events behind the head."
+  CATCHING_UP
+}
+
+input CreateAuditStreamInput {
+  "The projects to stream; give this or allProjects: true, not both."
+  projectIds: [ID!]
+  "Stream every project of the tenant, present and future."
+  allProjects: Boolean
+  "Only the events this filter keeps (the filter of auditEvents); null for every event."
+  filter: AuditEventFilter
+  sink: AuditStreamSinkInput!
+  "The first sequence to stream in each project; null for the first retained event."
+  fromSequence: Uint64
+}
+
+input AuditStreamSinkInput {
+  type: AuditStreamSinkType!
+  "The endpoint (https), or for S3 the bucket URL."
+  url: String!
+  "SPLUNK_HEC only: the HEC token, sent as Authorization: Splunk <token>."
+  token: String
+  "DATADOG_LOGS only: the API key, sent as DD-API-KEY."
+  apiKey: String
+}
+
+input UpdateAuditStreamInput {
+  streamId: ID!
+  "The new filter, from the next batch on; absent keeps the current one."
+  filter: AuditEventFilter
+  "true: no filter any more, every event from the next batch on (with filter: BAD_USER_INPUT)."
+  clearFilter: Boolean
+  "The new sink URL; absent keeps the current one."
+  url: String
+  "SPLUNK_HEC only: a new HEC token."
+  token: String
+  "DATADOG_LOGS only: a new API key."
+  apiKey: String
+}
+
+input AuditStreamIdInput {
+  streamId: ID!
+}
+
+input DeleteAuditStreamInput {
+  streamId: ID!
+  confirm: Boolean!
+}
+
+type CreateAuditStreamPayload {
+  stream: AuditStream!
+  "HTTPS only: the Standard Webhooks secret (whsec_…) requests are signed with, shown only here."
+  signingSecret: String
+}
+
+type AuditStreamPayload {
+  stream: AuditStream!
+}
+
+type DeleteAuditStreamPayload {
+  streamId: ID!
+}
+
+"""
+A continuous delivery of a tenant's audit events to a sink. Each project
+has a cursor: the last sequence the sink acknowledged. It moves only after
+the sink confirmed a batch, so after any failure the stream resumes right
+after it: nothing skipped, and only the batch in flight may arrive twice
+(each event carries its sequence).
+"""
+type AuditStream {
+  id: ID!
+  "The projects streamed; null for allProjects."
+  projectIds: [ID!]
+  allProjects: Boolean!
+  filter: DataExportAuditFilter
+  sinkType: AuditStreamSinkType!
+  sinkUrl: String!
+  fromSequence: Uint64
+  "The worst state of its projects; PAUSED when paused."
+  state: AuditStreamState!
+  createdAt: Time!
+  createdBy: String!
+  updatedAt: Time!
+  "Per project: cursor, head, lag and the latest delivery (for allProjects, the projects that have events)."
+  projects: [AuditStreamProject!]!
+}
+
+"A stream's position in one project."
+type AuditStreamProject {
+  projectId: ID!
+  "The last sequence the sink acknowledged (0 before any)."
+  cursor: Uint64!
+  "The project's newest sequence."
+  head: Uint64!
+  "Events recorded and not yet acknowledged: head minus cursor."
+  lagEvents: Uint64!
+  "How long ago the oldest event not yet acknowledged was recorded, in seconds; 0 when caught up."
+  lagSeconds: Float!
+  lastDeliveryAt: Time
+  "Why the latest delivery failed; null once one succeeded since."
+  lastError: String
+  lastErrorAt: Time
+  state: AuditStreamState!
+}
+
+type AuditStreamConnection {
+  edges: [AuditStreamEdge!]!
+  pageInfo: PageInfo!
+}
+
+type AuditStreamEdge {
+  cursor: String!
+  node: AuditStream!
+}
+`, BuiltIn: false},
 	{Name: "../../schema/webhook_lifecycle.graphqls", Input: `# The lifecycle, limits, custom headers and health of webhook destinations
 # (docs/webhooks.md, "Destination lifecycle" and "Health").
 
@@ -3696,6 +4205,88 @@ func (ec *executionContext) childFields_AuditRetention(ctx context.Context, fiel
 	return nil, fmt.Errorf("no field named %q was found under type AuditRetention", field.Name)
 }
 
+func (ec *executionContext) childFields_AuditStream(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_AuditStream_id(ctx, field)
+	case "projectIds":
+		return ec.fieldContext_AuditStream_projectIds(ctx, field)
+	case "allProjects":
+		return ec.fieldContext_AuditStream_allProjects(ctx, field)
+	case "filter":
+		return ec.fieldContext_AuditStream_filter(ctx, field)
+	case "sinkType":
+		return ec.fieldContext_AuditStream_sinkType(ctx, field)
+	case "sinkUrl":
+		return ec.fieldContext_AuditStream_sinkUrl(ctx, field)
+	case "fromSequence":
+		return ec.fieldContext_AuditStream_fromSequence(ctx, field)
+	case "state":
+		return ec.fieldContext_AuditStream_state(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_AuditStream_createdAt(ctx, field)
+	case "createdBy":
+		return ec.fieldContext_AuditStream_createdBy(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_AuditStream_updatedAt(ctx, field)
+	case "projects":
+		return ec.fieldContext_AuditStream_projects(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AuditStream", field.Name)
+}
+
+func (ec *executionContext) childFields_AuditStreamConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_AuditStreamConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_AuditStreamConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AuditStreamConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_AuditStreamEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_AuditStreamEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_AuditStreamEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AuditStreamEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_AuditStreamPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "stream":
+		return ec.fieldContext_AuditStreamPayload_stream(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AuditStreamPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_AuditStreamProject(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "projectId":
+		return ec.fieldContext_AuditStreamProject_projectId(ctx, field)
+	case "cursor":
+		return ec.fieldContext_AuditStreamProject_cursor(ctx, field)
+	case "head":
+		return ec.fieldContext_AuditStreamProject_head(ctx, field)
+	case "lagEvents":
+		return ec.fieldContext_AuditStreamProject_lagEvents(ctx, field)
+	case "lagSeconds":
+		return ec.fieldContext_AuditStreamProject_lagSeconds(ctx, field)
+	case "lastDeliveryAt":
+		return ec.fieldContext_AuditStreamProject_lastDeliveryAt(ctx, field)
+	case "lastError":
+		return ec.fieldContext_AuditStreamProject_lastError(ctx, field)
+	case "lastErrorAt":
+		return ec.fieldContext_AuditStreamProject_lastErrorAt(ctx, field)
+	case "state":
+		return ec.fieldContext_AuditStreamProject_state(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AuditStreamProject", field.Name)
+}
+
 func (ec *executionContext) childFields_AuditSubject(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "type":
@@ -3714,6 +4305,16 @@ func (ec *executionContext) childFields_CreateAuditCheckpointPayload(ctx context
 		return ec.fieldContext_CreateAuditCheckpointPayload_checkpoint(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type CreateAuditCheckpointPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_CreateAuditStreamPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "stream":
+		return ec.fieldContext_CreateAuditStreamPayload_stream(ctx, field)
+	case "signingSecret":
+		return ec.fieldContext_CreateAuditStreamPayload_signingSecret(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type CreateAuditStreamPayload", field.Name)
 }
 
 func (ec *executionContext) childFields_CreateWebhookDestinationPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3868,6 +4469,14 @@ func (ec *executionContext) childFields_DataExportPayload(ctx context.Context, f
 		return ec.fieldContext_DataExportPayload_export(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type DataExportPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_DeleteAuditStreamPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "streamId":
+		return ec.fieldContext_DeleteAuditStreamPayload_streamId(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type DeleteAuditStreamPayload", field.Name)
 }
 
 func (ec *executionContext) childFields_EvidenceDigest(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -4332,6 +4941,20 @@ func (ec *executionContext) field_Mutation_createAuditCheckpoint_args(ctx contex
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_createAuditStream_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.CreateAuditStreamInput, error) {
+			return ec.unmarshalNCreateAuditStreamInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐCreateAuditStreamInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_createDataExportDownload_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -4366,6 +4989,20 @@ func (ec *executionContext) field_Mutation_createWebhookSubscription_args(ctx co
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.CreateWebhookSubscriptionInput, error) {
 			return ec.unmarshalNCreateWebhookSubscriptionInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐCreateWebhookSubscriptionInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_deleteAuditStream_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.DeleteAuditStreamInput, error) {
+			return ec.unmarshalNDeleteAuditStreamInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐDeleteAuditStreamInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -4436,6 +5073,20 @@ func (ec *executionContext) field_Mutation_expireDataExport_args(ctx context.Con
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.ExpireDataExportInput, error) {
 			return ec.unmarshalNExpireDataExportInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐExpireDataExportInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_pauseAuditStream_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.AuditStreamIDInput, error) {
+			return ec.unmarshalNAuditStreamIdInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditStreamIDInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -4528,6 +5179,20 @@ func (ec *executionContext) field_Mutation_requestDataExport_args(ctx context.Co
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_resumeAuditStream_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.AuditStreamIDInput, error) {
+			return ec.unmarshalNAuditStreamIdInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditStreamIDInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_rotateWebhookDestinationSecret_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -4576,6 +5241,20 @@ func (ec *executionContext) field_Mutation_skipWebhookDelivery_args(ctx context.
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.SkipWebhookDeliveryInput, error) {
 			return ec.unmarshalNSkipWebhookDeliveryInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐSkipWebhookDeliveryInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_updateAuditStream_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.UpdateAuditStreamInput, error) {
+			return ec.unmarshalNUpdateAuditStreamInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐUpdateAuditStreamInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -4707,6 +5386,42 @@ func (ec *executionContext) field_Query_auditEvents_args(ctx context.Context, ra
 		return nil, err
 	}
 	args["order"] = arg4
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_auditStream_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_auditStreams_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
 	return args, nil
 }
 
@@ -6476,6 +7191,658 @@ func (ec *executionContext) fieldContext_AuditRetention_defaultRetentionDays(_ c
 	return graphql.NewScalarFieldContext("AuditRetention", field, true, true, "Int")
 }
 
+func (ec *executionContext) _AuditStream_id(ctx context.Context, field graphql.CollectedField, obj *model.AuditStream) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditStream_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditStream_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditStream", field, false, false, "ID")
+}
+
+func (ec *executionContext) _AuditStream_projectIds(ctx context.Context, field graphql.CollectedField, obj *model.AuditStream) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditStream_projectIds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ProjectIds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalOID2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AuditStream_projectIds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditStream", field, false, false, "ID")
+}
+
+func (ec *executionContext) _AuditStream_allProjects(ctx context.Context, field graphql.CollectedField, obj *model.AuditStream) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditStream_allProjects(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AllProjects, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditStream_allProjects(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditStream", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _AuditStream_filter(ctx context.Context, field graphql.CollectedField, obj *model.AuditStream) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditStream_filter(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Filter, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.DataExportAuditFilter) graphql.Marshaler {
+			return ec.marshalODataExportAuditFilter2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐDataExportAuditFilter(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AuditStream_filter(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AuditStream",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DataExportAuditFilter(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AuditStream_sinkType(ctx context.Context, field graphql.CollectedField, obj *model.AuditStream) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditStream_sinkType(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SinkType, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.AuditStreamSinkType) graphql.Marshaler {
+			return ec.marshalNAuditStreamSinkType2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditStreamSinkType(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditStream_sinkType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditStream", field, false, false, "AuditStreamSinkType")
+}
+
+func (ec *executionContext) _AuditStream_sinkUrl(ctx context.Context, field graphql.CollectedField, obj *model.AuditStream) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditStream_sinkUrl(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SinkURL, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditStream_sinkUrl(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditStream", field, false, false, "String")
+}
+
+func (ec *executionContext) _AuditStream_fromSequence(ctx context.Context, field graphql.CollectedField, obj *model.AuditStream) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditStream_fromSequence(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FromSequence, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *uint64) graphql.Marshaler {
+			return ec.marshalOUint642ᚖuint64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AuditStream_fromSequence(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditStream", field, false, false, "Uint64")
+}
+
+func (ec *executionContext) _AuditStream_state(ctx context.Context, field graphql.CollectedField, obj *model.AuditStream) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditStream_state(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.State, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.AuditStreamState) graphql.Marshaler {
+			return ec.marshalNAuditStreamState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditStreamState(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditStream_state(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditStream", field, false, false, "AuditStreamState")
+}
+
+func (ec *executionContext) _AuditStream_createdAt(ctx context.Context, field graphql.CollectedField, obj *model.AuditStream) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditStream_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditStream_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditStream", field, false, false, "Time")
+}
+
+func (ec *executionContext) _AuditStream_createdBy(ctx context.Context, field graphql.CollectedField, obj *model.AuditStream) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditStream_createdBy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedBy, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditStream_createdBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditStream", field, false, false, "String")
+}
+
+func (ec *executionContext) _AuditStream_updatedAt(ctx context.Context, field graphql.CollectedField, obj *model.AuditStream) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditStream_updatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditStream_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditStream", field, false, false, "Time")
+}
+
+func (ec *executionContext) _AuditStream_projects(ctx context.Context, field graphql.CollectedField, obj *model.AuditStream) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditStream_projects(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Projects, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.AuditStreamProject) graphql.Marshaler {
+			return ec.marshalNAuditStreamProject2ᚕgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditStreamProjectᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditStream_projects(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AuditStream",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuditStreamProject(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AuditStreamConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.AuditStreamConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditStreamConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.AuditStreamEdge) graphql.Marshaler {
+			return ec.marshalNAuditStreamEdge2ᚕgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditStreamEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditStreamConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AuditStreamConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuditStreamEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AuditStreamConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.AuditStreamConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditStreamConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditStreamConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AuditStreamConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AuditStreamEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.AuditStreamEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditStreamEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditStreamEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditStreamEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _AuditStreamEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.AuditStreamEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditStreamEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AuditStream) graphql.Marshaler {
+			return ec.marshalNAuditStream2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditStream(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditStreamEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AuditStreamEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuditStream(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AuditStreamPayload_stream(ctx context.Context, field graphql.CollectedField, obj *model.AuditStreamPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditStreamPayload_stream(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Stream, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AuditStream) graphql.Marshaler {
+			return ec.marshalNAuditStream2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditStream(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditStreamPayload_stream(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AuditStreamPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuditStream(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AuditStreamProject_projectId(ctx context.Context, field graphql.CollectedField, obj *model.AuditStreamProject) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditStreamProject_projectId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ProjectID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditStreamProject_projectId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditStreamProject", field, false, false, "ID")
+}
+
+func (ec *executionContext) _AuditStreamProject_cursor(ctx context.Context, field graphql.CollectedField, obj *model.AuditStreamProject) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditStreamProject_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v uint64) graphql.Marshaler {
+			return ec.marshalNUint642uint64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditStreamProject_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditStreamProject", field, false, false, "Uint64")
+}
+
+func (ec *executionContext) _AuditStreamProject_head(ctx context.Context, field graphql.CollectedField, obj *model.AuditStreamProject) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditStreamProject_head(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Head, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v uint64) graphql.Marshaler {
+			return ec.marshalNUint642uint64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditStreamProject_head(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditStreamProject", field, false, false, "Uint64")
+}
+
+func (ec *executionContext) _AuditStreamProject_lagEvents(ctx context.Context, field graphql.CollectedField, obj *model.AuditStreamProject) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditStreamProject_lagEvents(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LagEvents, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v uint64) graphql.Marshaler {
+			return ec.marshalNUint642uint64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditStreamProject_lagEvents(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditStreamProject", field, false, false, "Uint64")
+}
+
+func (ec *executionContext) _AuditStreamProject_lagSeconds(ctx context.Context, field graphql.CollectedField, obj *model.AuditStreamProject) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditStreamProject_lagSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LagSeconds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditStreamProject_lagSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditStreamProject", field, false, false, "Float")
+}
+
+func (ec *executionContext) _AuditStreamProject_lastDeliveryAt(ctx context.Context, field graphql.CollectedField, obj *model.AuditStreamProject) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditStreamProject_lastDeliveryAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastDeliveryAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AuditStreamProject_lastDeliveryAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditStreamProject", field, false, false, "Time")
+}
+
+func (ec *executionContext) _AuditStreamProject_lastError(ctx context.Context, field graphql.CollectedField, obj *model.AuditStreamProject) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditStreamProject_lastError(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastError, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AuditStreamProject_lastError(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditStreamProject", field, false, false, "String")
+}
+
+func (ec *executionContext) _AuditStreamProject_lastErrorAt(ctx context.Context, field graphql.CollectedField, obj *model.AuditStreamProject) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditStreamProject_lastErrorAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastErrorAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AuditStreamProject_lastErrorAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditStreamProject", field, false, false, "Time")
+}
+
+func (ec *executionContext) _AuditStreamProject_state(ctx context.Context, field graphql.CollectedField, obj *model.AuditStreamProject) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditStreamProject_state(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.State, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.AuditStreamState) graphql.Marshaler {
+			return ec.marshalNAuditStreamState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditStreamState(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditStreamProject_state(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditStreamProject", field, false, false, "AuditStreamState")
+}
+
 func (ec *executionContext) _AuditSubject_type(ctx context.Context, field graphql.CollectedField, obj *domain.Subject) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6575,6 +7942,61 @@ func (ec *executionContext) fieldContext_CreateAuditCheckpointPayload_checkpoint
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _CreateAuditStreamPayload_stream(ctx context.Context, field graphql.CollectedField, obj *model.CreateAuditStreamPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CreateAuditStreamPayload_stream(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Stream, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AuditStream) graphql.Marshaler {
+			return ec.marshalNAuditStream2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditStream(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CreateAuditStreamPayload_stream(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CreateAuditStreamPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuditStream(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _CreateAuditStreamPayload_signingSecret(ctx context.Context, field graphql.CollectedField, obj *model.CreateAuditStreamPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CreateAuditStreamPayload_signingSecret(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SigningSecret, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CreateAuditStreamPayload_signingSecret(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CreateAuditStreamPayload", field, false, false, "String")
 }
 
 func (ec *executionContext) _CreateWebhookDestinationPayload_destination(ctx context.Context, field graphql.CollectedField, obj *model.CreateWebhookDestinationPayload) (ret graphql.Marshaler) {
@@ -7799,6 +9221,29 @@ func (ec *executionContext) fieldContext_DataExportPayload_export(_ context.Cont
 	return fc, nil
 }
 
+func (ec *executionContext) _DeleteAuditStreamPayload_streamId(ctx context.Context, field graphql.CollectedField, obj *model.DeleteAuditStreamPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeleteAuditStreamPayload_streamId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StreamID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DeleteAuditStreamPayload_streamId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DeleteAuditStreamPayload", field, false, false, "ID")
+}
+
 func (ec *executionContext) _EvidenceDigest_algorithm(ctx context.Context, field graphql.CollectedField, obj *domain.EvidenceDigest) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8258,6 +9703,226 @@ func (ec *executionContext) fieldContext_Mutation_setAuditRetention(ctx context.
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_setAuditRetention_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_createAuditStream(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createAuditStream(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreateAuditStream(ctx, fc.Args["input"].(model.CreateAuditStreamInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.CreateAuditStreamPayload) graphql.Marshaler {
+			return ec.marshalNCreateAuditStreamPayload2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐCreateAuditStreamPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createAuditStream(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_CreateAuditStreamPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createAuditStream_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_updateAuditStream(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_updateAuditStream(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().UpdateAuditStream(ctx, fc.Args["input"].(model.UpdateAuditStreamInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AuditStreamPayload) graphql.Marshaler {
+			return ec.marshalNAuditStreamPayload2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditStreamPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_updateAuditStream(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuditStreamPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_updateAuditStream_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_pauseAuditStream(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_pauseAuditStream(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().PauseAuditStream(ctx, fc.Args["input"].(model.AuditStreamIDInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AuditStreamPayload) graphql.Marshaler {
+			return ec.marshalNAuditStreamPayload2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditStreamPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_pauseAuditStream(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuditStreamPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_pauseAuditStream_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_resumeAuditStream(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_resumeAuditStream(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ResumeAuditStream(ctx, fc.Args["input"].(model.AuditStreamIDInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AuditStreamPayload) graphql.Marshaler {
+			return ec.marshalNAuditStreamPayload2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditStreamPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_resumeAuditStream(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuditStreamPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_resumeAuditStream_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteAuditStream(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteAuditStream(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteAuditStream(ctx, fc.Args["input"].(model.DeleteAuditStreamInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.DeleteAuditStreamPayload) graphql.Marshaler {
+			return ec.marshalNDeleteAuditStreamPayload2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐDeleteAuditStreamPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteAuditStream(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DeleteAuditStreamPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteAuditStream_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -9174,6 +10839,94 @@ func (ec *executionContext) fieldContext_Query_auditRetention(_ context.Context,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_AuditRetention(ctx, field)
 		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_auditStream(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_auditStream(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().AuditStream(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AuditStream) graphql.Marshaler {
+			return ec.marshalOAuditStream2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditStream(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_auditStream(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuditStream(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_auditStream_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_auditStreams(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_auditStreams(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().AuditStreams(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AuditStreamConnection) graphql.Marshaler {
+			return ec.marshalNAuditStreamConnection2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditStreamConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_auditStreams(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuditStreamConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_auditStreams_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
 	}
 	return fc, nil
 }
@@ -13280,6 +15033,111 @@ func UnmarshalAuditResourceInput(ctx context.Context, raw any) (model.AuditResou
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputAuditStreamIdInput(ctx context.Context, obj any) (model.AuditStreamIDInput, error) {
+	var it model.AuditStreamIDInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"streamId"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "streamId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("streamId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StreamID = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalAuditStreamIdInput unmarshals raw into the AuditStreamIdInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalAuditStreamIdInput(ctx context.Context, raw any) (model.AuditStreamIDInput, error) {
+	var out model.AuditStreamIDInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "AuditStreamIdInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputAuditStreamSinkInput(ctx context.Context, obj any) (model.AuditStreamSinkInput, error) {
+	var it model.AuditStreamSinkInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"type", "url", "token", "apiKey"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "type":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("type"))
+			data, err := ec.unmarshalNAuditStreamSinkType2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditStreamSinkType(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Type = data
+		case "url":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("url"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.URL = data
+		case "token":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("token"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Token = data
+		case "apiKey":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("apiKey"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.APIKey = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalAuditStreamSinkInput unmarshals raw into the AuditStreamSinkInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalAuditStreamSinkInput(ctx context.Context, raw any) (model.AuditStreamSinkInput, error) {
+	var out model.AuditStreamSinkInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "AuditStreamSinkInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputAuditSubjectInput(ctx context.Context, obj any) (model.AuditSubjectInput, error) {
 	var it model.AuditSubjectInput
 	if obj == nil {
@@ -13375,6 +15233,76 @@ func (ec *executionContext) unmarshalInputCreateAuditCheckpointInput(ctx context
 func UnmarshalCreateAuditCheckpointInput(ctx context.Context, raw any) (model.CreateAuditCheckpointInput, error) {
 	var out model.CreateAuditCheckpointInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "CreateAuditCheckpointInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputCreateAuditStreamInput(ctx context.Context, obj any) (model.CreateAuditStreamInput, error) {
+	var it model.CreateAuditStreamInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"projectIds", "allProjects", "filter", "sink", "fromSequence"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "projectIds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("projectIds"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProjectIds = data
+		case "allProjects":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("allProjects"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AllProjects = data
+		case "filter":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("filter"))
+			data, err := ec.unmarshalOAuditEventFilter2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditEventFilter(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Filter = data
+		case "sink":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sink"))
+			data, err := ec.unmarshalNAuditStreamSinkInput2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditStreamSinkInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Sink = data
+		case "fromSequence":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("fromSequence"))
+			data, err := ec.unmarshalOUint642ᚖuint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FromSequence = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalCreateAuditStreamInput unmarshals raw into the CreateAuditStreamInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalCreateAuditStreamInput(ctx context.Context, raw any) (model.CreateAuditStreamInput, error) {
+	var out model.CreateAuditStreamInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "CreateAuditStreamInput", raw, &out)
 	return out, err
 }
 
@@ -13606,6 +15534,55 @@ func (ec *executionContext) unmarshalInputDataExportFilter(ctx context.Context, 
 func UnmarshalDataExportFilter(ctx context.Context, raw any) (model.DataExportFilter, error) {
 	var out model.DataExportFilter
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "DataExportFilter", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputDeleteAuditStreamInput(ctx context.Context, obj any) (model.DeleteAuditStreamInput, error) {
+	var it model.DeleteAuditStreamInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"streamId", "confirm"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "streamId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("streamId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StreamID = data
+		case "confirm":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("confirm"))
+			data, err := ec.unmarshalNBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Confirm = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalDeleteAuditStreamInput unmarshals raw into the DeleteAuditStreamInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalDeleteAuditStreamInput(ctx context.Context, raw any) (model.DeleteAuditStreamInput, error) {
+	var out model.DeleteAuditStreamInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "DeleteAuditStreamInput", raw, &out)
 	return out, err
 }
 
@@ -14596,6 +16573,83 @@ func UnmarshalTelemetryPointInput(ctx context.Context, raw any) (model.Telemetry
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputUpdateAuditStreamInput(ctx context.Context, obj any) (model.UpdateAuditStreamInput, error) {
+	var it model.UpdateAuditStreamInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"streamId", "filter", "clearFilter", "url", "token", "apiKey"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "streamId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("streamId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StreamID = data
+		case "filter":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("filter"))
+			data, err := ec.unmarshalOAuditEventFilter2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditEventFilter(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Filter = data
+		case "clearFilter":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("clearFilter"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ClearFilter = data
+		case "url":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("url"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.URL = data
+		case "token":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("token"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Token = data
+		case "apiKey":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("apiKey"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.APIKey = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalUpdateAuditStreamInput unmarshals raw into the UpdateAuditStreamInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalUpdateAuditStreamInput(ctx context.Context, raw any) (model.UpdateAuditStreamInput, error) {
+	var out model.UpdateAuditStreamInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "UpdateAuditStreamInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputUpdateWebhookDestinationInput(ctx context.Context, obj any) (model.UpdateWebhookDestinationInput, error) {
 	var it model.UpdateWebhookDestinationInput
 	if obj == nil {
@@ -15442,6 +17496,276 @@ func (ec *executionContext) _AuditRetention(ctx context.Context, sel ast.Selecti
 	return out
 }
 
+var auditStreamImplementors = []string{"AuditStream"}
+
+func (ec *executionContext) _AuditStream(ctx context.Context, sel ast.SelectionSet, obj *model.AuditStream) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, auditStreamImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AuditStream")
+		case "id":
+			out.Values[i] = ec._AuditStream_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "projectIds":
+			out.Values[i] = ec._AuditStream_projectIds(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "allProjects":
+			out.Values[i] = ec._AuditStream_allProjects(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "filter":
+			out.Values[i] = ec._AuditStream_filter(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "sinkType":
+			out.Values[i] = ec._AuditStream_sinkType(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "sinkUrl":
+			out.Values[i] = ec._AuditStream_sinkUrl(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "fromSequence":
+			out.Values[i] = ec._AuditStream_fromSequence(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "state":
+			out.Values[i] = ec._AuditStream_state(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._AuditStream_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdBy":
+			out.Values[i] = ec._AuditStream_createdBy(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "updatedAt":
+			out.Values[i] = ec._AuditStream_updatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "projects":
+			out.Values[i] = ec._AuditStream_projects(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var auditStreamConnectionImplementors = []string{"AuditStreamConnection"}
+
+func (ec *executionContext) _AuditStreamConnection(ctx context.Context, sel ast.SelectionSet, obj *model.AuditStreamConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, auditStreamConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AuditStreamConnection")
+		case "edges":
+			out.Values[i] = ec._AuditStreamConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._AuditStreamConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var auditStreamEdgeImplementors = []string{"AuditStreamEdge"}
+
+func (ec *executionContext) _AuditStreamEdge(ctx context.Context, sel ast.SelectionSet, obj *model.AuditStreamEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, auditStreamEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AuditStreamEdge")
+		case "cursor":
+			out.Values[i] = ec._AuditStreamEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._AuditStreamEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var auditStreamPayloadImplementors = []string{"AuditStreamPayload"}
+
+func (ec *executionContext) _AuditStreamPayload(ctx context.Context, sel ast.SelectionSet, obj *model.AuditStreamPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, auditStreamPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AuditStreamPayload")
+		case "stream":
+			out.Values[i] = ec._AuditStreamPayload_stream(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var auditStreamProjectImplementors = []string{"AuditStreamProject"}
+
+func (ec *executionContext) _AuditStreamProject(ctx context.Context, sel ast.SelectionSet, obj *model.AuditStreamProject) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, auditStreamProjectImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AuditStreamProject")
+		case "projectId":
+			out.Values[i] = ec._AuditStreamProject_projectId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cursor":
+			out.Values[i] = ec._AuditStreamProject_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "head":
+			out.Values[i] = ec._AuditStreamProject_head(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "lagEvents":
+			out.Values[i] = ec._AuditStreamProject_lagEvents(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "lagSeconds":
+			out.Values[i] = ec._AuditStreamProject_lagSeconds(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "lastDeliveryAt":
+			out.Values[i] = ec._AuditStreamProject_lastDeliveryAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "lastError":
+			out.Values[i] = ec._AuditStreamProject_lastError(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "lastErrorAt":
+			out.Values[i] = ec._AuditStreamProject_lastErrorAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "state":
+			out.Values[i] = ec._AuditStreamProject_state(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var auditSubjectImplementors = []string{"AuditSubject"}
 
 func (ec *executionContext) _AuditSubject(ctx context.Context, sel ast.SelectionSet, obj *domain.Subject) graphql.Marshaler {
@@ -15499,6 +17823,44 @@ func (ec *executionContext) _CreateAuditCheckpointPayload(ctx context.Context, s
 		case "checkpoint":
 			out.Values[i] = ec._CreateAuditCheckpointPayload_checkpoint(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var createAuditStreamPayloadImplementors = []string{"CreateAuditStreamPayload"}
+
+func (ec *executionContext) _CreateAuditStreamPayload(ctx context.Context, sel ast.SelectionSet, obj *model.CreateAuditStreamPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, createAuditStreamPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("CreateAuditStreamPayload")
+		case "stream":
+			out.Values[i] = ec._CreateAuditStreamPayload_stream(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "signingSecret":
+			out.Values[i] = ec._CreateAuditStreamPayload_signingSecret(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -16028,6 +18390,39 @@ func (ec *executionContext) _DataExportPayload(ctx context.Context, sel ast.Sele
 	return out
 }
 
+var deleteAuditStreamPayloadImplementors = []string{"DeleteAuditStreamPayload"}
+
+func (ec *executionContext) _DeleteAuditStreamPayload(ctx context.Context, sel ast.SelectionSet, obj *model.DeleteAuditStreamPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, deleteAuditStreamPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("DeleteAuditStreamPayload")
+		case "streamId":
+			out.Values[i] = ec._DeleteAuditStreamPayload_streamId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var evidenceDigestImplementors = []string{"EvidenceDigest"}
 
 func (ec *executionContext) _EvidenceDigest(ctx context.Context, sel ast.SelectionSet, obj *domain.EvidenceDigest) graphql.Marshaler {
@@ -16149,6 +18544,41 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "setAuditRetention":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_setAuditRetention(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createAuditStream":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createAuditStream(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "updateAuditStream":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_updateAuditStream(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pauseAuditStream":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_pauseAuditStream(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "resumeAuditStream":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_resumeAuditStream(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteAuditStream":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteAuditStream(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -16359,6 +18789,18 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_auditRetention(ctx, field)
+				})
+		case "auditStream":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_auditStream(ctx, field)
+				})
+		case "auditStreams":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_auditStreams(ctx, field)
 				})
 		case "webhookDestination":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -18039,6 +20481,100 @@ var (
 	}
 )
 
+func (ec *executionContext) marshalNAuditStream2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditStream(ctx context.Context, sel ast.SelectionSet, v *model.AuditStream) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "AuditStream!")
+		return graphql.Null
+	}
+	return ec._AuditStream(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNAuditStreamConnection2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditStreamConnection(ctx context.Context, sel ast.SelectionSet, v *model.AuditStreamConnection) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "AuditStreamConnection!")
+		return graphql.Null
+	}
+	return ec._AuditStreamConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNAuditStreamEdge2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditStreamEdge(ctx context.Context, sel ast.SelectionSet, v model.AuditStreamEdge) graphql.Marshaler {
+	return ec._AuditStreamEdge(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNAuditStreamEdge2ᚕgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditStreamEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.AuditStreamEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNAuditStreamEdge2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditStreamEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalNAuditStreamIdInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditStreamIDInput(ctx context.Context, v any) (model.AuditStreamIDInput, error) {
+	res, err := ec.unmarshalInputAuditStreamIdInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNAuditStreamPayload2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditStreamPayload(ctx context.Context, sel ast.SelectionSet, v *model.AuditStreamPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "AuditStreamPayload!")
+		return graphql.Null
+	}
+	return ec._AuditStreamPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNAuditStreamProject2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditStreamProject(ctx context.Context, sel ast.SelectionSet, v model.AuditStreamProject) graphql.Marshaler {
+	return ec._AuditStreamProject(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNAuditStreamProject2ᚕgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditStreamProjectᚄ(ctx context.Context, sel ast.SelectionSet, v []model.AuditStreamProject) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNAuditStreamProject2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditStreamProject(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalNAuditStreamSinkInput2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditStreamSinkInput(ctx context.Context, v any) (*model.AuditStreamSinkInput, error) {
+	res, err := ec.unmarshalInputAuditStreamSinkInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNAuditStreamSinkType2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditStreamSinkType(ctx context.Context, v any) (model.AuditStreamSinkType, error) {
+	var res model.AuditStreamSinkType
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNAuditStreamSinkType2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditStreamSinkType(ctx context.Context, sel ast.SelectionSet, v model.AuditStreamSinkType) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNAuditStreamState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditStreamState(ctx context.Context, v any) (model.AuditStreamState, error) {
+	var res model.AuditStreamState
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNAuditStreamState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditStreamState(ctx context.Context, sel ast.SelectionSet, v model.AuditStreamState) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) marshalNAuditSubject2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐSubject(ctx context.Context, sel ast.SelectionSet, v domain.Subject) graphql.Marshaler {
 	return ec._AuditSubject(ctx, sel, &v)
 }
@@ -18101,6 +20637,19 @@ func (ec *executionContext) marshalNCreateAuditCheckpointPayload2ᚖgithubᚗcom
 		return graphql.Null
 	}
 	return ec._CreateAuditCheckpointPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNCreateAuditStreamInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐCreateAuditStreamInput(ctx context.Context, v any) (model.CreateAuditStreamInput, error) {
+	res, err := ec.unmarshalInputCreateAuditStreamInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNCreateAuditStreamPayload2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐCreateAuditStreamPayload(ctx context.Context, sel ast.SelectionSet, v *model.CreateAuditStreamPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "CreateAuditStreamPayload!")
+		return graphql.Null
+	}
+	return ec._CreateAuditStreamPayload(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNCreateDataExportDownloadInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐCreateDataExportDownloadInput(ctx context.Context, v any) (model.CreateDataExportDownloadInput, error) {
@@ -18289,6 +20838,19 @@ var (
 		domain.DataExportExpired: "EXPIRED",
 	}
 )
+
+func (ec *executionContext) unmarshalNDeleteAuditStreamInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐDeleteAuditStreamInput(ctx context.Context, v any) (model.DeleteAuditStreamInput, error) {
+	res, err := ec.unmarshalInputDeleteAuditStreamInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNDeleteAuditStreamPayload2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐDeleteAuditStreamPayload(ctx context.Context, sel ast.SelectionSet, v *model.DeleteAuditStreamPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "DeleteAuditStreamPayload!")
+		return graphql.Null
+	}
+	return ec._DeleteAuditStreamPayload(ctx, sel, v)
+}
 
 func (ec *executionContext) unmarshalNDeleteWebhookDestinationInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐDeleteWebhookDestinationInput(ctx context.Context, v any) (model.DeleteWebhookDestinationInput, error) {
 	res, err := ec.unmarshalInputDeleteWebhookDestinationInput(ctx, v)
@@ -18636,6 +21198,11 @@ func (ec *executionContext) marshalNUint642uint64(ctx context.Context, sel ast.S
 		graphql.AddInvalidNullFromMarshaler(ctx, "Uint64!")
 	}
 	return res
+}
+
+func (ec *executionContext) unmarshalNUpdateAuditStreamInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐUpdateAuditStreamInput(ctx context.Context, v any) (model.UpdateAuditStreamInput, error) {
+	res, err := ec.unmarshalInputUpdateAuditStreamInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) unmarshalNUpdateWebhookDestinationInput2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐUpdateWebhookDestinationInput(ctx context.Context, v any) (model.UpdateWebhookDestinationInput, error) {
@@ -19290,6 +21857,13 @@ var (
 	}
 )
 
+func (ec *executionContext) marshalOAuditStream2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋgraphᚋmodelᚐAuditStream(ctx context.Context, sel ast.SelectionSet, v *model.AuditStream) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._AuditStream(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalOBoolean2bool(ctx context.Context, v any) (bool, error) {
 	res, err := graphql.UnmarshalBoolean(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -19456,6 +22030,41 @@ func (ec *executionContext) marshalOFloat2ᚖfloat64(ctx context.Context, sel as
 	_ = sel
 	res := graphql.MarshalFloatContext(*v)
 	return graphql.WrapContextMarshaler(ctx, res)
+}
+
+func (ec *executionContext) unmarshalOID2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]string, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNID2string(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOID2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNID2string(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) unmarshalOID2ᚖgithubᚗcomᚋgoogleᚋuuidᚐUUID(ctx context.Context, v any) (*uuid.UUID, error) {

@@ -108,6 +108,75 @@ type AuditResourceInput struct {
 	ID   string `json:"id"`
 }
 
+// A continuous delivery of a tenant's audit events to a sink. Each project
+// has a cursor: the last sequence the sink acknowledged. It moves only after
+// the sink confirmed a batch, so after any failure the stream resumes right
+// after it: nothing skipped, and only the batch in flight may arrive twice
+// (each event carries its sequence).
+type AuditStream struct {
+	ID string `json:"id"`
+	// The projects streamed; null for allProjects.
+	ProjectIds   []string               `json:"projectIds,omitempty"`
+	AllProjects  bool                   `json:"allProjects"`
+	Filter       *DataExportAuditFilter `json:"filter,omitempty"`
+	SinkType     AuditStreamSinkType    `json:"sinkType"`
+	SinkURL      string                 `json:"sinkUrl"`
+	FromSequence *uint64                `json:"fromSequence,omitempty"`
+	// The worst state of its projects; PAUSED when paused.
+	State     AuditStreamState `json:"state"`
+	CreatedAt time.Time        `json:"createdAt"`
+	CreatedBy string           `json:"createdBy"`
+	UpdatedAt time.Time        `json:"updatedAt"`
+	// Per project: cursor, head, lag and the latest delivery (for allProjects, the projects that have events).
+	Projects []AuditStreamProject `json:"projects"`
+}
+
+type AuditStreamConnection struct {
+	Edges    []AuditStreamEdge `json:"edges"`
+	PageInfo *PageInfo         `json:"pageInfo"`
+}
+
+type AuditStreamEdge struct {
+	Cursor string       `json:"cursor"`
+	Node   *AuditStream `json:"node"`
+}
+
+type AuditStreamIDInput struct {
+	StreamID string `json:"streamId"`
+}
+
+type AuditStreamPayload struct {
+	Stream *AuditStream `json:"stream"`
+}
+
+// A stream's position in one project.
+type AuditStreamProject struct {
+	ProjectID string `json:"projectId"`
+	// The last sequence the sink acknowledged (0 before any).
+	Cursor uint64 `json:"cursor"`
+	// The project's newest sequence.
+	Head uint64 `json:"head"`
+	// Events recorded and not yet acknowledged: head minus cursor.
+	LagEvents uint64 `json:"lagEvents"`
+	// How long ago the oldest event not yet acknowledged was recorded, in seconds; 0 when caught up.
+	LagSeconds     float64    `json:"lagSeconds"`
+	LastDeliveryAt *time.Time `json:"lastDeliveryAt,omitempty"`
+	// Why the latest delivery failed; null once one succeeded since.
+	LastError   *string          `json:"lastError,omitempty"`
+	LastErrorAt *time.Time       `json:"lastErrorAt,omitempty"`
+	State       AuditStreamState `json:"state"`
+}
+
+type AuditStreamSinkInput struct {
+	Type AuditStreamSinkType `json:"type"`
+	// The endpoint (https), or for S3 the bucket URL.
+	URL string `json:"url"`
+	// SPLUNK_HEC only: the HEC token, sent as Authorization: Splunk <token>.
+	Token *string `json:"token,omitempty"`
+	// DATADOG_LOGS only: the API key, sent as DD-API-KEY.
+	APIKey *string `json:"apiKey,omitempty"`
+}
+
 type AuditSubjectInput struct {
 	Type        domain.SubjectType `json:"type"`
 	ID          string             `json:"id"`
@@ -120,6 +189,24 @@ type CreateAuditCheckpointInput struct {
 
 type CreateAuditCheckpointPayload struct {
 	Checkpoint *domain.AuditCheckpoint `json:"checkpoint"`
+}
+
+type CreateAuditStreamInput struct {
+	// The projects to stream; give this or allProjects: true, not both.
+	ProjectIds []string `json:"projectIds,omitempty"`
+	// Stream every project of the tenant, present and future.
+	AllProjects *bool `json:"allProjects,omitempty"`
+	// Only the events this filter keeps (the filter of auditEvents); null for every event.
+	Filter *AuditEventFilter     `json:"filter,omitempty"`
+	Sink   *AuditStreamSinkInput `json:"sink"`
+	// The first sequence to stream in each project; null for the first retained event.
+	FromSequence *uint64 `json:"fromSequence,omitempty"`
+}
+
+type CreateAuditStreamPayload struct {
+	Stream *AuditStream `json:"stream"`
+	// HTTPS only: the Standard Webhooks secret (whsec_…) requests are signed with, shown only here.
+	SigningSecret *string `json:"signingSecret,omitempty"`
 }
 
 type CreateDataExportDownloadInput struct {
@@ -205,6 +292,15 @@ type DataExportFilter struct {
 
 type DataExportPayload struct {
 	Export *domain.DataExport `json:"export"`
+}
+
+type DeleteAuditStreamInput struct {
+	StreamID string `json:"streamId"`
+	Confirm  bool   `json:"confirm"`
+}
+
+type DeleteAuditStreamPayload struct {
+	StreamID string `json:"streamId"`
 }
 
 type DeleteWebhookDestinationInput struct {
@@ -384,6 +480,20 @@ type TelemetryPointInput struct {
 	Unit       *string   `json:"unit,omitempty"`
 }
 
+type UpdateAuditStreamInput struct {
+	StreamID string `json:"streamId"`
+	// The new filter, from the next batch on; absent keeps the current one.
+	Filter *AuditEventFilter `json:"filter,omitempty"`
+	// true: no filter any more, every event from the next batch on (with filter: BAD_USER_INPUT).
+	ClearFilter *bool `json:"clearFilter,omitempty"`
+	// The new sink URL; absent keeps the current one.
+	URL *string `json:"url,omitempty"`
+	// SPLUNK_HEC only: a new HEC token.
+	Token *string `json:"token,omitempty"`
+	// DATADOG_LOGS only: a new API key.
+	APIKey *string `json:"apiKey,omitempty"`
+}
+
 type UpdateWebhookDestinationInput struct {
 	DestinationID string `json:"destinationId"`
 	// An https URL (at most 2048 bytes) without credentials, as at creation.
@@ -493,6 +603,134 @@ func (e *AuditOrder) UnmarshalJSON(b []byte) error {
 }
 
 func (e AuditOrder) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+// Where an audit stream delivers.
+type AuditStreamSinkType string
+
+const (
+	// Gzipped NDJSON objects in an S3-compatible bucket; url is the gocloud bucket URL (s3://bucket?endpoint=…&region=…&prefix=…).
+	AuditStreamSinkTypeS3 AuditStreamSinkType = "S3"
+	// Signed POSTs of NDJSON batches to an HTTPS receiver.
+	AuditStreamSinkTypeHTTPS AuditStreamSinkType = "HTTPS"
+	// Splunk's HTTP Event Collector (…/services/collector/event), with a HEC token.
+	AuditStreamSinkTypeSplunkHec AuditStreamSinkType = "SPLUNK_HEC"
+	// Datadog's logs intake (…/api/v2/logs), with an API key.
+	AuditStreamSinkTypeDatadogLogs AuditStreamSinkType = "DATADOG_LOGS"
+)
+
+var AllAuditStreamSinkType = []AuditStreamSinkType{
+	AuditStreamSinkTypeS3,
+	AuditStreamSinkTypeHTTPS,
+	AuditStreamSinkTypeSplunkHec,
+	AuditStreamSinkTypeDatadogLogs,
+}
+
+func (e AuditStreamSinkType) IsValid() bool {
+	switch e {
+	case AuditStreamSinkTypeS3, AuditStreamSinkTypeHTTPS, AuditStreamSinkTypeSplunkHec, AuditStreamSinkTypeDatadogLogs:
+		return true
+	}
+	return false
+}
+
+func (e AuditStreamSinkType) String() string {
+	return string(e)
+}
+
+func (e *AuditStreamSinkType) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = AuditStreamSinkType(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid AuditStreamSinkType", str)
+	}
+	return nil
+}
+
+func (e AuditStreamSinkType) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *AuditStreamSinkType) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e AuditStreamSinkType) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+// The state of a stream, or of one of its projects.
+type AuditStreamState string
+
+const (
+	// Delivering, close to the head.
+	AuditStreamStateRunning AuditStreamState = "RUNNING"
+	// Paused by a command; cursors hold.
+	AuditStreamStatePaused AuditStreamState = "PAUSED"
+	// The latest delivery failed (see lastError); retried with backoff.
+	AuditStreamStateFailing AuditStreamState = "FAILING"
+	// Delivering, more than 1,000 events behind the head.
+	AuditStreamStateCatchingUp AuditStreamState = "CATCHING_UP"
+)
+
+var AllAuditStreamState = []AuditStreamState{
+	AuditStreamStateRunning,
+	AuditStreamStatePaused,
+	AuditStreamStateFailing,
+	AuditStreamStateCatchingUp,
+}
+
+func (e AuditStreamState) IsValid() bool {
+	switch e {
+	case AuditStreamStateRunning, AuditStreamStatePaused, AuditStreamStateFailing, AuditStreamStateCatchingUp:
+		return true
+	}
+	return false
+}
+
+func (e AuditStreamState) String() string {
+	return string(e)
+}
+
+func (e *AuditStreamState) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = AuditStreamState(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid AuditStreamState", str)
+	}
+	return nil
+}
+
+func (e AuditStreamState) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *AuditStreamState) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e AuditStreamState) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

@@ -86,6 +86,35 @@ type AuditRetentionOverride struct {
 	UpdatedBy     string
 }
 
+type AuditStream struct {
+	ID           uuid.UUID
+	TenantID     string
+	ProjectIds   []string
+	SinkType     string
+	SinkUrl      string
+	SealedSecret []byte
+	Filter       []byte
+	FromSequence *int64
+	Paused       bool
+	CreatedAt    time.Time
+	CreatedBy    string
+	UpdatedAt    time.Time
+}
+
+type AuditStreamCursor struct {
+	StreamID       uuid.UUID
+	ProjectID      string
+	TenantID       string
+	AckedSequence  int64
+	LastDeliveryAt *time.Time
+	LastError      *string
+	LastErrorAt    *time.Time
+	Failures       int32
+	RetryAt        *time.Time
+	LeaseOwner     *uuid.UUID
+	LeaseUntil     *time.Time
+}
+
 type DataExport struct {
 	TenantID           string
 	ProjectID          string
