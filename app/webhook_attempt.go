@@ -179,19 +179,11 @@ func (a *App) finishWebhookAttempts(ctx context.Context, dest domain.WebhookDest
 		if err := tx.CommitWithoutFlush(ctx); err != nil {
 			return err
 		}
-		// The destination first, as its commands lock it.
-		health, err := a.lockDestinationHealth(ctx, tx, dest)
-		if err != nil {
-			return err
-		}
 		saved, err := tx.SaveWebhookDeliveriesIf(ctx, changes)
 		if err != nil {
 			return err
 		}
 		recorded = saved
-		if err := a.afterAttempts(ctx, tx, health, changes, saved, now); err != nil {
-			return err
-		}
 		jobs := later
 		for _, id := range saved {
 			if job, ok := next[id]; ok {
@@ -203,7 +195,11 @@ func (a *App) finishWebhookAttempts(ctx context.Context, dest domain.WebhookDest
 			return err
 		}
 		jobs = append(jobs, webhookFirstAttemptJobs(savedDeliveries(backs, withdrawn))...)
-		return tx.EnqueueJobs(ctx, jobs...)
+		if err := tx.EnqueueJobs(ctx, jobs...); err != nil {
+			return err
+		}
+		// Last, so that the destination's row is locked only briefly.
+		return a.afterAttempts(ctx, tx, dest, changes, saved, now)
 	})
 	if err != nil {
 		return err

@@ -39,27 +39,27 @@ func tallyAttempts(changes []domain.WebhookDeliveryChange, saved []uuid.UUID) do
 	return t
 }
 
-// lockDestinationHealth locks, in tx, the destination a job's attempts
-// went to and returns it as it is now; nil when it was deleted.
-func (a *App) lockDestinationHealth(ctx context.Context, tx Tx, dest domain.WebhookDestination) (*domain.WebhookDestination, error) {
-	d, err := tx.GetWebhookDestination(ctx, dest.TenantID, dest.ID, true)
-	if errors.Is(err, domain.ErrNotFound) || err == nil && d.DeletedAt != nil {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &d, nil
-}
-
 // afterAttempts records, in tx, what the recorded attempt ends (changes,
 // of which saved were saved) tell beyond their deliveries: the
-// destination's health (d, locked by lockDestinationHealth; nil when
-// deleted) and the dead letters' operational events.
-func (a *App) afterAttempts(ctx context.Context, tx Tx, d *domain.WebhookDestination, changes []domain.WebhookDeliveryChange, saved []uuid.UUID, now time.Time) error {
-	if d != nil {
-		if err := a.recordDestinationHealth(ctx, tx, d, tallyAttempts(changes, saved), now); err != nil {
+// destination's health and the dead letters' operational events. The
+// destination's row is locked for the former, as the transaction's last
+// step: its commands lock it first and then its deliveries, but they touch
+// only deliveries that wait for an attempt, never the DELIVERING ones
+// this transaction moves, so the order cannot deadlock, and the row is
+// held only for the end of the transaction.
+func (a *App) afterAttempts(ctx context.Context, tx Tx, dest domain.WebhookDestination, changes []domain.WebhookDeliveryChange, saved []uuid.UUID, now time.Time) error {
+	// The destination before the project's head (the events below), as
+	// its commands take them.
+	if t := tallyAttempts(changes, saved); t != (domain.WebhookAttemptTally{}) {
+		d, err := tx.GetWebhookDestination(ctx, dest.TenantID, dest.ID, true)
+		switch {
+		case errors.Is(err, domain.ErrNotFound):
+		case err != nil:
 			return err
+		case d.DeletedAt == nil:
+			if err := a.recordDestinationHealth(ctx, tx, &d, t, now); err != nil {
+				return err
+			}
 		}
 	}
 	ok := make(map[uuid.UUID]bool, len(saved))
@@ -93,14 +93,11 @@ func (a *App) recordDeadLetter(ctx context.Context, tx Tx, d domain.WebhookDeliv
 
 // recordDestinationHealth records a tally of attempts to a destination in
 // its health, in transaction tx (the one that records the attempts, which
-// holds d locked): the breaker opens, closes or backs off, and the
+// holds d locked; see afterAttempts): the breaker opens, closes or backs off, and the
 // destination is auto-disabled when it answered 410 Gone or failed for too
 // long (its waiting deliveries then pause). Each change is reported by an
 // operational event in the same transaction.
 func (a *App) recordDestinationHealth(ctx context.Context, tx Tx, d *domain.WebhookDestination, t domain.WebhookAttemptTally, now time.Time) error {
-	if t == (domain.WebhookAttemptTally{}) {
-		return nil
-	}
 	opensBefore := d.Health.CircuitOpens
 	change := d.RecordAttempts(t, now, a.webhooks.Breaker)
 	if err := tx.SaveWebhookDestinationState(ctx, *d); err != nil {
