@@ -41,6 +41,14 @@ func (a *App) SkipWebhookDelivery(ctx context.Context, id Identity, deliveryID s
 		if err := d.Skip(now); err != nil {
 			return &Error{Code: CodeInvalidState, Message: err.Error() + "; this one is " + string(d.State), Err: err}
 		}
+		// The subscription before the project's head, as disabling and
+		// replaying lock them.
+		var sub domain.WebhookSubscription
+		if d.Ordered {
+			if sub, err = tx.GetWebhookSubscription(ctx, d.TenantID, d.SubscriptionID, true); err != nil {
+				return err
+			}
+		}
 		details, _ := json.Marshal(map[string]any{"deliveryId": d.ID.String(), "subscriptionId": d.SubscriptionID.String(),
 			"eventId": d.EventID.String(), "idempotencyKey": d.IdempotencyKey})
 		if _, err := a.recordCommandEvent(ctx, tx, id, d.ProjectID, "webhook.delivery.skipped",
@@ -52,10 +60,6 @@ func (a *App) SkipWebhookDelivery(ctx context.Context, id Identity, deliveryID s
 		}
 		if !d.Ordered {
 			return nil
-		}
-		sub, err := tx.GetWebhookSubscription(ctx, d.TenantID, d.SubscriptionID, true)
-		if err != nil {
-			return err
 		}
 		if sub.PausedByDeliveryID != nil && *sub.PausedByDeliveryID == d.ID {
 			if err := tx.SetWebhookSubscriptionPausedBy(ctx, d.TenantID, sub.ID, nil); err != nil {

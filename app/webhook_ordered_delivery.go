@@ -59,10 +59,11 @@ const (
 	maxOrderedGap = 10 * webhookFanoutChunk
 )
 
-// OrderedDeliveryJobTimeout bounds one ordered job: its slice, the request
-// under way when the slice ends, and the recording of outcomes.
+// OrderedDeliveryJobTimeout bounds one ordered job: its slice and the half
+// slice more its last round may take, the request under way then, and the
+// recording of outcomes.
 func OrderedDeliveryJobTimeout(perRequest time.Duration) time.Duration {
-	return orderedSlice + perRequest + finishTimeout
+	return orderedSlice*3/2 + perRequest + finishTimeout
 }
 
 // orderedDeliveryJob is the job that sends a subscription's next
@@ -465,8 +466,11 @@ func (a *App) orderedRound(ctx context.Context, slots *destinationSlots, sub *do
 	}
 	results, unsent := make([]webhook.Result, len(sent)), make([]bool, len(sent))
 	stop := false
+	// A round started before the slice's end may finish after it, within
+	// half a slice more (a slow receiver's round is cut short there).
+	hard := deadline.Add(orderedSlice / 2)
 	for i, prep := range sent {
-		if stop || after[i] || time.Now().After(deadline) || ctx.Err() != nil {
+		if stop || after[i] || time.Now().After(hard) || ctx.Err() != nil {
 			unsent[i], stop = true, true
 			continue
 		}

@@ -166,6 +166,14 @@ func runWebhookDelivery(ctx context.Context, e *env, opts options) ([]result, er
 			results = append(results, r)
 		}
 	}
+	if opts.webhookRows["ordered"] {
+		r, err := b.orderedRow(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", orderedRowName, err))
+		} else {
+			results = append(results, r)
+		}
+	}
 	return results, errors.Join(errs...)
 }
 
@@ -202,7 +210,7 @@ func newWebhookBench(ctx context.Context, e *env, opts options) (_ *webhookBench
 	}()
 	// An interrupted run leaves jobs for deliveries of its own tenant to a
 	// receiver that is gone; they would take workers and retry.
-	if _, err := e.pool.Exec(ctx, `DELETE FROM river_job WHERE kind IN ('webhook_fanout', 'webhook_delivery')`); err != nil {
+	if _, err := e.pool.Exec(ctx, `DELETE FROM river_job WHERE kind IN ('webhook_fanout', 'webhook_delivery', 'webhook_ordered_delivery')`); err != nil {
 		return nil, fmt.Errorf("deleting leftover webhook jobs: %w", err)
 	}
 	if err := b.maintain(ctx); err != nil {

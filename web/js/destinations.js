@@ -21,9 +21,10 @@ const DELETE = `mutation DashboardDeleteDestination($id: ID!) { deleteWebhookDes
 
 /**
  * The row of destination d. act(label, run) is called by an action once the
- * user confirmed it, with a short past-tense label and the request to run.
+ * user confirmed it, with a short past-tense label and the request to run;
+ * extra are further action elements (the test event's button).
  */
-export function destinationRow(d, session, act) {
+export function destinationRow(d, session, act, extra = []) {
   const run = (query) => () => graphql(session, query, { id: d.id });
   const button = (label, action, confirm, query, danger) =>
     h('button', {
@@ -61,7 +62,7 @@ export function destinationRow(d, session, act) {
     h('td', {}, health(d.health)),
     h('td', {}, limits(d)),
     h('td', { class: 'num' }, d.activeSecrets),
-    h('td', { class: 'actions' }, ...actions),
+    h('td', { class: 'actions' }, ...actions, ...extra),
   );
 }
 

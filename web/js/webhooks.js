@@ -1,5 +1,6 @@
 // The webhook view: destinations, subscriptions, deliveries with their
-// attempts, and dead letters with a confirmed redrive. Deliveries have no
+// attempts, dead letters with a confirmed redrive or skip, and the recovery
+// actions of webhook_recovery.js (recover, replay, test event). Deliveries have no
 // subscription of their own, so the view refreshes itself every few seconds
 // while it is shown.
 
@@ -7,18 +8,19 @@ import { confirmAction } from './confirm.js';
 import { DESTINATION_COLUMNS, DESTINATION_FIELDS, destinationRow } from './destinations.js';
 import { badge, byId, h, keepFocus, shortId, showError, time } from './dom.js';
 import { graphql } from './graphql.js';
+import { WebhookRecovery } from './webhook_recovery.js';
 
 /** Refresh interval while the view is visible. */
 const REFRESH_MS = 3_000;
 
 const DELIVERY_FIELDS = `id subscriptionId destinationId eventId eventSequence eventType idempotencyKey
-  state attemptCount maxAttempts nextAttemptAt createdAt updatedAt deliveredAt deadLetteredAt lastError
+  state attemptCount maxAttempts nextAttemptAt createdAt updatedAt deliveredAt deadLetteredAt lastError replayOf
   attempts { number outcome startedAt finishedAt statusCode latencyMs errorClass error }`;
 
 const VIEW_QUERY = `query DashboardWebhooks($p: ID!, $state: WebhookDeliveryState) {
   destinations: webhookDestinations(projectId: $p) { ${DESTINATION_FIELDS} }
   subscriptions: webhookSubscriptions(projectId: $p, first: 100) {
-    edges { node { id destinationId eventTypes description state afterSequence createdAt disabledAt } }
+    edges { node { id destinationId eventTypes description state afterSequence createdAt disabledAt ordering pausedByDeliveryId } }
   }
   deliveries: webhookDeliveries(projectId: $p, filter: { state: $state }, first: 50) { edges { node { ${DELIVERY_FIELDS} } } }
   deadLetters: webhookDeliveries(projectId: $p, filter: { state: DEAD_LETTERED }, first: 50) { edges { node { ${DELIVERY_FIELDS} } } }
@@ -34,6 +36,7 @@ export class WebhooksView {
     this.ctx = ctx;
     this.errorEl = byId('webhooks-error');
     this.statusEl = byId('webhooks-status');
+    this.noticeEl = byId('webhooks-notice');
     this.updatedEl = byId('webhooks-updated');
     this.stateSelect = byId('delivery-state');
     this.section = byId('view-webhooks');
@@ -42,6 +45,7 @@ export class WebhooksView {
     this.loading = null;
     /** Delivery ids whose attempt list the user opened. */
     this.open = new Set();
+    this.recovery = new WebhookRecovery(this);
     byId('webhooks-refresh').addEventListener('click', () => this.refresh());
     this.stateSelect.addEventListener('change', () => this.refresh());
   }
@@ -92,6 +96,7 @@ export class WebhooksView {
       this.#renderDeliveries(data.deliveries.edges.map((e) => e.node));
       this.#renderSubscriptions(data.subscriptions.edges.map((e) => e.node), urls);
       this.#renderDestinations(data.destinations);
+      this.recovery.fill(data.destinations, data.subscriptions.edges.map((e) => e.node));
     });
     this.updatedEl.textContent = `Updated ${new Date().toLocaleTimeString()}; refreshes every ${REFRESH_MS / 1000} s.`;
   }
@@ -123,6 +128,8 @@ export class WebhooksView {
               'aria-label': `Redrive the delivery of event ${d.eventSequence} (${d.eventType})`,
               onClick: () => this.redrive(d, urls.get(d.destinationId)),
             }, 'Redrive…'),
+            ' ',
+            this.recovery.skipButton(d),
           ),
         ),
       ),
@@ -142,7 +149,8 @@ export class WebhooksView {
           { open: this.open.has(d.id) },
           h('summary', { dataset: { focusKey: `attempts-${d.id}` } }, `${d.attempts.length} attempt${d.attempts.length === 1 ? '' : 's'}`),
           h('p', { class: 'meta' }, 'webhook-id ', h('span', { class: 'mono' }, d.idempotencyKey),
-            d.nextAttemptAt ? [', next attempt ', time(d.nextAttemptAt)] : null),
+            d.nextAttemptAt ? [', next attempt ', time(d.nextAttemptAt)] : null,
+            d.replayOf ? [', replay ', h('span', { class: 'mono' }, shortId(d.replayOf))] : null),
           attemptsTable(d.attempts),
         );
         details.addEventListener('toggle', () => (details.open ? this.open.add(d.id) : this.open.delete(d.id)));
@@ -163,7 +171,7 @@ export class WebhooksView {
   #renderSubscriptions(list, urls) {
     const body = byId('subscription-rows');
     if (!list.length) {
-      body.replaceChildren(empty(6, 'No subscriptions.'));
+      body.replaceChildren(empty(7, 'No subscriptions.'));
       return;
     }
     body.replaceChildren(
@@ -175,6 +183,7 @@ export class WebhooksView {
           h('td', { class: 'mono' }, urls.get(s.destinationId) ?? s.destinationId),
           h('td', { class: 'mono' }, s.eventTypes.join(', ')),
           h('td', {}, badge(s.state)),
+          h('td', {}, s.ordering, s.pausedByDeliveryId ? [' ', badge('PAUSED'), ` by ${shortId(s.pausedByDeliveryId)}`] : null),
           h('td', { class: 'num' }, s.afterSequence),
           h('td', {}, s.description || '—'),
         ),
@@ -188,7 +197,7 @@ export class WebhooksView {
       body.replaceChildren(empty(DESTINATION_COLUMNS, 'No destinations.'));
       return;
     }
-    body.replaceChildren(...list.map((d) => destinationRow(d, this.ctx.session, (label, run) => this.act(label, run))));
+    body.replaceChildren(...list.map((d) => destinationRow(d, this.ctx.session, (label, run) => this.act(label, run), [this.recovery.testButton(d)])));
   }
 
   /** Runs a confirmed action, announces it and refreshes the view. */
