@@ -30,6 +30,13 @@ func Complexity() generated.ComplexityRoot {
 	c.Query.AuditCheckpoints = func(child int, _ string, first *int, _ *string) int {
 		return 1 + idPageSize(first)*child
 	}
+	// A tenant has at most app.MaxAuditStreamsPerTenant streams, each
+	// with up to app.MaxAuditStreamProjects projects (allProjects: more;
+	// count those).
+	c.Query.AuditStreams = func(child int, first *int, _ *string) int {
+		return 1 + min(idPageSize(first), app.MaxAuditStreamsPerTenant)*child
+	}
+	c.AuditStream.Projects = func(child int) int { return 1 + 10*child }
 	// Verifying a chain re-reads and re-hashes its events: it costs one per
 	// VerifyEventsPerComplexity events of its range (the most a call may
 	// verify when the range is open), so that the complexity limit bounds

@@ -82,7 +82,9 @@ func isoStreamRows() []isoRow {
 		{name: "resumeAuditStream", perm: app.PermissionStreamsWrite, doc: isoResumeStream, vars: streamIn,
 			otherTenant: isoNotFound, otherProject: isoNotFound, malformedIDs: true},
 		{name: "deleteAuditStream", perm: app.PermissionStreamsWrite, doc: isoDeleteStream,
-			vars:        func(r isoResources) map[string]any { return in(map[string]any{"streamId": r.streamID, "confirm": true}) },
+			vars: func(r isoResources) map[string]any {
+				return in(map[string]any{"streamId": r.streamID, "confirm": true})
+			},
 			otherTenant: isoNotFound, otherProject: isoNotFound, malformedIDs: true},
 	}
 }
