@@ -246,6 +246,14 @@ func TestSearch(t *testing.T) {
 	}
 	require.Equal(t, 50, reboots)
 
+	// Page by page.
+	var sizes []int
+	for page, err := range b.client.SearchPages(ctx, "p", client.SearchOptions{PageSize: 100}) {
+		require.NoError(t, err)
+		sizes = append(sizes, len(page.Events))
+	}
+	require.Equal(t, []int{100, 100, 50}, sizes)
+
 	// Stopping early stops reading.
 	n := 0
 	for range b.client.Search(ctx, "p", client.SearchOptions{PageSize: 10}) {

@@ -137,3 +137,37 @@ func ExampleNewCachingTokenSource() {
 	fmt.Println(err)
 	// Output: <nil>
 }
+
+func ExampleClient_Subscribe() {
+	c, err := client.New(os.Getenv("AETHER_URL"), client.Options{Token: os.Getenv("AETHER_TOKEN")})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, dev := range []string{"dev-1", "dev-2"} {
+		_, err := c.Record(ctx, client.EventInput{
+			ProjectID: "example-subscribe", Action: "device.rebooted", OccurredAt: time.Now(),
+			Subject:  client.Subject{Type: client.SubjectSystem, ID: "watchdog"},
+			Resource: client.Resource{Type: "device", ID: dev}, Outcome: client.OutcomeSuccess,
+		})
+		if err != nil {
+			log.Fatal(err)
+		}
+	}
+	// Replays the events after sequence 0, then follows the project live;
+	// a dropped connection resumes after the last event seen.
+	var last uint64
+	for ev, err := range c.Subscribe(ctx, "example-subscribe", client.SubscribeOptions{AfterSequence: last}) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(ev.Sequence, ev.Resource.ID)
+		if last = ev.Sequence; last == 2 {
+			break
+		}
+	}
+	// Output:
+	// 1 dev-1
+	// 2 dev-2
+}

@@ -103,14 +103,32 @@ func (c *Client) SearchPage(ctx context.Context, projectID string, opts SearchOp
 	return p, nil
 }
 
-// Search iterates over every event of a project that passes the filter, in
-// the chosen order, reading pages as the loop needs them. An error ends
-// the iteration after yielding it. Pages are separate reads: events that
-// commit during an oldest-first search appear in its later pages.
-func (c *Client) Search(ctx context.Context, projectID string, opts SearchOptions) iter.Seq2[Event, error] {
-	return func(yield func(Event, error) bool) {
+// SearchPages iterates over the pages of a search, reading each when the
+// loop asks for it; an error ends the iteration after yielding it. Pages
+// are separate reads: events that commit during an oldest-first search
+// appear in its later pages.
+func (c *Client) SearchPages(ctx context.Context, projectID string, opts SearchOptions) iter.Seq2[Page, error] {
+	return func(yield func(Page, error) bool) {
 		for {
 			page, err := c.SearchPage(ctx, projectID, opts)
+			if err != nil {
+				yield(Page{}, err)
+				return
+			}
+			if !yield(page, nil) || !page.HasNextPage || page.EndCursor == "" {
+				return
+			}
+			opts.After = page.EndCursor
+		}
+	}
+}
+
+// Search iterates over every event of a project that passes the filter, in
+// the chosen order, page by page (SearchPages). An error ends the
+// iteration after yielding it.
+func (c *Client) Search(ctx context.Context, projectID string, opts SearchOptions) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		for page, err := range c.SearchPages(ctx, projectID, opts) {
 			if err != nil {
 				yield(Event{}, err)
 				return
@@ -120,10 +138,6 @@ func (c *Client) Search(ctx context.Context, projectID string, opts SearchOption
 					return
 				}
 			}
-			if !page.HasNextPage || page.EndCursor == "" {
-				return
-			}
-			opts.After = page.EndCursor
 		}
 	}
 }
