@@ -3,7 +3,8 @@
 // demo data. Every setting is a flag with an AETHER_* (or DATABASE_URL)
 // environment variable; `aether --help` and `aether <command> --help` list
 // them all. `aether export download` fetches a data export from a running
-// server and verifies it; `aether verify` checks an audit export offline.
+// server and verifies it; `aether verify` checks an audit export offline;
+// `aether mcp` is an MCP server on stdio for desktop assistants.
 package main
 
 import (
@@ -25,6 +26,7 @@ type cli struct {
 	Seed    seedCmd    `cmd:"" help:"Append demo audit events, alarm history and telemetry through the application command path."`
 	Export  exportCmd  `cmd:"" help:"Work with data exports of a running server."`
 	Verify  verifyCmd  `cmd:"" help:"Verify an NDJSON audit export offline (chain, sequences, signed checkpoint): exit 0 verified, 1 failed, 2 bad usage or input."`
+	MCP     mcpCmd     `cmd:"" name:"mcp" help:"Serve the MCP interface on stdin/stdout for desktop clients, over the GraphQL API of a running server."`
 }
 
 func main() {
