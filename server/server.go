@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/aetheriot/aether-audit/app"
+	"github.com/aetheriot/aether-audit/mcpserver"
 	"github.com/aetheriot/aether-audit/metrics"
 	"github.com/aetheriot/aether-audit/server/wsgraphql"
 )
@@ -115,6 +116,8 @@ type Server struct {
 	sockets   map[[2]string]int
 	// riverUISessions are the River UI browser sessions of this process.
 	riverUISessions riverUISessions
+	// mcp is the MCP interface served at /mcp.
+	mcp *mcpserver.Server
 	// shutdown is closed by Shutdown: long-lived streams end on it.
 	shutdown     chan struct{}
 	shutdownOnce sync.Once
@@ -128,6 +131,7 @@ type Server struct {
 func (s *Server) Shutdown(ctx context.Context) {
 	s.shutdownOnce.Do(func() {
 		close(s.shutdown)
+		s.mcp.Close()
 		if s.stopRiverUI != nil {
 			s.stopRiverUI()
 		}
@@ -186,6 +190,7 @@ func New(cfg Config) *Server {
 	if err := s.mountOperatorSurfaces(); err != nil {
 		panic("server: mounting River UI: " + err.Error()) // its embedded assets are broken
 	}
+	s.mountMCP()
 	s.mountDashboard()
 	s.mountGraphiQL()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -5,6 +5,7 @@
 // them all. `aether export download` fetches a data export from a running
 // server and verifies it; `aether verify` checks an audit export offline;
 // `aether relay` ships a producer's transactional outbox to a running server.
+// `aether mcp` is an MCP server on stdio for desktop assistants.
 package main
 
 import (
@@ -27,6 +28,7 @@ type cli struct {
 	Export  exportCmd  `cmd:"" help:"Work with data exports of a running server."`
 	Verify  verifyCmd  `cmd:"" help:"Verify an NDJSON audit export offline (chain, sequences, signed checkpoint): exit 0 verified, 1 failed, 2 bad usage or input."`
 	Relay   relayCmd   `cmd:"" help:"Ship a producer's transactional outbox (the aether_outbox table) to a running Aether Audit, as a sidecar."`
+	MCP     mcpCmd     `cmd:"" name:"mcp" help:"Serve the MCP interface on stdin/stdout for desktop clients, over the GraphQL API of a running server."`
 }
 
 func main() {

@@ -1,0 +1,317 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// GraphQLBackend runs every request against the GraphQL API of a running
+// server with one caller's bearer token: `aether mcp`, for desktop clients
+// that start MCP servers as local processes. The server authorizes, scopes
+// and rate-limits each operation as for any GraphQL client.
+type GraphQLBackend struct {
+	client graphQLClient
+}
+
+var _ Backend = (*GraphQLBackend)(nil)
+
+// NewGraphQLBackend returns a backend for the GraphQL endpoint (e.g.
+// https://audit.example.com/graphql). token is called for each operation,
+// so that a rotated token is picked up; httpClient nil is a default client.
+func NewGraphQLBackend(endpoint string, token func() (string, error), httpClient *http.Client) *GraphQLBackend {
+	if httpClient == nil {
+		httpClient = &http.Client{}
+	}
+	return &GraphQLBackend{client: graphQLClient{endpoint: endpoint, token: token, http: httpClient}}
+}
+
+// claims reads the tenant and expiry a token claims. They are not
+// verified here (the server verifies every operation): they only name the
+// caller's resources and end subscriptions in time.
+func (b *GraphQLBackend) claims() (tenant string, exp time.Time) {
+	token, err := b.client.token()
+	if err != nil {
+		return "", time.Time{}
+	}
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return "", time.Time{}
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return "", time.Time{}
+	}
+	var c struct {
+		TenantID string  `json:"tenant_id"`
+		Exp      float64 `json:"exp"`
+	}
+	if json.Unmarshal(payload, &c) != nil {
+		return "", time.Time{}
+	}
+	if c.Exp > 0 {
+		exp = time.Unix(int64(c.Exp), 0)
+	}
+	return c.TenantID, exp
+}
+
+// TenantID implements Backend: the tenant_id the token claims.
+func (b *GraphQLBackend) TenantID() string {
+	tenant, _ := b.claims()
+	return tenant
+}
+
+// Expires implements Backend: the exp the token claims.
+func (b *GraphQLBackend) Expires() time.Time {
+	_, exp := b.claims()
+	return exp
+}
+
+// eventFields selects an AuditEvent in the order of its public JSON shape.
+const eventFields = `fragment E on AuditEvent {
+  id tenantId projectId sequence action occurredAt recordedAt
+  subject { type id displayName } resource { type id } outcome
+  governance { reason ticket risk confirmedBy } correlation { traceId requestId causationId }
+  evidenceDigests { algorithm value label } details chainHash chainVersion
+  recordedBy { issuer subject tokenId clientId }
+}`
+
+const (
+	deliveryFields = `id projectId subscriptionId destinationId eventId eventSequence eventType idempotencyKey
+  state attemptCount maxAttempts nextAttemptAt createdAt updatedAt deliveredAt deadLetteredAt lastError
+  attempts { number outcome startedAt finishedAt statusCode latencyMs errorClass error responseBody }`
+	exportFields = `id projectId kind format compression from to state requestedAt startedAt progressRows progressBytes
+  objectRef contentDigest byteLength rowCount readyAt expiresAt failedAt failureReason expiredAt`
+	pageInfoFields = `pageInfo { hasNextPage endCursor }`
+)
+
+const (
+	searchEventsQuery = `query($p: ID!, $filter: AuditEventFilter, $first: Int, $after: String, $order: AuditOrder) {
+  auditEvents(projectId: $p, filter: $filter, first: $first, after: $after, order: $order) { edges { node { ...E } } ` + pageInfoFields + ` }
+}
+` + eventFields
+	eventQuery = `query($p: ID!, $id: ID!) { auditEvent(projectId: $p, id: $id) { ...E } }
+` + eventFields
+	verifyQuery = `query($p: ID!, $from: Uint64, $to: Uint64) {
+  verifyAuditChain(projectId: $p, fromSequence: $from, toSequence: $to) {
+    valid checkedCount firstInvalidSequence headSequence headHash purgedThroughSequence checkpointsChecked firstInvalidCheckpointSequence
+  }
+}`
+	deliveriesQuery = `query($p: ID!, $filter: WebhookDeliveryFilter, $first: Int, $after: String) {
+  webhookDeliveries(projectId: $p, filter: $filter, first: $first, after: $after) { edges { node { ` + deliveryFields + ` } } ` + pageInfoFields + ` }
+}`
+	deliveryQuery = `query($id: ID!) { webhookDelivery(id: $id) { ` + deliveryFields + ` } }`
+	exportsQuery  = `query($p: ID!, $filter: DataExportFilter, $first: Int, $after: String) {
+  dataExports(projectId: $p, filter: $filter, first: $first, after: $after) { edges { node { ` + exportFields + ` } } ` + pageInfoFields + ` }
+}`
+	redriveMutation    = `mutation($in: RedriveWebhookDeliveryInput!) { redriveWebhookDelivery(input: $in) { delivery { ` + deliveryFields + ` } } }`
+	exportMutation     = `mutation($in: RequestDataExportInput!) { requestDataExport(input: $in) { export { ` + exportFields + ` } } }`
+	eventsSubscription = `subscription($p: ID!, $after: Uint64) { auditEventRecorded(projectId: $p, afterSequence: $after) { ...E } }
+` + eventFields
+)
+
+// pageInfo is a connection's pageInfo.
+type pageInfo struct {
+	HasNextPage bool    `json:"hasNextPage"`
+	EndCursor   *string `json:"endCursor"`
+}
+
+// connection is a GraphQL connection of nodes of type T.
+type connection[T any] struct {
+	Edges    []struct{ Node T } `json:"edges"`
+	PageInfo pageInfo           `json:"pageInfo"`
+}
+
+// nodes are the connection's nodes.
+func (c connection[T]) nodes() []T {
+	out := make([]T, len(c.Edges))
+	for i, e := range c.Edges {
+		out[i] = e.Node
+	}
+	return out
+}
+
+// graphQLEvent reads an event of the API as an Event.
+func graphQLEvent(raw json.RawMessage) (Event, error) {
+	var head struct {
+		Sequence string `json:"sequence"`
+	}
+	if err := json.Unmarshal(raw, &head); err != nil {
+		return Event{}, fmt.Errorf("decoding an audit event: %w", err)
+	}
+	seq, err := strconv.ParseUint(head.Sequence, 10, 64)
+	if err != nil {
+		return Event{}, fmt.Errorf("decoding an audit event: sequence %q", head.Sequence)
+	}
+	return Event{Sequence: seq, JSON: raw}, nil
+}
+
+// optional is v, or nil (null) when it is the zero value.
+func optional[T comparable](v T) any {
+	var zero T
+	if v == zero {
+		return nil
+	}
+	return v
+}
+
+// SearchAuditEvents implements Backend.
+func (b *GraphQLBackend) SearchAuditEvents(ctx context.Context, in SearchAuditEventsInput) (EventPage, error) {
+	var data struct {
+		AuditEvents connection[json.RawMessage] `json:"auditEvents"`
+	}
+	vars := map[string]any{"p": in.ProjectID, "filter": in.Filter, "first": in.First, "after": optional(in.After), "order": optional(in.Order)}
+	if err := b.client.do(ctx, searchEventsQuery, vars, &data); err != nil {
+		return EventPage{}, err
+	}
+	out := EventPage{HasNextPage: data.AuditEvents.PageInfo.HasNextPage, EndCursor: data.AuditEvents.PageInfo.EndCursor, Events: []Event{}}
+	for _, raw := range data.AuditEvents.nodes() {
+		e, err := graphQLEvent(raw)
+		if err != nil {
+			return EventPage{}, err
+		}
+		out.Events = append(out.Events, e)
+	}
+	return out, nil
+}
+
+// GetAuditEvent implements Backend.
+func (b *GraphQLBackend) GetAuditEvent(ctx context.Context, projectID, eventID string) (Event, error) {
+	var data struct {
+		AuditEvent json.RawMessage `json:"auditEvent"`
+	}
+	if err := b.client.do(ctx, eventQuery, map[string]any{"p": projectID, "id": eventID}, &data); err != nil {
+		return Event{}, err
+	}
+	if len(data.AuditEvent) == 0 || string(data.AuditEvent) == "null" {
+		return Event{}, errEventNotFound
+	}
+	return graphQLEvent(data.AuditEvent)
+}
+
+// VerifyAuditChain implements Backend.
+func (b *GraphQLBackend) VerifyAuditChain(ctx context.Context, in VerifyAuditChainInput) (ChainVerification, error) {
+	var data struct {
+		VerifyAuditChain ChainVerification `json:"verifyAuditChain"`
+	}
+	vars := map[string]any{"p": in.ProjectID, "from": in.FromSequence, "to": in.ToSequence}
+	err := b.client.do(ctx, verifyQuery, vars, &data)
+	return data.VerifyAuditChain, err
+}
+
+// WebhookDeliveries implements Backend.
+func (b *GraphQLBackend) WebhookDeliveries(ctx context.Context, in ListWebhookDeliveriesInput) (WebhookDeliveryPage, error) {
+	var data struct {
+		WebhookDeliveries connection[WebhookDelivery] `json:"webhookDeliveries"`
+	}
+	filter := map[string]any{"state": optional(in.State), "subscriptionId": optional(in.SubscriptionID), "eventId": optional(in.EventID)}
+	vars := map[string]any{"p": in.ProjectID, "filter": filter, "first": in.First, "after": optional(in.After)}
+	if err := b.client.do(ctx, deliveriesQuery, vars, &data); err != nil {
+		return WebhookDeliveryPage{}, err
+	}
+	c := data.WebhookDeliveries
+	return WebhookDeliveryPage{Deliveries: c.nodes(), HasNextPage: c.PageInfo.HasNextPage, EndCursor: c.PageInfo.EndCursor}, nil
+}
+
+// errDeliveryNotFound answers a lookup of a delivery that is missing or
+// not visible, as the API does.
+var errDeliveryNotFound = &Error{Code: codeNotFound, Message: "webhook delivery not found"}
+
+// WebhookDelivery implements Backend.
+func (b *GraphQLBackend) WebhookDelivery(ctx context.Context, deliveryID string) (WebhookDelivery, error) {
+	var data struct {
+		WebhookDelivery *WebhookDelivery `json:"webhookDelivery"`
+	}
+	if err := b.client.do(ctx, deliveryQuery, map[string]any{"id": deliveryID}, &data); err != nil {
+		return WebhookDelivery{}, err
+	}
+	if data.WebhookDelivery == nil {
+		return WebhookDelivery{}, errDeliveryNotFound
+	}
+	return *data.WebhookDelivery, nil
+}
+
+// DataExports implements Backend.
+func (b *GraphQLBackend) DataExports(ctx context.Context, in ListDataExportsInput) (DataExportPage, error) {
+	var data struct {
+		DataExports connection[DataExport] `json:"dataExports"`
+	}
+	filter := map[string]any{"state": optional(in.State), "kind": optional(in.Kind)}
+	vars := map[string]any{"p": in.ProjectID, "filter": filter, "first": in.First, "after": optional(in.After)}
+	if err := b.client.do(ctx, exportsQuery, vars, &data); err != nil {
+		return DataExportPage{}, err
+	}
+	c := data.DataExports
+	return DataExportPage{Exports: c.nodes(), HasNextPage: c.PageInfo.HasNextPage, EndCursor: c.PageInfo.EndCursor}, nil
+}
+
+// RedriveWebhookDelivery implements Backend.
+func (b *GraphQLBackend) RedriveWebhookDelivery(ctx context.Context, in RedriveWebhookDeliveryInput) (WebhookDelivery, error) {
+	var data struct {
+		RedriveWebhookDelivery struct{ Delivery WebhookDelivery } `json:"redriveWebhookDelivery"`
+	}
+	vars := map[string]any{"in": map[string]any{"deliveryId": in.DeliveryID, "confirm": in.Confirm}}
+	err := b.client.do(ctx, redriveMutation, vars, &data)
+	return data.RedriveWebhookDelivery.Delivery, err
+}
+
+// RequestDataExport implements Backend.
+func (b *GraphQLBackend) RequestDataExport(ctx context.Context, in RequestDataExportInput) (DataExport, error) {
+	var data struct {
+		RequestDataExport struct {
+			Export DataExport `json:"export"`
+		} `json:"requestDataExport"`
+	}
+	input := map[string]any{
+		"projectId": in.ProjectID, "kind": in.Kind, "format": in.Format, "compression": in.Compression,
+		"confirm": in.Confirm, "from": in.From, "to": in.To, "fromSequence": in.FromSequence, "toSequence": in.ToSequence,
+		"filter": in.Filter, "idempotencyKey": optional(in.IdempotencyKey),
+	}
+	err := b.client.do(ctx, exportMutation, map[string]any{"in": input}, &data)
+	return data.RequestDataExport.Export, err
+}
+
+// SubscribeAuditEvents implements Backend over GraphQL's
+// auditEventRecorded, which the server serves from its live hub.
+func (b *GraphQLBackend) SubscribeAuditEvents(ctx context.Context, projectID string, after *uint64) (EventStream, error) {
+	vars := map[string]any{"p": projectID}
+	if after != nil {
+		vars["after"] = strconv.FormatUint(*after, 10)
+	}
+	s, err := b.client.subscribe(ctx, eventsSubscription, vars)
+	if err != nil {
+		return nil, err
+	}
+	return graphQLStream{s}, nil
+}
+
+// graphQLStream is a subscription to auditEventRecorded as an EventStream.
+type graphQLStream struct{ s *sseStream }
+
+// Next implements EventStream. The stream's context, given to
+// SubscribeAuditEvents, bounds it; ctx is not consulted between events.
+func (s graphQLStream) Next(context.Context) (Event, error) {
+	data, err := s.s.next()
+	if err != nil {
+		return Event{}, err
+	}
+	var d struct {
+		AuditEventRecorded json.RawMessage `json:"auditEventRecorded"`
+	}
+	if err := json.Unmarshal(data, &d); err != nil {
+		return Event{}, fmt.Errorf("decoding a subscription event: %w", err)
+	}
+	if len(d.AuditEventRecorded) == 0 {
+		return Event{}, errors.New("a subscription event without auditEventRecorded")
+	}
+	return graphQLEvent(d.AuditEventRecorded)
+}
+
+// Close implements EventStream.
+func (s graphQLStream) Close() { s.s.close() }
