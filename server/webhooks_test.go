@@ -43,7 +43,7 @@ const (
 	whDestinationFields  = `id projectId url description createdAt secretRotatedAt activeSecrets ` + whLifecycleFields
 	whSubscriptionFields = `id projectId destinationId eventTypes description state afterSequence createdAt disabledAt
   ordering pausedByDeliveryId`
-	whDeliveryFields     = `id projectId subscriptionId destinationId eventId eventSequence eventType idempotencyKey
+	whDeliveryFields = `id projectId subscriptionId destinationId eventId eventSequence eventType idempotencyKey
   state attemptCount maxAttempts nextAttemptAt createdAt updatedAt deliveredAt deadLetteredAt lastError replayOf
   attempts { number outcome startedAt finishedAt statusCode latencyMs errorClass error responseBody }`
 
