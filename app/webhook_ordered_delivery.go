@@ -312,6 +312,14 @@ func nextOrdered(queue []domain.WebhookDelivery, now time.Time) orderedStep {
 	return s
 }
 
+// pausedBy is the dead letter at the queue's head, if any.
+func (s orderedStep) pausedBy() *uuid.UUID {
+	if s.head != nil && s.head.State == domain.WebhookDeliveryDeadLettered {
+		return &s.head.ID
+	}
+	return nil
+}
+
 // orderedBookkeeping takes finished deliveries off the queue, records the
 // dead letter that pauses the subscription (or that none does), and, with
 // awake, that this job is running.
@@ -319,10 +327,7 @@ func (a *App) orderedBookkeeping(ctx context.Context, tx Tx, sub *domain.Webhook
 	if err := tx.DequeueOrderedWebhookDeliveries(ctx, sub.TenantID, sub.ID, s.finished); err != nil {
 		return err
 	}
-	var paused *uuid.UUID
-	if s.head != nil && s.head.State == domain.WebhookDeliveryDeadLettered {
-		paused = &s.head.ID
-	}
+	paused := s.pausedBy()
 	if (paused == nil) != (sub.PausedByDeliveryID == nil) || paused != nil && *paused != *sub.PausedByDeliveryID {
 		if err := tx.SetWebhookSubscriptionPausedBy(ctx, sub.TenantID, sub.ID, paused); err != nil {
 			return err
@@ -361,9 +366,13 @@ func (a *App) orderedRound(ctx context.Context, slots *destinationSlots, sub *do
 		return true, nil
 	}
 	if len(step.run) == 0 {
-		return false, a.retryTx(ctx, func(ctx context.Context, tx Tx) error {
+		err := a.retryTx(ctx, func(ctx context.Context, tx Tx) error {
 			return a.orderedBookkeeping(ctx, tx, sub, step, false, now)
 		})
+		if err == nil {
+			sub.PausedByDeliveryID = step.pausedBy()
+		}
+		return false, err
 	}
 	ids, eventIDs := make([]uuid.UUID, len(step.run)), make([]uuid.UUID, len(step.run))
 	for i, d := range step.run {
@@ -434,6 +443,7 @@ func (a *App) orderedRound(ctx context.Context, slots *destinationSlots, sub *do
 	if err != nil {
 		return false, err
 	}
+	sub.PausedByDeliveryID = step.pausedBy()
 	isSaved := make(map[uuid.UUID]bool, len(saved))
 	for _, id := range saved {
 		isSaved[id] = true
