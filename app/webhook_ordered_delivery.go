@@ -48,6 +48,9 @@ const (
 	// orderedBatch is the most deliveries one round of an ordered job
 	// commits as DELIVERING before sending them one by one.
 	orderedBatch = 100
+	// orderedRecordEvery is how many successes of a round are recorded
+	// together, so that a crash resends at most that many.
+	orderedRecordEvery = 10
 	// orderedSlice is how long an ordered job keeps its subscription
 	// before it hands over to a new job (so that River sees progress).
 	orderedSlice = 10 * time.Second
@@ -466,6 +469,20 @@ func (a *App) orderedRound(ctx context.Context, slots *destinationSlots, sub *do
 		return true, nil
 	}
 	results, unsent := make([]webhook.Result, len(sent)), make([]bool, len(sent))
+	// Outcomes are recorded every orderedRecordEvery successes (and at the
+	// round's end), so that a crash resends at most that many deliveries
+	// the receiver already answered.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	recorded := 0
+	record := func(upTo int) error {
+		if upTo <= recorded {
+			return nil
+		}
+		err := a.finishWebhookAttempts(fctx, sent[recorded:upTo], results[recorded:upTo], unsent[recorded:upTo])
+		recorded = upTo
+		return err
+	}
 	stop := false
 	// A round started before the slice's end may finish after it, within
 	// half a slice more (a slow receiver's round is cut short there).
@@ -490,11 +507,13 @@ func (a *App) orderedRound(ctx context.Context, slots *destinationSlots, sub *do
 		release()
 		if !results[i].Delivered {
 			stop = true
+		} else if i+1-recorded >= orderedRecordEvery {
+			if err := record(i + 1); err != nil {
+				return false, err
+			}
 		}
 	}
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
-	defer cancel()
-	return true, a.finishWebhookAttempts(fctx, sent, results, unsent)
+	return true, record(len(sent))
 }
 
 // orderedIdle ends an ordered job whose subscription has nothing to send
