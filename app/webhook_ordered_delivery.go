@@ -48,6 +48,9 @@ const (
 	// orderedBatch is the most deliveries one round of an ordered job
 	// commits as DELIVERING before sending them one by one.
 	orderedBatch = 100
+	// orderedRecordEvery is how many successes of a round are recorded
+	// together, so that a crash resends at most that many.
+	orderedRecordEvery = 10
 	// orderedSlice is how long an ordered job keeps its subscription
 	// before it hands over to a new job (so that River sees progress).
 	orderedSlice = 10 * time.Second
@@ -312,6 +315,14 @@ func nextOrdered(queue []domain.WebhookDelivery, now time.Time) orderedStep {
 	return s
 }
 
+// pausedBy is the dead letter at the queue's head, if any.
+func (s orderedStep) pausedBy() *uuid.UUID {
+	if s.head != nil && s.head.State == domain.WebhookDeliveryDeadLettered {
+		return &s.head.ID
+	}
+	return nil
+}
+
 // orderedBookkeeping takes finished deliveries off the queue, records the
 // dead letter that pauses the subscription (or that none does), and, with
 // awake, that this job is running.
@@ -319,10 +330,7 @@ func (a *App) orderedBookkeeping(ctx context.Context, tx Tx, sub *domain.Webhook
 	if err := tx.DequeueOrderedWebhookDeliveries(ctx, sub.TenantID, sub.ID, s.finished); err != nil {
 		return err
 	}
-	var paused *uuid.UUID
-	if s.head != nil && s.head.State == domain.WebhookDeliveryDeadLettered {
-		paused = &s.head.ID
-	}
+	paused := s.pausedBy()
 	if (paused == nil) != (sub.PausedByDeliveryID == nil) || paused != nil && *paused != *sub.PausedByDeliveryID {
 		if err := tx.SetWebhookSubscriptionPausedBy(ctx, sub.TenantID, sub.ID, paused); err != nil {
 			return err
@@ -361,9 +369,13 @@ func (a *App) orderedRound(ctx context.Context, slots *destinationSlots, sub *do
 		return true, nil
 	}
 	if len(step.run) == 0 {
-		return false, a.retryTx(ctx, func(ctx context.Context, tx Tx) error {
+		err := a.retryTx(ctx, func(ctx context.Context, tx Tx) error {
 			return a.orderedBookkeeping(ctx, tx, sub, step, false, now)
 		})
+		if err == nil {
+			sub.PausedByDeliveryID = step.pausedBy()
+		}
+		return false, err
 	}
 	ids, eventIDs := make([]uuid.UUID, len(step.run)), make([]uuid.UUID, len(step.run))
 	for i, d := range step.run {
@@ -443,6 +455,7 @@ func (a *App) orderedRound(ctx context.Context, slots *destinationSlots, sub *do
 	if err != nil {
 		return false, err
 	}
+	sub.PausedByDeliveryID = step.pausedBy()
 	isSaved := make(map[uuid.UUID]bool, len(saved))
 	for _, id := range saved {
 		isSaved[id] = true
@@ -465,6 +478,20 @@ func (a *App) orderedRound(ctx context.Context, slots *destinationSlots, sub *do
 		return true, nil
 	}
 	results, unsent := make([]webhook.Result, len(sent)), make([]bool, len(sent))
+	// Outcomes are recorded every orderedRecordEvery successes (and at the
+	// round's end), so that a crash resends at most that many deliveries
+	// the receiver already answered.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	recorded := 0
+	record := func(upTo int) error {
+		if upTo <= recorded {
+			return nil
+		}
+		err := a.finishWebhookAttempts(fctx, sc.Destination, sent[recorded:upTo], results[recorded:upTo], unsent[recorded:upTo], nil)
+		recorded = upTo
+		return err
+	}
 	stop := false
 	// A round started before the slice's end may finish after it, within
 	// half a slice more (a slow receiver's round is cut short there).
@@ -490,11 +517,13 @@ func (a *App) orderedRound(ctx context.Context, slots *destinationSlots, sub *do
 		release()
 		if !results[i].Delivered {
 			stop = true
+		} else if i+1-recorded >= orderedRecordEvery {
+			if err := record(i + 1); err != nil {
+				return false, err
+			}
 		}
 	}
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
-	defer cancel()
-	return true, a.finishWebhookAttempts(fctx, sc.Destination, sent, results, unsent, nil)
+	return true, record(len(sent))
 }
 
 // orderedIdle ends an ordered job whose subscription has nothing to send

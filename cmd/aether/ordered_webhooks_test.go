@@ -227,7 +227,15 @@ func TestOrderedDeliveryAcrossProcessesAndKill(t *testing.T) {
 		}
 	}
 	require.Equal(t, want, rc.delivered(), "strictly increasing, no gap, each once")
-	t.Logf("killed %s after %d deliveries; %d requests for %d events", holder, killedAfter, len(rc.requests()), len(expected))
+	count := map[uint64]int{}
+	var again []uint64
+	for _, r := range rc.requests() {
+		if count[r.seq]++; count[r.seq] == 2 {
+			again = append(again, r.seq)
+		}
+	}
+	t.Logf("killed %s after %d deliveries; %d requests for %d events; events sent more than once: %v (the dead letter %d)",
+		holder, killedAfter, len(rc.requests()), len(expected), again, rc.dead)
 	// No request for an event before the one before it was answered 2xx
 	// (or skipped): duplicates (the killed process's request in flight,
 	// resent under its webhook-id) are allowed, overtaking is not.
