@@ -54,9 +54,9 @@ func isoStreamRows() []isoRow {
 			otherTenant: isoIsEmpty, otherProject: isoIsEmpty},
 		{name: "createAuditStream", perm: app.PermissionStreamsWrite, doc: isoCreateStream,
 			vars: func(r isoResources) map[string]any {
-				// Not the owner's URL: what another identity creates lands in
-				// its own audit log, which the matrix checks for owner data.
-				return in(map[string]any{"projectIds": []string{r.project}, "sink": map[string]any{"type": "HTTPS", "url": "https://caller.example.com/stream"}})
+				// Tenant B's own receiver: its events must not carry owner
+				// markers that its later reads would then show.
+				return in(map[string]any{"projectIds": []string{r.project}, "sink": map[string]any{"type": "HTTPS", "url": "https://probe.example.com/stream"}})
 			},
 			otherTenant: isoOwnWith(func(t *testing.T, e *isoEnv, got *isoGot) {
 				var data struct {
