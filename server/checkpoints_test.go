@@ -88,8 +88,9 @@ func TestCheckpointsOverGraphQL(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(payload), `"sequence":"3","chainHash":"`+node.ChainHash+`"`)
 
-	// The export's own export.requested event moved the head to 4: a
-	// checkpoint now is at 4, linked to the one at 3; again, the same one.
+	// The export's own events, export.requested and export.ready, moved
+	// the head to 5: a checkpoint now is at 5, linked to the one at 3;
+	// again, the same one.
 	admin := b.token(t, tokenOpts{perms: []app.Permission{app.PermissionAdmin}})
 	var created [2]string
 	for i := range created {
@@ -104,7 +105,7 @@ func TestCheckpointsOverGraphQL(t *testing.T) {
 			}
 		}
 		res.decode(t, &c)
-		require.Equal(t, "4", c.CreateAuditCheckpoint.Checkpoint.Sequence)
+		require.Equal(t, "5", c.CreateAuditCheckpoint.Checkpoint.Sequence)
 		require.NotNil(t, c.CreateAuditCheckpoint.Checkpoint.PreviousCheckpoint)
 		created[i] = c.CreateAuditCheckpoint.Checkpoint.JWS
 	}
