@@ -139,17 +139,11 @@ func (c connection[T]) nodes() []T {
 
 // graphQLEvent reads an event of the API as an Event.
 func graphQLEvent(raw json.RawMessage) (Event, error) {
-	var head struct {
-		Sequence string `json:"sequence"`
-	}
-	if err := json.Unmarshal(raw, &head); err != nil {
+	var e Event
+	if err := e.UnmarshalJSON(raw); err != nil {
 		return Event{}, fmt.Errorf("decoding an audit event: %w", err)
 	}
-	seq, err := strconv.ParseUint(head.Sequence, 10, 64)
-	if err != nil {
-		return Event{}, fmt.Errorf("decoding an audit event: sequence %q", head.Sequence)
-	}
-	return Event{Sequence: seq, JSON: raw}, nil
+	return e, nil
 }
 
 // optional is v, or nil (null) when it is the zero value.

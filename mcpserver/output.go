@@ -2,6 +2,8 @@ package mcpserver
 
 import (
 	"encoding/json"
+	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -19,6 +21,22 @@ type Event struct {
 
 // MarshalJSON writes the event's JSON as is.
 func (e Event) MarshalJSON() ([]byte, error) { return e.JSON, nil }
+
+// UnmarshalJSON keeps an event's JSON and reads its sequence.
+func (e *Event) UnmarshalJSON(b []byte) error {
+	var head struct {
+		Sequence string `json:"sequence"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return err
+	}
+	seq, err := strconv.ParseUint(head.Sequence, 10, 64)
+	if err != nil {
+		return fmt.Errorf("audit event sequence %q: %w", head.Sequence, err)
+	}
+	e.Sequence, e.JSON = seq, append(json.RawMessage(nil), b...)
+	return nil
+}
 
 // EventPage is one page of search_audit_events.
 type EventPage struct {

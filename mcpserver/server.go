@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -104,7 +105,8 @@ func (s *Server) bind(ctx context.Context, extra *mcp.RequestExtra) (context.Con
 
 // logInternal logs the cause of an error reported as INTERNAL.
 func (s *Server) logInternal(ctx context.Context, what string, err error) {
-	if _, ok := err.(*Error); !ok && ctx.Err() == nil {
+	var e *Error
+	if !errors.As(err, &e) && ctx.Err() == nil {
 		s.cfg.Logger.Error("mcp: "+what, "err", err)
 	}
 }

@@ -28,6 +28,14 @@ import (
 	"github.com/aetheriot/aether-audit/webhook"
 )
 
+// /mcp is outside the OpenAPI document and the isolation matrix: its
+// contract is MCP's, and its isolation is held by TestMCPIsolation (and the
+// error paths of every tool by the tests of this file).
+func init() {
+	openAPIUndocumented["/mcp"] = "the MCP interface: its contract is MCP's (docs/mcp.md)"
+	isoPublicRoutes["/mcp"] = "the MCP interface: TestMCPIsolation holds its tools and resources to tenant and project scoping"
+}
+
 // mcpBundle is a server whose app has webhooks (a sender trusting a
 // loopback receiver that always answers 500, one retry) and exports, with
 // https://allowed.example among the allowed origins.
@@ -344,8 +352,12 @@ func TestMCPAuditTools(t *testing.T) {
 
 	// A token without audit:read gets FORBIDDEN, as from GraphQL.
 	noRead := b.mcpSession(t, b.token(t, tokenOpts{perms: []app.Permission{app.PermissionAuditWrite}}), nil)
-	for _, name := range []string{"search_audit_events", "get_audit_event", "verify_audit_chain"} {
-		e := toolErr(t, noRead, name, map[string]any{"projectId": projectA, "sequence": "1"})
+	for name, args := range map[string]map[string]any{
+		"search_audit_events": {"projectId": projectA},
+		"get_audit_event":     {"projectId": projectA, "sequence": "1"},
+		"verify_audit_chain":  {"projectId": projectA},
+	} {
+		e := toolErr(t, noRead, name, args)
 		require.Equal(t, "FORBIDDEN", e.Code, name)
 		require.Equal(t, "missing permission audit:read", e.Message, name)
 	}
