@@ -174,29 +174,40 @@ type row struct {
 	event    string
 }
 
-// fetchSQL reads the next rows in shipping order. It reads only rows of
-// transactions below a horizon: the smallest transaction id of the
-// transactions that are writing to the outbox now (they hold its
+// horizonSQL gives the shipping horizon: the smallest transaction id of
+// the transactions that are writing to the outbox now (they hold its
 // RowExclusiveLock until they end; pg_locks gives their 32-bit xids, which
-// are widened to xid8 with the epoch of the snapshot's xmax, since a running
-// xid is less than 2^31 behind it), or the snapshot's xmax when none is. So
-// a row never ships ahead of a row that a transaction with a smaller id
-// has written and not committed yet, and the relay waits only for
-// transactions that write to the outbox, not for every transaction of the
-// server (as the snapshot's xmin would).
-const fetchSQL = `WITH cur AS (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::numeric AS xmax),
+// are widened to xid8 around the snapshot's xmax: a running xid is less than
+// 2^31 from it, behind it or, for a writer that began after the snapshot
+// (pg_locks is read live), at or after it), or the snapshot's xmax when no
+// writer is older. So
+// the relay waits only for transactions that write to the outbox, not for
+// every transaction of the server (as the snapshot's xmin would).
+//
+// It is a statement of its own, read before fetchSQL's: pg_locks shows the
+// locks as they are when it is read, not as of the statement's snapshot, so
+// in one statement a writer that commits between the snapshot and the read
+// of pg_locks would be neither seen as a writer nor visible, and a later
+// transaction's row could ship ahead of its row. Read first, the horizon
+// stays below every writer that had written by then, whatever commits
+// before fetchSQL's (later) snapshot.
+const horizonSQL = `WITH cur AS (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::numeric AS xmax),
 writers AS (
   SELECT l.transactionid::text::numeric AS xid FROM pg_locks l
   WHERE l.locktype = 'transactionid' AND l.granted AND l.pid IS DISTINCT FROM pg_backend_pid()
     AND l.virtualtransaction IN (SELECT r.virtualtransaction FROM pg_locks r
       WHERE r.locktype = 'relation' AND r.relation = 'aether_outbox'::regclass
-        AND r.mode = 'RowExclusiveLock' AND r.granted)),
-horizon AS (
-  SELECT coalesce(min(cur.xmax - mod(cur.xmax, 4294967296) + w.xid
-           - CASE WHEN w.xid > mod(cur.xmax, 4294967296) THEN 4294967296 ELSE 0 END), max(cur.xmax))::text::xid8 AS txid
-  FROM cur LEFT JOIN writers w ON true)
-SELECT position, id::text, event::text FROM aether_outbox
-WHERE parked_at IS NULL AND txid < (SELECT txid FROM horizon)
+        AND r.mode = 'RowExclusiveLock' AND r.granted))
+SELECT least(max(cur.xmax), coalesce(min(cur.xmax + w.d - CASE WHEN w.d >= 2147483648 THEN 4294967296 ELSE 0 END),
+         max(cur.xmax)))::text
+FROM cur LEFT JOIN (SELECT mod(writers.xid - mod(cur.xmax, 4294967296) + 4294967296, 4294967296) AS d
+  FROM writers, cur) w ON true`
+
+// fetchSQL reads the next rows in shipping order, below the horizon
+// (horizonSQL): a row never ships ahead of a row that a transaction with a
+// smaller id had written and not committed yet.
+const fetchSQL = `SELECT position, id::text, event::text FROM aether_outbox
+WHERE parked_at IS NULL AND txid < $2::text::xid8
 ORDER BY txid, position LIMIT $1`
 
 // deleteSQL removes confirmed rows and returns each one's lag.
@@ -251,7 +262,11 @@ func (s *shipper) shipOnce(ctx context.Context) (bool, error) {
 
 // fetch reads the next batch.
 func (s *shipper) fetch(ctx context.Context) ([]row, error) {
-	rs, err := s.conn.Query(ctx, fetchSQL, s.limit)
+	var horizon string
+	if err := s.conn.QueryRow(ctx, horizonSQL).Scan(&horizon); err != nil {
+		return nil, fmt.Errorf("reading the outbox's horizon: %w", err)
+	}
+	rs, err := s.conn.Query(ctx, fetchSQL, s.limit, horizon)
 	if err != nil {
 		return nil, fmt.Errorf("reading the outbox: %w", err)
 	}
