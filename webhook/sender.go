@@ -187,8 +187,9 @@ func (s *Sender) CloseIdleConnections() {
 //	webhook-signature: Sign(r.ID, r.Timestamp, r.Body, r.Keys)
 //	user-agent:        SenderConfig.UserAgent
 //
-// and those of r.Header that are not among them; an r.Unsigned request
-// has no webhook-* headers.
+// and those of r.Header, which may name none of them (such a request is
+// refused unsent, as one whose header value holds a line break); an
+// r.Unsigned request has no webhook-* headers.
 //
 // Before any network activity the URL is checked with the [ValidateURL]
 // rules under the Sender's AllowHTTP and AllowPrefixes; a refused
@@ -267,10 +268,9 @@ func (s *Sender) deliver(parent context.Context, target string, r Request) Resul
 		req.Header["Webhook-Timestamp"] = []string{strconv.FormatInt(ts.Unix(), 10)}
 		req.Header["Webhook-Signature"] = []string{Sign(r.ID, ts, r.Body, r.Keys)}
 	}
+	// validate refused any name among Send's own.
 	for name, values := range r.Header {
-		if _, own := req.Header[name]; !own {
-			req.Header[name] = values
-		}
+		req.Header[name] = values
 	}
 
 	start := time.Now()

@@ -9,8 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestSendExtraHeaders: a request's extra headers are sent, and never
-// replace the headers the sender sets itself.
+// TestSendExtraHeaders: a request's extra headers are sent beside the
+// sender's own, which still verify (one naming them is refused unsent:
+// TestSendContentTypeExtraHeadersAndUnsigned).
 func TestSendExtraHeaders(t *testing.T) {
 	t.Parallel()
 	got := make(chan http.Header, 1)
@@ -19,7 +20,7 @@ func TestSendExtraHeaders(t *testing.T) {
 	}))
 	s := newTestSender(t, srv, nil)
 	req, key := testRequest(t, srv.URL)
-	req.Header = http.Header{"X-Route": {"eu-1"}, "Webhook-Id": {"forged"}, "Content-Type": {"text/plain"}}
+	req.Header = http.Header{"X-Route": {"eu-1"}}
 	res := s.Send(context.Background(), req)
 	require.True(t, res.Delivered, res.Error)
 	h := <-got
