@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -15,6 +14,10 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
 // Credentials of the one S3 identity a Server creates (SeaweedFS's mini
@@ -154,28 +157,30 @@ func start(ctx context.Context, bin string, opts Options, attempt int) (*Server,
 	return s, nil
 }
 
-// waitReady polls the bucket with a HEAD request until S3 answers for it.
-// An unsigned request is refused (403) once the bucket exists, which is
-// answer enough; 404 means the bucket is not created yet.
+// waitReady polls the bucket with a signed HeadBucket until S3 answers 200
+// for it: an unsigned request can be refused before the bucket exists, and
+// "S3 ready" in the log comes before the bucket is created.
 func (s *Server) waitReady(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
-	client := &http.Client{Timeout: 2 * time.Second}
+	client := s3.New(s3.Options{
+		Region: Region, BaseEndpoint: aws.String(s.Endpoint), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(AccessKeyID, SecretAccessKey, ""),
+	})
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodHead, s.Endpoint+"/"+s.Bucket, nil)
-		if resp, err := client.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusForbidden {
-				return nil
-			}
+		hctx, hcancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := client.HeadBucket(hctx, &s3.HeadBucketInput{Bucket: aws.String(s.Bucket)})
+		hcancel()
+		if err == nil {
+			return nil
 		}
 		select {
 		case <-s.done:
 			return errors.New("seaweed: weed mini exited before it served S3")
 		case <-ctx.Done():
-			return fmt.Errorf("seaweed: S3 at %s did not answer for bucket %s: %w", s.Endpoint, s.Bucket, ctx.Err())
+			return fmt.Errorf("seaweed: S3 at %s did not answer for bucket %s: %w (last: %v)", s.Endpoint, s.Bucket, ctx.Err(), err)
 		case <-tick.C:
 		}
 	}
