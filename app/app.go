@@ -48,6 +48,10 @@ type AuditReads interface {
 	GetAuditEvent(ctx context.Context, tenantID, projectID string, id uuid.UUID) (domain.AuditEvent, error)
 	GetAuditEventBySequence(ctx context.Context, tenantID, projectID string, seq uint64) (domain.AuditEvent, error)
 	SearchAuditEvents(ctx context.Context, tenantID, projectID string, f domain.AuditEventFilter, page domain.AuditEventPage) ([]domain.AuditEvent, error)
+	// VisitAuditEvents runs the query of SearchAuditEvents and calls fn for
+	// each event as its row arrives; the event is valid only during the
+	// call.
+	VisitAuditEvents(ctx context.Context, tenantID, projectID string, f domain.AuditEventFilter, page domain.AuditEventPage, fn func(*domain.AuditEvent) error) error
 	ScanAuditEvents(ctx context.Context, tenantID, projectID string, from, to uint64, fn func(*domain.AuditEvent) error) error
 }
 

@@ -73,31 +73,11 @@ type AuditEventPage struct {
 // audit:read and the project in the identity, validates the filter and
 // returns one keyset page in the requested order.
 func (a *App) SearchAuditEvents(ctx context.Context, id Identity, in SearchAuditEventsInput) (AuditEventPage, error) {
-	if err := authorize(id, PermissionAuditRead, in.ProjectID); err != nil {
-		return AuditEventPage{}, err
-	}
-	filter, err := ParseAuditEventFilter(in.Filter)
+	filter, page, err := searchPage(id, in)
 	if err != nil {
 		return AuditEventPage{}, err
 	}
-	limit := DefaultPageSize
-	if in.First != nil {
-		if *in.First < 1 || *in.First > MaxPageSize {
-			return AuditEventPage{}, badInput("first", fmt.Sprintf("must be between 1 and %d", MaxPageSize))
-		}
-		limit = *in.First
-	}
-	page := domain.AuditEventPage{Order: in.Order, Limit: limit + 1, After: in.AfterSequence}
-	if in.After != "" {
-		order, seq, err := DecodeCursor(in.After)
-		if err != nil {
-			return AuditEventPage{}, badInput("after", "is not a valid cursor")
-		}
-		if order != in.Order {
-			return AuditEventPage{}, badInput("after", "cursor belongs to the other sort order")
-		}
-		page.After = &seq
-	}
+	limit := page.Limit - 1
 	events, err := a.store.SearchAuditEvents(ctx, id.TenantID, in.ProjectID, filter, page)
 	if err != nil {
 		return AuditEventPage{}, err
@@ -115,6 +95,39 @@ func (a *App) SearchAuditEvents(ctx context.Context, id Identity, in SearchAudit
 		out.EndCursor = out.Edges[len(events)-1].Cursor
 	}
 	return out, nil
+}
+
+// searchPage authorizes and validates one page request of
+// SearchAuditEvents and VisitAuditEvents: the filter, and the page, whose
+// limit is one more than the page size (the extra event tells whether a
+// next page exists).
+func searchPage(id Identity, in SearchAuditEventsInput) (domain.AuditEventFilter, domain.AuditEventPage, error) {
+	if err := authorize(id, PermissionAuditRead, in.ProjectID); err != nil {
+		return domain.AuditEventFilter{}, domain.AuditEventPage{}, err
+	}
+	filter, err := ParseAuditEventFilter(in.Filter)
+	if err != nil {
+		return domain.AuditEventFilter{}, domain.AuditEventPage{}, err
+	}
+	limit := DefaultPageSize
+	if in.First != nil {
+		if *in.First < 1 || *in.First > MaxPageSize {
+			return filter, domain.AuditEventPage{}, badInput("first", fmt.Sprintf("must be between 1 and %d", MaxPageSize))
+		}
+		limit = *in.First
+	}
+	page := domain.AuditEventPage{Order: in.Order, Limit: limit + 1, After: in.AfterSequence}
+	if in.After != "" {
+		order, seq, err := DecodeCursor(in.After)
+		if err != nil {
+			return filter, page, badInput("after", "is not a valid cursor")
+		}
+		if order != in.Order {
+			return filter, page, badInput("after", "cursor belongs to the other sort order")
+		}
+		page.After = &seq
+	}
+	return filter, page, nil
 }
 
 // ParseAuditEventFilter validates a filter input into a domain filter.
@@ -171,11 +184,22 @@ const cursorPrefix = "ae1:"
 // EncodeCursor returns the opaque cursor of the event at seq in a search
 // ordered by order.
 func EncodeCursor(order domain.SortOrder, seq uint64) string {
-	dir := "a"
+	var b [40]byte
+	return string(AppendCursor(b[:0], order, seq))
+}
+
+// AppendCursor appends EncodeCursor(order, seq) to dst and returns the
+// extended slice, without allocating when dst has room.
+func AppendCursor(dst []byte, order domain.SortOrder, seq uint64) []byte {
+	var raw [32]byte
+	b := append(raw[:0], cursorPrefix...)
 	if order == domain.NewestFirst {
-		dir = "d"
+		b = append(b, "d:"...)
+	} else {
+		b = append(b, "a:"...)
 	}
-	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + dir + ":" + strconv.FormatUint(seq, 10)))
+	b = strconv.AppendUint(b, seq, 10)
+	return base64.RawURLEncoding.AppendEncode(dst, b)
 }
 
 // DecodeCursor parses a cursor made by EncodeCursor.

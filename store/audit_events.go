@@ -240,6 +240,14 @@ func (q *queries) SearchAuditEvents(ctx context.Context, tenantID, projectID str
 	return events, nil
 }
 
+// VisitAuditEvents runs the query of SearchAuditEvents and calls fn for
+// each event as its row arrives, decoded into one reused event that borrows
+// the row's buffer (see rawEventDecoder): valid only during the call.
+func (q *queries) VisitAuditEvents(ctx context.Context, tenantID, projectID string, f domain.AuditEventFilter, page domain.AuditEventPage, fn func(*domain.AuditEvent) error) error {
+	sql, args := searchSQL(tenantID, projectID, f, page)
+	return q.streamAuditEvents(ctx, fn, sql, args...)
+}
+
 func searchSQL(tenantID, projectID string, f domain.AuditEventFilter, page domain.AuditEventPage) (string, []any) {
 	q := newFiltered(`SELECT `+auditEventColumns+` FROM audit_events WHERE tenant_id = $1 AND project_id = $2`, tenantID, projectID)
 	andAuditEventFilter(q, f)

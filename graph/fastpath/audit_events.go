@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"strconv"
+	"sync"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -39,16 +40,46 @@ func (p *Paths) AroundRootFields(ctx context.Context, next graphql.RootResolver)
 	if !ok {
 		return next(ctx)
 	}
-	page, err := p.cfg.App.SearchAuditEvents(ctx, app.IdentityFromContext(ctx), in)
-	if err != nil {
-		return next(ctx)
-	}
 	w := &pageWriter{oc: oc}
 	if !w.plan(rfc.Field.Selections) {
 		return next(ctx)
 	}
+	// Each event is written as its row arrives, straight from the row's
+	// buffer, into one pooled buffer that the response then copies.
+	buf := pageBuffers.Get().(*[]byte)
+	edges := (*buf)[:0]
+	info, err := p.cfg.App.VisitAuditEvents(ctx, app.IdentityFromContext(ctx), in, func(e *domain.AuditEvent) error {
+		if len(edges) > 0 {
+			edges = append(edges, ',')
+		}
+		edges = w.appendEdge(edges, in.Order, e)
+		return nil
+	})
+	if err != nil {
+		putPageBuffer(buf, edges)
+		return next(ctx)
+	}
 	p.pages.Add(1)
-	return graphql.WriterFunc(func(out io.Writer) { w.writeConnection(out, &page) })
+	return graphql.WriterFunc(func(out io.Writer) {
+		w.writeConnection(out, edges, &info)
+		putPageBuffer(buf, edges)
+	})
+}
+
+// pageBuffers holds the buffers pages are written into.
+var pageBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+// maxPooledPageBuffer is the largest buffer kept for another page: a page of
+// 500 events with large details is not kept.
+const maxPooledPageBuffer = 1 << 20
+
+// putPageBuffer returns the buffer, grown to b, to the pool.
+func putPageBuffer(buf *[]byte, b []byte) {
+	if cap(b) > maxPooledPageBuffer {
+		return
+	}
+	*buf = b[:0]
+	pageBuffers.Put(buf)
 }
 
 // auditEventsArgs reads the arguments of auditEvents as the generated code

@@ -127,9 +127,13 @@ func fixtureEvent() domain.AuditEvent {
 	}
 }
 
-func (f *fakeUseCases) SearchAuditEvents(_ context.Context, _ app.Identity, in app.SearchAuditEventsInput) (app.AuditEventPage, error) {
+func (f *fakeUseCases) VisitAuditEvents(_ context.Context, _ app.Identity, in app.SearchAuditEventsInput, fn func(*domain.AuditEvent) error) (app.AuditEventPageInfo, error) {
 	f.record(in)
-	return app.AuditEventPage{Edges: []app.AuditEventEdge{{Cursor: "c1", Event: fixtureEvent()}}, HasNextPage: true, EndCursor: "c1"}, nil
+	e := fixtureEvent()
+	if err := fn(&e); err != nil {
+		return app.AuditEventPageInfo{}, err
+	}
+	return app.AuditEventPageInfo{HasNextPage: true, EndCursor: app.EncodeCursor(in.Order, e.Sequence)}, nil
 }
 
 func (f *fakeUseCases) RecordAuditEvent(_ context.Context, _ app.Identity, draft domain.AuditEventDraft, traceID string) (domain.AuditEvent, error) {

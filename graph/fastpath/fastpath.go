@@ -34,7 +34,7 @@ import (
 // UseCases are the use cases the fast paths run, with the signatures of
 // *app.App, which implements them.
 type UseCases interface {
-	SearchAuditEvents(ctx context.Context, id app.Identity, in app.SearchAuditEventsInput) (app.AuditEventPage, error)
+	VisitAuditEvents(ctx context.Context, id app.Identity, in app.SearchAuditEventsInput, fn func(*domain.AuditEvent) error) (app.AuditEventPageInfo, error)
 	RecordAuditEvent(ctx context.Context, id app.Identity, draft domain.AuditEventDraft, traceID string) (domain.AuditEvent, error)
 	RecordAuditEvents(ctx context.Context, id app.Identity, in app.RecordAuditEventsInput) ([]domain.AuditEvent, error)
 	SubscribeAuditEvents(ctx context.Context, id app.Identity, in app.SubscribeAuditEventsInput) (app.AuditEventStream, error)

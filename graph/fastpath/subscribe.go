@@ -225,10 +225,9 @@ func (plan *subscribePlan) payload(e *domain.AuditEvent) []byte {
 	if b, ok := plan.encoded.Load(e); ok {
 		return b.([]byte)
 	}
-	buf := &bytesWriter{b: append(make([]byte, 0, 768), plan.prefix...)}
-	plan.event.writeEvent(buf, e)
-	buf.b = append(buf.b, "}}"...)
-	if prev, loaded := plan.encoded.LoadOrStore(e, buf.b); loaded {
+	b := plan.event.appendEvent(append(make([]byte, 0, 768), plan.prefix...), e)
+	b = append(b, "}}"...)
+	if prev, loaded := plan.encoded.LoadOrStore(e, b); loaded {
 		return prev.([]byte)
 	}
 	plan.mu.Lock()
@@ -238,15 +237,7 @@ func (plan *subscribePlan) payload(e *domain.AuditEvent) []byte {
 	plan.recent[plan.next] = e
 	plan.next = (plan.next + 1) % encodedCacheSize
 	plan.mu.Unlock()
-	return buf.b
-}
-
-// bytesWriter is an io.Writer appending to a byte slice.
-type bytesWriter struct{ b []byte }
-
-func (w *bytesWriter) Write(p []byte) (int, error) {
-	w.b = append(w.b, p...)
-	return len(p), nil
+	return b
 }
 
 func (p *Paths) makeSubscribePlan(query, operationName string) *subscribePlan {
@@ -263,9 +254,7 @@ func (p *Paths) makeSubscribePlan(query, operationName string) *subscribePlan {
 	if !plan.event.planEvent(field.SelectionSet) {
 		return no
 	}
-	w := &bytesWriter{b: []byte(`{"data":{`)}
-	graphql.MarshalString(field.Alias).MarshalGQL(w)
-	plan.prefix = append(w.b, ':')
+	plan.prefix = append(appendString([]byte(`{"data":{`), field.Alias), ':')
 	for _, v := range op.VariableDefinitions {
 		if v.Type.NonNull {
 			plan.required = append(plan.required, v.Variable)
