@@ -25,9 +25,17 @@ type projectKey struct{ tenantID, projectID string }
 // next one: one lock, one insert, one commit for all of them. A request
 // arriving at an idle project starts a transaction at once, so coalescing
 // adds no latency.
+//
+// It also remembers the head each project's last coalesced transaction
+// committed (knownHeads): the next transaction of that project expects it
+// (Tx.ExpectAuditHead) instead of reading it first, which saves the
+// append a round trip; when another process or a command moved the head
+// meanwhile, that transaction fails before writing anything and runs again
+// with the head read under its lock.
 type appendCoalescer struct {
 	mu     sync.Mutex
 	queues map[projectKey]*projectQueue
+	heads  knownHeads
 }
 
 type projectQueue struct {
@@ -95,10 +103,22 @@ func (a *App) drainAppends(key projectKey, q *projectQueue) {
 			reqs[i] = call.appendRequest
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), coalesceTimeout)
+		known, expect := c.heads.get(key)
+		var left lockedHead
 		err := a.retryTx(ctx, func(ctx context.Context, tx Tx) error {
-			head, webhooks, err := tx.LockAuditHead(ctx, key.tenantID, key.projectID)
-			if err != nil {
-				return err
+			locked := known
+			if expect {
+				// Only the first attempt expects: a retry reads the head.
+				expect = false
+				if err := tx.ExpectAuditHead(ctx, key.tenantID, key.projectID, known.head, known.webhooks); err != nil {
+					return err
+				}
+			} else {
+				head, webhooks, err := tx.LockAuditHead(ctx, key.tenantID, key.projectID)
+				if err != nil {
+					return err
+				}
+				locked = lockedHead{head, webhooks}
 			}
 			existing, err := a.findExisting(ctx, tx, key.tenantID, reqs)
 			if err != nil {
@@ -107,9 +127,12 @@ func (a *App) drainAppends(key projectKey, q *projectQueue) {
 			for _, r := range reqs {
 				r.reset()
 			}
-			return a.sealAndInsert(ctx, tx, key.tenantID, key.projectID, lockedHead{head, webhooks}, newSealBatch(existing), reqs, a.now())
+			head, err := a.sealAndInsert(ctx, tx, key.tenantID, key.projectID, locked, newSealBatch(existing), reqs, a.now())
+			left = lockedHead{head, locked.webhooks}
+			return err
 		})
 		cancel()
+		c.heads.committed(key, left, err == nil)
 		for _, call := range calls {
 			if err != nil {
 				call.err = err

@@ -63,7 +63,7 @@ func (a *App) recordCommandEventWith(ctx context.Context, tx Tx, id Identity, pr
 	}
 	req := &appendRequest{drafts: []domain.AuditEventDraft{draft}, fingerprints: []domain.Hash{draft.Fingerprint()}}
 	req.reset()
-	if err := a.sealAndInsert(ctx, tx, id.TenantID, projectID, lockedHead{head, webhooks}, newSealBatch(nil), []*appendRequest{req}, now); err != nil {
+	if _, err := a.sealAndInsert(ctx, tx, id.TenantID, projectID, lockedHead{head, webhooks}, newSealBatch(nil), []*appendRequest{req}, now); err != nil {
 		return domain.AuditEvent{}, err
 	}
 	return req.events[0], nil

@@ -213,7 +213,7 @@ func (a *App) appendInTx(ctx context.Context, tx Tx, tenantID string, req *appen
 			part.fingerprints = append(part.fingerprints, req.fingerprints[i])
 		}
 		part.reset()
-		if err := a.sealAndInsert(ctx, tx, tenantID, p, heads[p], batch, []*appendRequest{part}, recordedAt); err != nil {
+		if _, err := a.sealAndInsert(ctx, tx, tenantID, p, heads[p], batch, []*appendRequest{part}, recordedAt); err != nil {
 			return nil, err
 		}
 		if part.err != nil {
@@ -268,19 +268,19 @@ type lockedHead struct {
 // events after head, then inserts them and moves the head; see sealBatch.
 // When the project has active webhook subscriptions, the same transaction
 // enqueues the fan-out of the new events: the outbox fact of their
-// deliveries.
-func (a *App) sealAndInsert(ctx context.Context, tx Tx, tenantID, projectID string, head lockedHead, batch *sealBatch, reqs []*appendRequest, recordedAt time.Time) error {
+// deliveries. It returns the head the transaction leaves.
+func (a *App) sealAndInsert(ctx context.Context, tx Tx, tenantID, projectID string, head lockedHead, batch *sealBatch, reqs []*appendRequest, recordedAt time.Time) (domain.ChainHead, error) {
 	events, newHead := batch.seal(tenantID, head.head, reqs, recordedAt)
 	if len(events) == 0 {
-		return nil
+		return head.head, nil
 	}
 	if err := tx.AppendAuditEvents(ctx, tenantID, projectID, events, newHead); err != nil {
-		return err
+		return head.head, err
 	}
 	if !head.webhooks {
-		return nil
+		return newHead, nil
 	}
-	return tx.EnqueueJobs(ctx, webhookFanoutJob(tenantID, projectID, events[0].Sequence, newHead.Sequence))
+	return newHead, tx.EnqueueJobs(ctx, webhookFanoutJob(tenantID, projectID, events[0].Sequence, newHead.Sequence))
 }
 
 // replayBatch returns the events a completed idempotent call recorded.

@@ -20,8 +20,14 @@ type Tx interface {
 	// LockAuditHead locks the project's chain head for the transaction and
 	// reports whether the project has an active webhook subscription.
 	LockAuditHead(ctx context.Context, tenantID, projectID string) (head domain.ChainHead, webhooks bool, err error)
+	// ExpectAuditHead locks the project's chain head for the transaction
+	// when the caller knows it already: the transaction then fails, with an
+	// error IsRetryable accepts, unless the head is still head and the
+	// project's webhook subscriptions still as webhooks says. It may defer
+	// the check to the statement or commit that follows.
+	ExpectAuditHead(ctx context.Context, tenantID, projectID string, head domain.ChainHead, webhooks bool) error
 	// AppendAuditEvents inserts sealed events and moves the project's head,
-	// locked by LockAuditHead, to head.
+	// locked by LockAuditHead or ExpectAuditHead, to head.
 	AppendAuditEvents(ctx context.Context, tenantID, projectID string, events []domain.AuditEvent, head domain.ChainHead) error
 
 	// ClaimIdempotencyKey claims a key for the transaction, or returns the

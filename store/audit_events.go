@@ -62,6 +62,19 @@ func (t *Tx) LockAuditHead(ctx context.Context, tenantID, projectID string) (hea
 	}
 }
 
+// ExpectAuditHead locks the chain head of tenant/project for the rest of
+// the transaction, like LockAuditHead, when the caller already knows it
+// (the head its own last append committed): the transaction fails, at the
+// statement or commit it is sent with, with a retryable serialization
+// failure unless the head is still head and the project's active webhook
+// subscriptions are still as webhooks says. It is queued rather than sent
+// (see txConn), so the append that follows it, with chain hashes computed
+// from head, and the COMMIT travel in one round trip with the lock.
+func (t *Tx) ExpectAuditHead(_ context.Context, tenantID, projectID string, head domain.ChainHead, webhooks bool) error {
+	t.tx.queue("locking the expected audit head", dbsqlc.ExpectAuditHead, tenantID, projectID, int64(head.Sequence), head.Hash[:], webhooks)
+	return nil
+}
+
 // AppendAuditEvents inserts sealed events of tenant/project (see
 // domain.ChainHead.Append), moves the project's head, locked by
 // LockAuditHead in the same transaction, to head, and notifies the live

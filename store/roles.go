@@ -32,6 +32,11 @@ var ChainHeadAppendColumns = []string{"last_sequence", "last_hash"}
 // prefix of a project's events. The runtime role may EXECUTE it.
 const PurgeFunction = "aether_purge_audit_events(text, text, timestamptz, bigint)"
 
+// ExpectHeadFunction is the function of migration 00019 that locks a
+// chain head the caller expects (Tx.ExpectAuditHead). It runs with the
+// caller's rights; the runtime role may EXECUTE it.
+const ExpectHeadFunction = "aether_expect_audit_head(text, text, bigint, bytea, boolean)"
+
 // migrationTables record which migrations ran: the runtime role reads them
 // (readiness, River) but never writes them.
 var migrationTables = []string{"goose_db_version", "river_migration"}
@@ -59,7 +64,8 @@ type AppRole struct {
 //   - the migration records (goose_db_version, river_migration): SELECT;
 //   - every other table (webhooks, exports, idempotency keys, River's):
 //     SELECT, INSERT, UPDATE and DELETE;
-//   - every sequence: USAGE and SELECT; PurgeFunction: EXECUTE;
+//   - every sequence: USAGE and SELECT; PurgeFunction and
+//     ExpectHeadFunction: EXECUTE;
 //   - CONNECT on the database and USAGE on the schema;
 //   - default privileges, for tables that the connected login (the owner)
 //     creates later, by our or River's migrations: SELECT and INSERT only
@@ -128,12 +134,14 @@ func GrantAppRole(ctx context.Context, conn *pgx.Conn, role AppRole) error {
 		name := s + "." + pgx.Identifier{q}.Sanitize()
 		stmts = append(stmts, "REVOKE ALL ON SEQUENCE "+name+" FROM "+r, "GRANT USAGE, SELECT ON SEQUENCE "+name+" TO "+r)
 	}
-	var purge bool
-	if err := tx.QueryRow(ctx, "SELECT to_regprocedure($1) IS NOT NULL", s+"."+PurgeFunction).Scan(&purge); err != nil {
-		return fmt.Errorf("app role: %w", err)
-	}
-	if purge {
-		stmts = append(stmts, "GRANT EXECUTE ON FUNCTION "+s+"."+PurgeFunction+" TO "+r)
+	for _, fn := range []string{PurgeFunction, ExpectHeadFunction} {
+		var exists bool
+		if err := tx.QueryRow(ctx, "SELECT to_regprocedure($1) IS NOT NULL", s+"."+fn).Scan(&exists); err != nil {
+			return fmt.Errorf("app role: %w", err)
+		}
+		if exists {
+			stmts = append(stmts, "GRANT EXECUTE ON FUNCTION "+s+"."+fn+" TO "+r)
+		}
 	}
 	for _, stmt := range stmts {
 		if _, err := tx.Exec(ctx, stmt); err != nil {

@@ -113,7 +113,7 @@ func TestRuntimeRoleCannotChangeHistory(t *testing.T) {
 }
 
 // TestPurgeFunctionNotPublic: only the runtime role may call the purge
-// function, not any login of the server.
+// function (and the expected head's lock), not any login of the server.
 func TestPurgeFunctionNotPublic(t *testing.T) {
 	ownerURL, _, _ := storetest.NewAppRoleDatabase(t)
 	_, otherURL, _ := storetest.NewAppRoleDatabase(t) // a role granted on another database only
@@ -125,6 +125,8 @@ func TestPurgeFunctionNotPublic(t *testing.T) {
 	defer conn.Close(ctx)
 	_, err = conn.Exec(ctx, "SELECT * FROM aether_purge_audit_events('t1', 'p1', now(), 10)")
 	requireCode(t, err, "42501", "calling the purge function")
+	_, err = conn.Exec(ctx, "SELECT aether_expect_audit_head('t1', 'p1', 0, '\\x00'::bytea, false)")
+	requireCode(t, err, "42501", "calling the expected head's lock")
 }
 
 // TestGrantAppRoleIdempotent applies the grants twice, with a password the

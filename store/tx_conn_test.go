@@ -57,11 +57,11 @@ func sealedEvents(t *testing.T, head domain.ChainHead, n int) ([]domain.AuditEve
 	return events, newHead
 }
 
-// TestAppendTakesTwoRoundTrips holds an append of one event, through the
-// app's coalesced path, to two round trips: BEGIN with the head lock, then
-// the INSERT, head UPDATE and notification with the COMMIT.
-func TestAppendTakesTwoRoundTrips(t *testing.T) {
-	cfg, err := pgxpool.ParseConfig(storetest.NewDatabase(t))
+// roundTripApp is an App over a one-connection pool of the database at url
+// whose round trips are counted.
+func roundTripApp(t *testing.T, url string) (*app.App, *roundTrips) {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(url)
 	require.NoError(t, err)
 	trips := &roundTrips{}
 	cfg.ConnConfig.Tracer = trips
@@ -69,21 +69,108 @@ func TestAppendTakesTwoRoundTrips(t *testing.T) {
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	a := app.New(store.New(pool), app.Config{})
-	id := app.Identity{Subject: "svc", TenantID: "t1", ProjectIDs: []string{"p1"}, Permissions: []app.Permission{app.PermissionAuditWrite}}
+	return app.New(store.New(pool), app.Config{}), trips
+}
+
+// TestAppendTakesOneRoundTrip holds an append of one event, through the
+// app's coalesced path, to one round trip once the process knows the
+// project's head: BEGIN, the lock of the expected head, the INSERT, head
+// UPDATE and notification, and the COMMIT in one batch. The first append
+// of a process reads the head under its lock first (two round trips). When
+// another process moved the head, the expected head fails the transaction
+// before anything is written, and the append runs again with the head
+// read: the chain stays dense and verifies.
+func TestAppendTakesOneRoundTrip(t *testing.T) {
+	url := storetest.NewDatabase(t)
+	a, trips := roundTripApp(t, url)
+	id := app.Identity{Subject: "svc", TenantID: "t1", ProjectIDs: []string{"p1"},
+		Permissions: []app.Permission{app.PermissionAuditWrite, app.PermissionAuditRead}}
 	draft := domain.AuditEventDraft{ProjectID: "p1", Action: "device.rebooted", OccurredAt: time.Now(),
 		Subject:  domain.Subject{Type: domain.SubjectService, ID: "svc"},
 		Resource: domain.Resource{Type: "device", ID: "d1"}, Outcome: domain.OutcomeSuccess}
 	ctx := context.Background()
+	record := func(a *app.App, trips *roundTrips, wantSeq uint64, wantTrips int64) {
+		t.Helper()
+		trips.n.Store(0)
+		e, err := a.RecordAuditEvent(ctx, id, draft, "")
+		require.NoError(t, err)
+		require.Equal(t, wantSeq, e.Sequence)
+		require.Equal(t, wantTrips, trips.n.Load(), "round trips of the append of sequence %d", wantSeq)
+	}
 	for range 2 { // the project's head is created, statements get prepared
 		_, err := a.RecordAuditEvent(ctx, id, draft, "")
 		require.NoError(t, err)
 	}
-	trips.n.Store(0)
-	e, err := a.RecordAuditEvent(ctx, id, draft, "")
+	record(a, trips, 3, 1)
+	record(a, trips, 4, 1)
+
+	other, otherTrips := roundTripApp(t, url) // another process
+	record(other, otherTrips, 5, 2)
+	record(other, otherTrips, 6, 1)
+	// a expects the head it left at 4: refused (the batch, then its
+	// ROLLBACK), then read and locked.
+	record(a, trips, 7, 2+2)
+	record(a, trips, 8, 1)
+
+	v, err := a.VerifyAuditChain(ctx, id, "p1", nil, nil)
 	require.NoError(t, err)
-	require.EqualValues(t, 3, e.Sequence)
-	require.EqualValues(t, 2, trips.n.Load())
+	require.True(t, v.Valid)
+	require.EqualValues(t, 8, v.CheckedCount)
+	require.EqualValues(t, 8, v.HeadSequence)
+}
+
+// TestExpectAuditHeadRefusesAnotherHead: a transaction that expects a head
+// other than the stored one, or other webhooks than the project has, fails
+// retryably and writes nothing, however its appends were sealed; the
+// expected head is locked and appended after.
+func TestExpectAuditHeadRefusesAnotherHead(t *testing.T) {
+	st := store.New(storetest.NewPool(t))
+	ctx := context.Background()
+	var first domain.ChainHead
+	require.NoError(t, st.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+		head, _, err := tx.LockAuditHead(ctx, "t1", "p1")
+		if err != nil {
+			return err
+		}
+		var events []domain.AuditEvent
+		events, first = sealedEvents(t, head, 1)
+		return tx.AppendAuditEvents(ctx, "t1", "p1", events, first)
+	}))
+	for name, tc := range map[string]struct {
+		head     domain.ChainHead
+		webhooks bool
+	}{
+		"an older head":        {domain.ChainHead{}, false},
+		"another hash":         {domain.ChainHead{Sequence: first.Sequence}, false},
+		"webhooks it lacks":    {first, true},
+		"a head of the future": {domain.ChainHead{Sequence: first.Sequence + 1, Hash: first.Hash}, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := st.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+				if err := tx.ExpectAuditHead(ctx, "t1", "p1", tc.head, tc.webhooks); err != nil {
+					return err
+				}
+				events, next := sealedEvents(t, tc.head, 1)
+				events[0].Sequence = first.Sequence + 1 // even where the sequence would be free
+				return tx.AppendAuditEvents(ctx, "t1", "p1", events, next)
+			})
+			require.Error(t, err)
+			require.True(t, st.IsRetryable(err), "%v", err)
+			head, err := st.AuditHead(ctx, "t1", "p1")
+			require.NoError(t, err)
+			require.Equal(t, first, head)
+		})
+	}
+	require.NoError(t, st.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+		if err := tx.ExpectAuditHead(ctx, "t1", "p1", first, false); err != nil {
+			return err
+		}
+		events, next := sealedEvents(t, first, 2)
+		return tx.AppendAuditEvents(ctx, "t1", "p1", events, next)
+	}))
+	head, err := st.AuditHead(ctx, "t1", "p1")
+	require.NoError(t, err)
+	require.EqualValues(t, 3, head.Sequence)
 }
 
 // TestQueuedAppendFailureCommitsNothing makes the INSERT that travels with

@@ -72,6 +72,33 @@ func (q *Queries) CreateAuditHead(ctx context.Context, arg CreateAuditHeadParams
 	return err
 }
 
+const ExpectAuditHead = `-- name: ExpectAuditHead :exec
+SELECT aether_expect_audit_head($1::text, $2::text, $3::bigint, $4::bytea, $5::boolean)
+`
+
+type ExpectAuditHeadParams struct {
+	Column1 string
+	Column2 string
+	Column3 int64
+	Column4 []byte
+	Column5 bool
+}
+
+// Queued by ExpectAuditHead: locks the head and fails the transaction
+// unless it is at the given sequence and hash and the project's webhooks
+// are as given (migration 00019). Positional parameters, in the order the
+// batch passes them.
+func (q *Queries) ExpectAuditHead(ctx context.Context, arg ExpectAuditHeadParams) error {
+	_, err := q.db.Exec(ctx, ExpectAuditHead,
+		arg.Column1,
+		arg.Column2,
+		arg.Column3,
+		arg.Column4,
+		arg.Column5,
+	)
+	return err
+}
+
 const GetAuditHead = `-- name: GetAuditHead :one
 SELECT last_sequence, last_hash FROM audit_project_heads
 WHERE tenant_id = $1 AND project_id = $2

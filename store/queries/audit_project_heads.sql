@@ -6,6 +6,13 @@ SELECT h.last_sequence, h.last_hash, EXISTS (SELECT 1 FROM webhook_subscriptions
 FROM audit_project_heads h
 WHERE h.tenant_id = @tenant_id AND h.project_id = @project_id FOR UPDATE OF h;
 
+-- name: ExpectAuditHead :exec
+-- Queued by ExpectAuditHead: locks the head and fails the transaction
+-- unless it is at the given sequence and hash and the project's webhooks
+-- are as given (migration 00019). Positional parameters, in the order the
+-- batch passes them.
+SELECT aether_expect_audit_head($1::text, $2::text, $3::bigint, $4::bytea, $5::boolean);
+
 -- name: CreateAuditHead :exec
 INSERT INTO audit_project_heads (tenant_id, project_id) VALUES (@tenant_id, @project_id)
 ON CONFLICT (tenant_id, project_id) DO NOTHING;
