@@ -30,6 +30,10 @@ var insertOneSQL = func() string {
 	return "INSERT INTO audit_events (" + eventColumnList + ") VALUES (" + strings.Join(params, ", ") + ")"
 }()
 
+// singleTarget is each row's least events/s ratio (issue 17: 0.75 for
+// ingest-single; none for the 8-project row).
+var singleTarget = map[string]float64{"ingest-single": 0.75}
+
 // runIngestSingle compares events/s of recordAuditEvent (one event per
 // request) from singleClients clients writing to one project, the hot path
 // of a busy project.
@@ -103,7 +107,7 @@ func ingestSingle(ctx context.Context, e *env, opts options, name string, projec
 	note := fmt.Sprintf("%d clients on %d project(s); ours: GraphQL recordAuditEvent over HTTP, one event per request; "+
 		"baseline: BEGIN; INSERT 1 row; COMMIT with pgx on %d connections", singleClients, projects, singleClients)
 	return []result{newResult(name, o, b, note,
-		throughput("events/s", o, b, 0.6),
+		throughput("events/s", o, b, singleTarget[name]),
 		latency("p50 ms", 0.50, o, b, 0),
 		latency("p99 ms", 0.99, o, b, 0),
 	)}, nil

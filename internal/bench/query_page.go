@@ -98,12 +98,15 @@ func runQueryPage(ctx context.Context, e *env, opts options) ([]result, error) {
 	for _, row := range []struct {
 		name, query, sql, what string
 		args                   []any
+		targets                pageTargets
 	}{
-		{"query-page", pageQuery, pageSQL, "", nil},
+		// Issue 17: query-page at 0.8 of its baseline, p99 at most 1.5×.
+		{"query-page", pageQuery, pageSQL, "", nil, pageTargets{0.8, 1.5}},
 		{"query-page-filtered", filteredPageQuery, filteredPageSQL,
-			" filtered by recordedBySubject (every event matches, so pages stay full: the filter's index path)", []any{seedSubject}},
+			" filtered by recordedBySubject (every event matches, so pages stay full: the filter's index path)", []any{seedSubject},
+			pageTargets{0.5, 2}},
 	} {
-		r, err := queryPageRow(ctx, e, opts, pool, total, row.name, row.query, row.sql, row.what, row.args)
+		r, err := queryPageRow(ctx, e, opts, pool, total, row.name, row.query, row.sql, row.what, row.args, row.targets)
 		if err != nil {
 			return nil, err
 		}
@@ -113,7 +116,7 @@ func runQueryPage(ctx context.Context, e *env, opts options) ([]result, error) {
 }
 
 // queryPageRow measures one row of runQueryPage.
-func queryPageRow(ctx context.Context, e *env, opts options, pool *pgxpool.Pool, total uint64, name, query, sql, what string, extra []any) (result, error) {
+func queryPageRow(ctx context.Context, e *env, opts options, pool *pgxpool.Pool, total uint64, name, query, sql, what string, extra []any, targets pageTargets) (result, error) {
 	// A random start leaves a full page after it.
 	randomAfter := func(w *worker) uint64 { return w.rng.Uint64N(total - pageSize + 1) }
 
@@ -195,11 +198,15 @@ func queryPageRow(ctx context.Context, e *env, opts options, pool *pgxpool.Pool,
 		"(jsonb as raw bytes), the page encoded to JSON with encoding/json, no HTTP",
 		queryClients, pageSize, total, what, pageSize+1)
 	return newResult(name, o, b, note,
-		throughput("pages/s", o, b, 0.5),
+		throughput("pages/s", o, b, targets.pagesRatio),
 		latency("p50 ms", 0.50, o, b, 0),
-		latency("p99 ms", 0.99, o, b, 2),
+		latency("p99 ms", 0.99, o, b, targets.p99Ratio),
 	), nil
 }
+
+// pageTargets are a page row's targets: the least pages/s ratio and the
+// largest p99 ratio, ours over the baseline.
+type pageTargets struct{ pagesRatio, p99Ratio float64 }
 
 // pageRow is one event as the baseline scans and encodes it.
 type pageRow struct {
