@@ -11,16 +11,21 @@ import (
 
 	"github.com/aetheriot/aether-audit/app"
 	"github.com/aetheriot/aether-audit/domain"
+	"github.com/aetheriot/aether-audit/store"
 )
 
 // TestSequenceIsDenseUnderConcurrency appends from many goroutines at once,
 // single events and batches into two projects, while readers page forward
 // from the last sequence they saw. Sequences must come out 1..N with no gap
 // or duplicate, the chain must verify, and no reader may ever find an event
-// at or below a sequence it has already passed.
+// at or below a sequence it has already passed. Half the writers go
+// through a second App on the same database, as another process would: each
+// App's coalesced appends expect the head its own last append left, which
+// the other's appends keep moving.
 func TestSequenceIsDenseUnderConcurrency(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
+	apps := []*app.App{b.app, app.New(store.New(b.pool), app.Config{})}
 	const (
 		writers   = 12
 		perWriter = 20
@@ -32,11 +37,11 @@ func TestSequenceIsDenseUnderConcurrency(t *testing.T) {
 			for i := range perWriter {
 				var err error
 				if i%5 == 0 {
-					_, err = b.app.RecordAuditEvents(ctx, b.writer, app.RecordAuditEventsInput{Events: []domain.AuditEventDraft{
+					_, err = apps[w%2].RecordAuditEvents(ctx, b.writer, app.RecordAuditEventsInput{Events: []domain.AuditEventDraft{
 						draft("p1", "device.batch"), draft("p2", "device.batch"), draft("p1", "device.batch"),
 					}})
 				} else {
-					_, err = b.app.RecordAuditEvent(ctx, b.writer, draft("p1", fmt.Sprintf("device.w%d", w)), "")
+					_, err = apps[w%2].RecordAuditEvent(ctx, b.writer, draft("p1", fmt.Sprintf("device.w%d", w)), "")
 				}
 				if err != nil {
 					errs <- err
