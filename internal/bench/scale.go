@@ -250,8 +250,14 @@ func scalePurgeRow(ctx context.Context, e *env, size int) (result, error) {
 		scalePurgeTenant, scalePurgeRetentionDays); err != nil {
 		return result{}, err
 	}
-	now := time.Now()
-	if err := copyChained(ctx, e, scalePurgeTenant, scalePurgeProject, 0, uint64(month), now.Add(-60*24*time.Hour), 29*24*time.Hour, false); err != nil {
+	// It continues the project's chain after the months earlier runs loaded
+	// and purged.
+	head, err := store.New(e.pool).AuditHead(ctx, scalePurgeTenant, scalePurgeProject)
+	if err != nil {
+		return result{}, err
+	}
+	if err := copyChained(ctx, e, scalePurgeTenant, scalePurgeProject, head.Sequence, uint64(month),
+		time.Now().Add(-60*24*time.Hour), 29*24*time.Hour, false); err != nil {
 		return result{}, err
 	}
 	deadTuples := func() (dead, bytes int64, err error) {
