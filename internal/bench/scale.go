@@ -16,9 +16,9 @@ package main
 //     also chained;
 //   - webhook deliveries in proportion: 0.8 per event (40M at 50M), all
 //     DELIVERED, of one disabled subscription of bench/scale-one;
-//   - a month of bench/scale-purge (the one project's monthly rate) 31 to
-//     60 days old, under a 30-day tenant retention, which the purge row
-//     removes and the next run loads again.
+//   - for each purge row, a month of a new project of tenant scale-purge
+//     (at the one project's monthly rate), 31 to 60 days old, under a
+//     30-day tenant retention, which the row removes.
 //
 // Events and deliveries are written with COPY and INSERT … SELECT (the path
 // under test is not ingest); ingest is measured by the ingest-batch
@@ -47,8 +47,9 @@ const (
 	// scaleOneProject is the bench tenant's project holding half of each
 	// size.
 	scaleOneProject = "scale-one"
-	// scalePurgeTenant and scalePurgeProject hold the month the purge row
-	// removes; scalePurgeRetentionDays is the tenant's window.
+	// scalePurgeTenant holds the months the purge rows remove, each in a
+	// project named after scalePurgeProject; scalePurgeRetentionDays is the
+	// tenant's window.
 	scalePurgeTenant        = "scale-purge"
 	scalePurgeProject       = "month"
 	scalePurgeRetentionDays = 30
@@ -239,7 +240,7 @@ func scaleVerifyRow(ctx context.Context, e *env, head uint64) (result, error) {
 		throughput("events/s", o, b, 0)), nil
 }
 
-// scalePurgeRow loads a month of bench/scale-purge (at the one project's
+// scalePurgeRow loads a month of a new scale-purge project (at the one project's
 // monthly rate at this size, 31 to 60 days old) and times the retention
 // purge that removes it, with audit_events' dead tuples and size before
 // and after.
@@ -250,13 +251,11 @@ func scalePurgeRow(ctx context.Context, e *env, size int) (result, error) {
 		scalePurgeTenant, scalePurgeRetentionDays); err != nil {
 		return result{}, err
 	}
-	// It continues the project's chain after the months earlier runs loaded
-	// and purged.
-	head, err := store.New(e.pool).AuditHead(ctx, scalePurgeTenant, scalePurgeProject)
-	if err != nil {
-		return result{}, err
-	}
-	if err := copyChained(ctx, e, scalePurgeTenant, scalePurgeProject, head.Sequence, uint64(month),
+	// A project of its own each time: a purge records its audit event
+	// (audit.events.purged) in the purged project, so an older month can
+	// never follow it there.
+	project := fmt.Sprintf("%s-%s-%d", scalePurgeProject, randomHex(4), size)
+	if err := copyChained(ctx, e, scalePurgeTenant, project, 0, uint64(month),
 		time.Now().Add(-60*24*time.Hour), 29*24*time.Hour, false); err != nil {
 		return result{}, err
 	}
@@ -306,7 +305,7 @@ func scalePurgeRow(ctx context.Context, e *env, size int) (result, error) {
 	return newResult("purge of one month", o, measurement{}, fmt.Sprintf(
 		"%d events of %s/%s older than its %d-day retention, through PurgeExpiredAuditEvents (batches of %d); "+
 			"audit_events dead tuples %d before, %d after; table %d MB before, %d MB after",
-		purged, scalePurgeTenant, scalePurgeProject, scalePurgeRetentionDays, app.DefaultPurgeBatch,
+		purged, scalePurgeTenant, project, scalePurgeRetentionDays, app.DefaultPurgeBatch,
 		dead0, dead1, size0>>20, size1>>20),
 		metric{Name: "seconds", Ours: round(took.Seconds(), 2)},
 		metric{Name: "events/s", Ours: round(float64(purged)/took.Seconds(), 0)},
