@@ -78,6 +78,8 @@ type App struct {
 	exportWatch DataExportWatcher
 	// limits bounds commands and subscription starts.
 	limits *rateLimiter
+	// verifyLimits bounds one chain verification.
+	verifyLimits VerifyLimits
 	// retention is the default audit retention window, minRetention the
 	// shortest a tenant may set; purgeBatch the most events one purge
 	// transaction removes.
@@ -134,6 +136,8 @@ type Config struct {
 	Checkpoints *checkpoint.KeyRing
 	// Streams configures audit streams and their worker.
 	Streams StreamConfig
+	// Verify bounds the work of one verifyAuditChain call.
+	Verify VerifyLimits
 }
 
 // New returns an App over store.
@@ -151,6 +155,7 @@ func New[T Tx](store Store[T], cfg Config) *App {
 	a.webhooks = newWebhookRuntime(cfg.Webhooks)
 	a.exports = cfg.Exports.withDefaults()
 	a.streams = cfg.Streams.withDefaults()
+	a.verifyLimits = cfg.Verify.withDefaults()
 	a.exportWatch = cfg.ExportWatch
 	a.limits = newRateLimiter(cfg.RateLimits)
 	a.retention, a.purgeBatch = cfg.AuditRetention, cfg.PurgeBatch

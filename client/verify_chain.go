@@ -25,12 +25,16 @@ type ChainVerification struct {
 	FirstInvalidCheckpointSequence uint64
 }
 
-const verifyChain = `query($p: ID!, $from: Uint64, $to: Uint64) { verifyAuditChain(projectId: $p, fromSequence: $from, toSequence: $to) {
-valid checkedCount firstInvalidSequence headSequence headHash purgedThroughSequence checkpointsChecked firstInvalidCheckpointSequence } }`
+const verifyChain = `query($p: ID!, $from: Uint64, $to: Uint64, $resume: String) {
+verifyAuditChain(projectId: $p, fromSequence: $from, toSequence: $to, resumeToken: $resume) {
+valid complete resumeToken checkedCount firstInvalidSequence headSequence headHash purgedThroughSequence
+checkpointsChecked firstInvalidCheckpointSequence } }`
 
 // VerifyChain recomputes the hash chain of a project's events from
-// fromSequence to toSequence (0 for either: from the start, to the head; at
-// most 1,000,000 events per call) and checks the stored checkpoints.
+// fromSequence to toSequence (0 for either: from the start, to the head)
+// and checks the stored checkpoints. The server verifies at most 1,000,000
+// events per call; VerifyChain follows its resume tokens call after call
+// until the whole range is verified, and returns the last call's result.
 func (c *Client) VerifyChain(ctx context.Context, projectID string, fromSequence, toSequence uint64) (ChainVerification, error) {
 	vars := map[string]any{"p": projectID}
 	if fromSequence > 0 {
@@ -39,28 +43,36 @@ func (c *Client) VerifyChain(ctx context.Context, projectID string, fromSequence
 	if toSequence > 0 {
 		vars["to"] = strconv.FormatUint(toSequence, 10)
 	}
-	var out struct {
-		VerifyAuditChain struct {
-			Valid                          bool
-			CheckedCount                   uint64 `json:",string"`
-			FirstInvalidSequence           *string
-			HeadSequence                   uint64 `json:",string"`
-			HeadHash                       string
-			PurgedThroughSequence          uint64 `json:",string"`
-			CheckpointsChecked             uint64 `json:",string"`
-			FirstInvalidCheckpointSequence *string
+	for {
+		var out struct {
+			VerifyAuditChain struct {
+				Valid                          bool
+				Complete                       bool
+				ResumeToken                    *string
+				CheckedCount                   uint64 `json:",string"`
+				FirstInvalidSequence           *string
+				HeadSequence                   uint64 `json:",string"`
+				HeadHash                       string
+				PurgedThroughSequence          uint64 `json:",string"`
+				CheckpointsChecked             uint64 `json:",string"`
+				FirstInvalidCheckpointSequence *string
+			}
 		}
+		if err := c.do(ctx, query, verifyChain, vars, &out); err != nil {
+			return ChainVerification{}, err
+		}
+		v := out.VerifyAuditChain
+		if !v.Complete && v.ResumeToken != nil {
+			vars = map[string]any{"p": projectID, "resume": *v.ResumeToken}
+			continue
+		}
+		return ChainVerification{
+			Valid: v.Valid, CheckedCount: v.CheckedCount, HeadSequence: v.HeadSequence, HeadHash: v.HeadHash,
+			PurgedThroughSequence: v.PurgedThroughSequence, CheckpointsChecked: v.CheckpointsChecked,
+			FirstInvalidSequence:           optionalUint(v.FirstInvalidSequence),
+			FirstInvalidCheckpointSequence: optionalUint(v.FirstInvalidCheckpointSequence),
+		}, nil
 	}
-	if err := c.do(ctx, query, verifyChain, vars, &out); err != nil {
-		return ChainVerification{}, err
-	}
-	v := out.VerifyAuditChain
-	return ChainVerification{
-		Valid: v.Valid, CheckedCount: v.CheckedCount, HeadSequence: v.HeadSequence, HeadHash: v.HeadHash,
-		PurgedThroughSequence: v.PurgedThroughSequence, CheckpointsChecked: v.CheckpointsChecked,
-		FirstInvalidSequence:           optionalUint(v.FirstInvalidSequence),
-		FirstInvalidCheckpointSequence: optionalUint(v.FirstInvalidCheckpointSequence),
-	}, nil
 }
 
 // optionalUint is a nullable Uint64, 0 for null.

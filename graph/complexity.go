@@ -41,7 +41,10 @@ func Complexity() generated.ComplexityRoot {
 	// VerifyEventsPerComplexity events of its range (the most a call may
 	// verify when the range is open), so that the complexity limit bounds
 	// the rows it touches.
-	c.Query.VerifyAuditChain = func(child int, _ string, from, to *uint64) int {
+	// A call recomputes at most app.MaxVerifyRange events whatever its
+	// range (a longer one resumes), which bounds an open range or a resume
+	// token.
+	c.Query.VerifyAuditChain = func(child int, _ string, from, to *uint64, _ *string) int {
 		events := uint64(app.MaxVerifyRange)
 		if from != nil && to != nil && *to >= *from && *to-*from < app.MaxVerifyRange {
 			events = *to - *from + 1

@@ -86,8 +86,12 @@ func (r *queryResolver) AuditEvent(ctx context.Context, projectID string, id str
 }
 
 // VerifyAuditChain is the resolver for the verifyAuditChain field.
-func (r *queryResolver) VerifyAuditChain(ctx context.Context, projectID string, fromSequence *uint64, toSequence *uint64) (*app.ChainVerification, error) {
-	v, err := r.App.VerifyAuditChain(ctx, app.IdentityFromContext(ctx), projectID, fromSequence, toSequence)
+func (r *queryResolver) VerifyAuditChain(ctx context.Context, projectID string, fromSequence *uint64, toSequence *uint64, resumeToken *string) (*app.ChainVerification, error) {
+	in := app.VerifyAuditChainInput{ProjectID: projectID, FromSequence: fromSequence, ToSequence: toSequence}
+	if resumeToken != nil {
+		in.ResumeToken = *resumeToken
+	}
+	v, err := r.App.VerifyAuditChainResumable(ctx, app.IdentityFromContext(ctx), in)
 	if err != nil {
 		return nil, r.fail(ctx, err)
 	}

@@ -64,12 +64,15 @@ func (b AppBackend) GetAuditEvent(ctx context.Context, projectID, eventID string
 
 // VerifyAuditChain implements Backend.
 func (b AppBackend) VerifyAuditChain(ctx context.Context, in VerifyAuditChainInput) (ChainVerification, error) {
-	v, err := b.App.VerifyAuditChain(ctx, b.Identity, in.ProjectID, in.FromSequence.uint64Ptr(), in.ToSequence.uint64Ptr())
+	v, err := b.App.VerifyAuditChainResumable(ctx, b.Identity, app.VerifyAuditChainInput{ProjectID: in.ProjectID,
+		FromSequence: in.FromSequence.uint64Ptr(), ToSequence: in.ToSequence.uint64Ptr(), ResumeToken: in.ResumeToken})
 	if err != nil {
 		return ChainVerification{}, appError(err)
 	}
 	return ChainVerification{
 		Valid:                          v.Valid,
+		Complete:                       v.Complete,
+		ResumeToken:                    v.ResumeToken,
 		CheckedCount:                   decimal(v.CheckedCount),
 		FirstInvalidSequence:           optionalDecimal(v.FirstInvalidSequence),
 		HeadSequence:                   decimal(v.HeadSequence),

@@ -98,9 +98,9 @@ const (
 ` + eventFields
 	eventQuery = `query($p: ID!, $id: ID!) { auditEvent(projectId: $p, id: $id) { ...E } }
 ` + eventFields
-	verifyQuery = `query($p: ID!, $from: Uint64, $to: Uint64) {
-  verifyAuditChain(projectId: $p, fromSequence: $from, toSequence: $to) {
-    valid checkedCount firstInvalidSequence headSequence headHash purgedThroughSequence checkpointsChecked firstInvalidCheckpointSequence
+	verifyQuery = `query($p: ID!, $from: Uint64, $to: Uint64, $resume: String) {
+  verifyAuditChain(projectId: $p, fromSequence: $from, toSequence: $to, resumeToken: $resume) {
+    valid complete resumeToken checkedCount firstInvalidSequence headSequence headHash purgedThroughSequence checkpointsChecked firstInvalidCheckpointSequence
   }
 }`
 	deliveriesQuery = `query($p: ID!, $filter: WebhookDeliveryFilter, $first: Int, $after: String) {
@@ -194,7 +194,7 @@ func (b *GraphQLBackend) VerifyAuditChain(ctx context.Context, in VerifyAuditCha
 	var data struct {
 		VerifyAuditChain ChainVerification `json:"verifyAuditChain"`
 	}
-	vars := map[string]any{"p": in.ProjectID, "from": in.FromSequence, "to": in.ToSequence}
+	vars := map[string]any{"p": in.ProjectID, "from": in.FromSequence, "to": in.ToSequence, "resume": optional(in.ResumeToken)}
 	err := b.client.do(ctx, verifyQuery, vars, &data)
 	return data.VerifyAuditChain, err
 }

@@ -50,6 +50,8 @@ type EventPage struct {
 // AuditChainVerification.
 type ChainVerification struct {
 	Valid                          bool    `json:"valid"`
+	Complete                       bool    `json:"complete"`
+	ResumeToken                    *string `json:"resumeToken"`
 	CheckedCount                   string  `json:"checkedCount"`
 	FirstInvalidSequence           *string `json:"firstInvalidSequence"`
 	HeadSequence                   string  `json:"headSequence"`

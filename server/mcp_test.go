@@ -349,6 +349,7 @@ func TestMCPAuditTools(t *testing.T) {
 	toolOK(t, cs, "verify_audit_chain", map[string]any{"projectId": projectA, "fromSequence": "2", "toSequence": "3"}, &v)
 	require.Equal(t, "2", v.CheckedCount)
 	require.Equal(t, "BAD_USER_INPUT", toolErr(t, cs, "verify_audit_chain", map[string]any{"projectId": projectA, "fromSequence": "3", "toSequence": "2"}).Code)
+	require.Equal(t, "BAD_USER_INPUT", toolErr(t, cs, "verify_audit_chain", map[string]any{"projectId": projectA, "resumeToken": "bm90LWEtdG9rZW4"}).Code)
 
 	// A token without audit:read gets FORBIDDEN, as from GraphQL.
 	noRead := b.mcpSession(t, b.token(t, tokenOpts{perms: []app.Permission{app.PermissionAuditWrite}}), nil)

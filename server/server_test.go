@@ -609,11 +609,13 @@ func TestGraphQLVerifyAuditChain(t *testing.T) {
 	tok := b.token(t, tokenOpts{})
 	const q = `query($p: ID!, $from: Uint64, $to: Uint64) {
   verifyAuditChain(projectId: $p, fromSequence: $from, toSequence: $to) {
-    valid checkedCount firstInvalidSequence headSequence headHash
+    valid complete resumeToken checkedCount firstInvalidSequence headSequence headHash
   }
 }`
 	type verification struct {
 		Valid                bool    `json:"valid"`
+		Complete             bool    `json:"complete"`
+		ResumeToken          *string `json:"resumeToken"`
 		CheckedCount         string  `json:"checkedCount"`
 		FirstInvalidSequence *string `json:"firstInvalidSequence"`
 		HeadSequence         string  `json:"headSequence"`
@@ -644,9 +646,17 @@ func TestGraphQLVerifyAuditChain(t *testing.T) {
 	require.Equal(t, "7", all.HeadSequence)
 	require.Equal(t, events[6].ChainHash, all.HeadHash)
 
+	require.True(t, all.Complete)
+	require.Nil(t, all.ResumeToken)
+
 	part := verify(map[string]any{"from": "3", "to": "5"})
 	require.True(t, part.Valid)
 	require.Equal(t, "3", part.CheckedCount)
+
+	// A resume token that no call issued is the client's mistake.
+	res := b.graphql(t, tok, `query($p: ID!, $r: String) { verifyAuditChain(projectId: $p, resumeToken: $r) { valid } }`,
+		map[string]any{"p": projectA, "r": "bm90LWEtdG9rZW4"})
+	require.Equal(t, "BAD_USER_INPUT", res.code(t), "%s", res.Raw)
 }
 
 func TestGraphQLGet(t *testing.T) {

@@ -130,6 +130,7 @@ func TestMCPStdio(t *testing.T) {
 	require.Nil(t, stdioTool(t, cs, "verify_audit_chain", map[string]any{"projectId": "plant-1"}, &v))
 	require.True(t, v.Valid)
 	require.Equal(t, "3", v.CheckedCount)
+	require.Equal(t, "BAD_USER_INPUT", stdioTool(t, cs, "verify_audit_chain", map[string]any{"projectId": "plant-1", "resumeToken": "bm90LWEtdG9rZW4"}, nil).Code)
 	e := stdioTool(t, cs, "search_audit_events", map[string]any{"projectId": "plant-1", "after": "bad"}, nil)
 	require.Equal(t, "BAD_USER_INPUT", e.Code)
 	require.Equal(t, "after", e.Field)

@@ -53,11 +53,13 @@ type ComplexityRoot struct {
 	AuditChainVerification struct {
 		CheckedCount                   func(childComplexity int) int
 		CheckpointsChecked             func(childComplexity int) int
+		Complete                       func(childComplexity int) int
 		FirstInvalidCheckpointSequence func(childComplexity int) int
 		FirstInvalidSequence           func(childComplexity int) int
 		HeadHash                       func(childComplexity int) int
 		HeadSequence                   func(childComplexity int) int
 		PurgedThrough                  func(childComplexity int) int
+		ResumeToken                    func(childComplexity int) int
 		Valid                          func(childComplexity int) int
 	}
 
@@ -330,7 +332,7 @@ type ComplexityRoot struct {
 		AuditStreams         func(childComplexity int, first *int, after *string) int
 		DataExport           func(childComplexity int, id string) int
 		DataExports          func(childComplexity int, projectID string, filter *model.DataExportFilter, first *int, after *string) int
-		VerifyAuditChain     func(childComplexity int, projectID string, fromSequence *uint64, toSequence *uint64) int
+		VerifyAuditChain     func(childComplexity int, projectID string, fromSequence *uint64, toSequence *uint64, resumeToken *string) int
 		WebhookDeliveries    func(childComplexity int, projectID string, filter *model.WebhookDeliveryFilter, first *int, after *string) int
 		WebhookDelivery      func(childComplexity int, id string) int
 		WebhookDestination   func(childComplexity int, id string) int
@@ -540,7 +542,7 @@ type MutationResolver interface {
 type QueryResolver interface {
 	AuditEvents(ctx context.Context, projectID string, filter *model.AuditEventFilter, first *int, after *string, order *model.AuditOrder) (*model.AuditEventConnection, error)
 	AuditEvent(ctx context.Context, projectID string, id string) (*domain.AuditEvent, error)
-	VerifyAuditChain(ctx context.Context, projectID string, fromSequence *uint64, toSequence *uint64) (*app.ChainVerification, error)
+	VerifyAuditChain(ctx context.Context, projectID string, fromSequence *uint64, toSequence *uint64, resumeToken *string) (*app.ChainVerification, error)
 	AuditCheckpoints(ctx context.Context, projectID string, first *int, after *string) (*model.AuditCheckpointConnection, error)
 	DataExport(ctx context.Context, id string) (*domain.DataExport, error)
 	DataExports(ctx context.Context, projectID string, filter *model.DataExportFilter, first *int, after *string) (*model.DataExportConnection, error)
@@ -605,6 +607,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.AuditChainVerification.CheckpointsChecked(childComplexity), true
+	case "AuditChainVerification.complete":
+		if e.ComplexityRoot.AuditChainVerification.Complete == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditChainVerification.Complete(childComplexity), true
 	case "AuditChainVerification.firstInvalidCheckpointSequence":
 		if e.ComplexityRoot.AuditChainVerification.FirstInvalidCheckpointSequence == nil {
 			break
@@ -635,6 +643,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.AuditChainVerification.PurgedThrough(childComplexity), true
+	case "AuditChainVerification.resumeToken":
+		if e.ComplexityRoot.AuditChainVerification.ResumeToken == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditChainVerification.ResumeToken(childComplexity), true
 	case "AuditChainVerification.valid":
 		if e.ComplexityRoot.AuditChainVerification.Valid == nil {
 			break
@@ -1887,7 +1901,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.VerifyAuditChain(childComplexity, args["projectId"].(string), args["fromSequence"].(*uint64), args["toSequence"].(*uint64)), true
+		return e.ComplexityRoot.Query.VerifyAuditChain(childComplexity, args["projectId"].(string), args["fromSequence"].(*uint64), args["toSequence"].(*uint64), args["resumeToken"].(*string)), true
 	case "Query.webhookDeliveries":
 		if e.ComplexityRoot.Query.WebhookDeliveries == nil {
 			break
@@ -2780,7 +2794,25 @@ type PageInfo {
 }
 
 type AuditChainVerification {
+  """
+  True when the whole range was recomputed (complete) and matched. False
+  with a null firstInvalidSequence and firstInvalidCheckpointSequence when
+  the call stopped at its budget (complete false): nothing is known yet of
+  the rest of the range.
+  """
   valid: Boolean!
+  """
+  False when the call stopped at its budget before the end of the range,
+  having found nothing wrong so far: continue with resumeToken.
+  """
+  complete: Boolean!
+  """
+  When complete is false: pass it as verifyAuditChain's resumeToken (with
+  the same projectId, without fromSequence and toSequence) to continue.
+  Opaque; null when complete.
+  """
+  resumeToken: String
+  "Events recomputed so far, across the calls of a resumed verification."
   checkedCount: Uint64!
   firstInvalidSequence: Uint64
   headSequence: Uint64!
@@ -3292,10 +3324,15 @@ type Query {
 
   """
   Recomputes the hash chain of the project's events in [fromSequence,
-  toSequence] (default: all, at most 1,000,000 events per call) and reports
-  the first event whose content no longer matches its chain.
+  toSequence] (default: the whole project, at any size) and reports the
+  first event whose content no longer matches its chain. One call
+  recomputes at most 1,000,000 events and starts reading for at most 10
+  seconds; when it stops before the end of the range it returns complete
+  false and a resumeToken: call again with the same projectId and only
+  resumeToken to continue where it stopped, chained on the hash recomputed
+  so far, until complete is true. See docs/audit-chain.md.
   """
-  verifyAuditChain(projectId: ID!, fromSequence: Uint64, toSequence: Uint64): AuditChainVerification!
+  verifyAuditChain(projectId: ID!, fromSequence: Uint64, toSequence: Uint64, resumeToken: String): AuditChainVerification!
 }
 
 type Mutation {
@@ -4023,6 +4060,10 @@ func (ec *executionContext) childFields_AuditChainVerification(ctx context.Conte
 	switch field.Name {
 	case "valid":
 		return ec.fieldContext_AuditChainVerification_valid(ctx, field)
+	case "complete":
+		return ec.fieldContext_AuditChainVerification_complete(ctx, field)
+	case "resumeToken":
+		return ec.fieldContext_AuditChainVerification_resumeToken(ctx, field)
 	case "checkedCount":
 		return ec.fieldContext_AuditChainVerification_checkedCount(ctx, field)
 	case "firstInvalidSequence":
@@ -5504,6 +5545,14 @@ func (ec *executionContext) field_Query_verifyAuditChain_args(ctx context.Contex
 		return nil, err
 	}
 	args["toSequence"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "resumeToken",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["resumeToken"] = arg3
 	return args, nil
 }
 
@@ -5793,6 +5842,52 @@ func (ec *executionContext) _AuditChainVerification_valid(ctx context.Context, f
 }
 func (ec *executionContext) fieldContext_AuditChainVerification_valid(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("AuditChainVerification", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _AuditChainVerification_complete(ctx context.Context, field graphql.CollectedField, obj *app.ChainVerification) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditChainVerification_complete(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Complete, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditChainVerification_complete(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditChainVerification", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _AuditChainVerification_resumeToken(ctx context.Context, field graphql.CollectedField, obj *app.ChainVerification) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditChainVerification_resumeToken(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ResumeToken, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AuditChainVerification_resumeToken(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditChainVerification", field, false, false, "String")
 }
 
 func (ec *executionContext) _AuditChainVerification_checkedCount(ctx context.Context, field graphql.CollectedField, obj *app.ChainVerification) (ret graphql.Marshaler) {
@@ -10645,7 +10740,7 @@ func (ec *executionContext) _Query_verifyAuditChain(ctx context.Context, field g
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().VerifyAuditChain(ctx, fc.Args["projectId"].(string), fc.Args["fromSequence"].(*uint64), fc.Args["toSequence"].(*uint64))
+			return ec.Resolvers.Query().VerifyAuditChain(ctx, fc.Args["projectId"].(string), fc.Args["fromSequence"].(*uint64), fc.Args["toSequence"].(*uint64), fc.Args["resumeToken"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *app.ChainVerification) graphql.Marshaler {
@@ -16887,6 +16982,16 @@ func (ec *executionContext) _AuditChainVerification(ctx context.Context, sel ast
 		case "valid":
 			out.Values[i] = ec._AuditChainVerification_valid(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "complete":
+			out.Values[i] = ec._AuditChainVerification_complete(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "resumeToken":
+			out.Values[i] = ec._AuditChainVerification_resumeToken(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "checkedCount":

@@ -67,7 +67,15 @@ func runIngestBatch(ctx context.Context, e *env, opts options) ([]result, error)
 		return nil, err
 	}
 	defer pool.Close()
+	// A later run in the same process (the scale scenario's) continues
+	// the baseline project after its last event.
 	var lastSeq atomic.Uint64
+	var have int64
+	if err := pool.QueryRow(ctx, `SELECT COALESCE(max(sequence), 0) FROM audit_events WHERE tenant_id = $1 AND project_id = $2`,
+		benchTenant, baseProject).Scan(&have); err != nil {
+		return nil, err
+	}
+	lastSeq.Store(uint64(have))
 	base := newSide("baseline", batchClients, func(ctx context.Context, _ *worker) (int, error) {
 		first := lastSeq.Add(batchSize) - batchSize + 1
 		rows := make([][]any, batchSize)

@@ -112,7 +112,7 @@ func fanoutRows(opts options) []fanoutRow {
 		}
 		rows = append(rows, r)
 	}
-	if !issue {
+	if !issue && !opts.fanoutOnlyListed {
 		rows = append(rows, fanoutRow{subscribers: issueSubscribers, rate: issueRate, p99Max: issueP99})
 	}
 	return rows

@@ -37,6 +37,11 @@
 //	                     as a child process holding 2,000 subscribers at
 //	                     200 events/s with webhooks and an export, checking
 //	                     delivery, order, memory and goroutines (soak.go)
+//	scale                (only when named) the hot paths as history grows:
+//	                     1M, 10M and 50M events (-scale-sizes), half in
+//	                     one project, half over 1,000 tenants × 5
+//	                     projects, 0.8 deliveries per event, each size
+//	                     measured as loaded and after an ANALYZE (scale.go)
 //
 // Our side is the real service: server.New over app.New(store.New(pool)),
 // served by net/http on a 127.0.0.1 socket with a bearer token, driven by
@@ -57,6 +62,7 @@
 //	               [-webhook-workers 100] [-webhook-max-in-flight N] [-webhook-deliveries 20000]
 //	               [-webhook-lag-duration 60s] [-webhook-no-vacuum] [-webhook-repeats 5]
 //	               [-webhook-rows fanout,lag200,lag20]
+//	               [-scale-sizes 1000000,10000000,50000000]
 //	               [-soak-bin bin/aether] [-soak-subscribers 2000] [-soak-rate 200]
 //	               [-soak-warm-up 1m] [-soak-duration 3m] [-soak-goroutine-slack 32]
 //	               [-soak-heap-profiles DIR]
@@ -102,6 +108,7 @@ var scenarios = []scenario{
 	{"verify", runVerify},
 	{"outbox", runOutbox},
 	{"soak", runSoak},
+	{"scale", runScale},
 }
 
 // noDatabase are the scenarios that need no database: when only they run,
@@ -109,7 +116,7 @@ var scenarios = []scenario{
 var noDatabase = []string{"verify"}
 
 // notByDefault are the scenarios that run only when -scenario names them.
-var notByDefault = []string{"soak"}
+var notByDefault = []string{"soak", "scale"}
 
 // options are the command-line flags.
 type options struct {
@@ -121,6 +128,11 @@ type options struct {
 	// fanoutSubscribers and fanoutRate shape live-fanout's rows.
 	fanoutSubscribers []int
 	fanoutRate        float64
+	// fanoutOnlyListed leaves out the 4,000-subscriber row (the
+	// scale scenario runs 1,000 only).
+	fanoutOnlyListed bool
+	// scaleSizes are the scale scenario's table sizes, in events.
+	scaleSizes []int
 	// webhookWorkers, webhookMaxInFlight, webhookDeliveries,
 	// webhookLagDuration and webhookNoVacuum shape webhook-delivery's rows.
 	webhookWorkers     int
@@ -261,6 +273,7 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&opts.webhookNoVacuum, "webhook-no-vacuum", false, "webhook-delivery: do not VACUUM (ANALYZE) its tables before each row")
 	fs.IntVar(&opts.webhookRepeats, "webhook-repeats", 5, "webhook-delivery: runs of each fan-out row, ours and the baseline in turn; the median of each side is reported")
 	rowsF := fs.String("webhook-rows", "fanout,lag200,lag20,down,ordered", "webhook-delivery: comma-separated rows to run: fanout (the fan-out rows and the CPU row), lag200, lag20 (the trickle rows), down (one destination down among 10), ordered (ordered fan-out 1)")
+	scaleF := fs.String("scale-sizes", "1000000,10000000,50000000", "scale: comma-separated table sizes in events, grown in this order (kept in the bench database for reruns)")
 	fs.StringVar(&opts.soakBin, "soak-bin", "bin/aether", "soak: the aether binary to run as the server")
 	fs.IntVar(&opts.soakSubscribers, "soak-subscribers", 2000, "soak: WebSocket subscribers held")
 	fs.Float64Var(&opts.soakRate, "soak-rate", 200, "soak: events recorded per second")
@@ -299,6 +312,16 @@ func parseFlags(args []string) (options, error) {
 			return opts, fmt.Errorf("-fanout-subscribers: %q is not a positive number", f)
 		}
 		opts.fanoutSubscribers = append(opts.fanoutSubscribers, n)
+	}
+	for f := range strings.SplitSeq(*scaleF, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 20_000 {
+			return opts, fmt.Errorf("-scale-sizes: %q is not a number of at least 20000", f)
+		}
+		opts.scaleSizes = append(opts.scaleSizes, n)
 	}
 	if !(opts.fanoutRate > 0 && opts.fanoutRate <= 10000) {
 		return opts, fmt.Errorf("-fanout-rate must be in (0, 10000]")

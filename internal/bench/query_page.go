@@ -106,7 +106,7 @@ func runQueryPage(ctx context.Context, e *env, opts options) ([]result, error) {
 			" filtered by recordedBySubject (every event matches, so pages stay full: the filter's index path)", []any{seedSubject},
 			pageTargets{0.5, 2}},
 	} {
-		r, err := queryPageRow(ctx, e, opts, pool, total, row.name, row.query, row.sql, row.what, row.args, row.targets)
+		r, err := queryPageRow(ctx, e, opts, pool, pageTarget{project: queryProject, total: total}, row.name, row.query, row.sql, row.what, row.args, row.targets)
 		if err != nil {
 			return nil, err
 		}
@@ -115,8 +115,20 @@ func runQueryPage(ctx context.Context, e *env, opts options) ([]result, error) {
 	return out, nil
 }
 
-// queryPageRow measures one row of runQueryPage.
-func queryPageRow(ctx context.Context, e *env, opts options, pool *pgxpool.Pool, total uint64, name, query, sql, what string, extra []any, targets pageTargets) (result, error) {
+// pageTarget is the project a query-page row reads, with its event count;
+// newest reads its newest page (no cursor) instead of random ones.
+type pageTarget struct {
+	project string
+	total   uint64
+	newest  bool
+}
+
+// queryPageRow measures one row of runQueryPage (and of the scale
+// scenario's pages): query and sql read a page after a random sequence
+// ($3), or, for a newest target, the newest page with no cursor (sql then
+// has no $3).
+func queryPageRow(ctx context.Context, e *env, opts options, pool *pgxpool.Pool, target pageTarget, name, query, sql, what string, extra []any, targets pageTargets) (result, error) {
+	total := target.total
 	// A random start leaves a full page after it.
 	randomAfter := func(w *worker) uint64 { return w.rng.Uint64N(total - pageSize + 1) }
 
@@ -125,22 +137,32 @@ func queryPageRow(ctx context.Context, e *env, opts options, pool *pgxpool.Pool,
 		return result{}, err
 	}
 	ours := newSide("ours", queryClients, func(ctx context.Context, w *worker) (int, error) {
-		cursor := app.EncodeCursor(domain.OldestFirst, randomAfter(w))
 		body := make([]byte, 0, len(prefix)+128)
 		body = append(body, `{"query":`...)
 		body = append(body, prefix...)
-		body = append(body, `,"variables":{"projectId":"`+queryProject+`","after":"`+cursor+`"}}`...)
+		if target.newest {
+			body = append(body, `,"variables":{"projectId":"`+target.project+`"}}`...)
+		} else {
+			cursor := app.EncodeCursor(domain.OldestFirst, randomAfter(w))
+			body = append(body, `,"variables":{"projectId":"`+target.project+`","after":"`+cursor+`"}}`...)
+		}
 		if _, err := e.graphQL(ctx, body, &w.buf); err != nil {
 			return 0, err
 		}
 		return 1, nil
 	})
-	if err := checkOursPage(ctx, e, prefix); err != nil {
-		return result{}, err
+	if !target.newest {
+		if err := checkOursPage(ctx, e, target.project, min(12345, total-pageSize), prefix); err != nil {
+			return result{}, err
+		}
 	}
 
 	base := newSide("baseline", queryClients, func(ctx context.Context, w *worker) (int, error) {
-		args := append([]any{benchTenant, queryProject, int64(randomAfter(w))}, extra...)
+		args := []any{benchTenant, target.project}
+		if !target.newest {
+			args = append(args, int64(randomAfter(w)))
+		}
+		args = append(args, extra...)
 		rows, err := pool.Query(ctx, sql, args...)
 		if err != nil {
 			return 0, err
@@ -261,10 +283,9 @@ type correlationRow struct {
 // checkOursPage reads one page through our server and checks it holds
 // pageSize consecutive events after the cursor, so that the measured
 // requests do real work.
-func checkOursPage(ctx context.Context, e *env, query []byte) error {
-	const after = 12345
+func checkOursPage(ctx context.Context, e *env, project string, after uint64, query []byte) error {
 	body := fmt.Sprintf(`{"query":%s,"variables":{"projectId":%q,"after":%q}}`,
-		query, queryProject, app.EncodeCursor(domain.OldestFirst, after))
+		query, project, app.EncodeCursor(domain.OldestFirst, after))
 	var buf bytes.Buffer
 	out, err := e.graphQL(ctx, []byte(body), &buf)
 	if err != nil {
@@ -285,7 +306,7 @@ func checkOursPage(ctx context.Context, e *env, query []byte) error {
 		return fmt.Errorf("decoding a page: %w", err)
 	}
 	edges := resp.Data.AuditEvents.Edges
-	if len(edges) != pageSize || edges[0].Node.Sequence != strconv.Itoa(after+1) {
+	if len(edges) != pageSize || edges[0].Node.Sequence != strconv.FormatUint(after+1, 10) {
 		return fmt.Errorf("page after %d: got %d events, want %d from sequence %d", after, len(edges), pageSize, after+1)
 	}
 	return nil
