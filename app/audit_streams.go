@@ -40,6 +40,10 @@ type AuditStreamStore interface {
 	// FailAuditStreamCursor records a failed delivery and releases the
 	// cursor until retryAt.
 	FailAuditStreamCursor(ctx context.Context, c domain.AuditStreamCursor, owner uuid.UUID, message string, now, retryAt time.Time) error
+	// StreamAuditEventsAfter calls fn for the first limit events of
+	// tenant/project after sequence after, through through, that pass f
+	// (nil: every event), in sequence order; fn borrows each event.
+	StreamAuditEventsAfter(ctx context.Context, tenantID, projectID string, after, through uint64, f *domain.AuditEventFilter, limit int, fn func(*domain.AuditEvent) error) error
 	// ReleaseAuditStreamCursor gives a leased cursor back.
 	ReleaseAuditStreamCursor(ctx context.Context, c domain.AuditStreamCursor, owner uuid.UUID) error
 }
