@@ -46,7 +46,7 @@ type Batch struct {
 	// FirstRecordedAt is the recordedAt of the first event.
 	FirstRecordedAt time.Time
 	// LastChainHash is the chain hash of the last event.
-	LastChainHash [32]byte
+	LastChainHash domain.Hash
 
 	format Format
 	body   []byte
@@ -71,7 +71,7 @@ func NewBatch(f Format, tenantID, projectID string) *Batch {
 	b := batchPool.Get().(*Batch)
 	b.TenantID, b.ProjectID, b.format = tenantID, projectID, f
 	b.Through, b.First, b.Last, b.Events = 0, 0, 0, 0
-	b.FirstRecordedAt, b.LastChainHash = time.Time{}, [32]byte{}
+	b.FirstRecordedAt, b.LastChainHash = time.Time{}, domain.Hash{}
 	b.body, b.lines = b.body[:0], b.lines[:0]
 	switch f {
 	case FormatGzipNDJSON:

@@ -127,7 +127,7 @@ func testBatch(t *testing.T, f Format, n int) (*Batch, []domain.AuditEvent) {
 		}
 		events = append(events, domain.AuditEvent{ID: uuid.New(), TenantID: "t,1", ProjectID: "p1", Sequence: uint64(i),
 			Action: "door.opened", OccurredAt: at, RecordedAt: at, Subject: domain.Subject{Type: domain.SubjectUser, ID: "u1"},
-			Resource: domain.Resource{Type: "door", ID: "d1"}, Outcome: outcome, Details: json.RawMessage(`{}`), ChainVersion: 2})
+			Resource: domain.Resource{Type: "door", ID: "d1"}, Outcome: outcome, Details: json.RawMessage(`{}`), ChainVersion: 2, ChainHash: [32]byte{byte(i), byte(i >> 8)}})
 		require.NoError(t, b.Append(&events[i-1]))
 	}
 	require.NoError(t, b.Finish())
