@@ -135,6 +135,9 @@ type AuditStreamView struct {
 	Projects []domain.AuditStreamHealth
 	// State is the stream's reported state.
 	State domain.AuditStreamState
+	// Breaker is the policy of its cursors' circuit breakers
+	// (domain.AuditStreamCursor.Circuit).
+	Breaker domain.WebhookBreakerPolicy
 }
 
 // canSeeStream reports whether id may see s: every project it covers
@@ -181,7 +184,7 @@ func (a *App) view(ctx context.Context, s domain.AuditStream) (AuditStreamView, 
 	if err != nil {
 		return AuditStreamView{}, err
 	}
-	return AuditStreamView{Stream: s, Projects: h, State: domain.AuditStreamStateOf(s.Paused, h)}, nil
+	return AuditStreamView{Stream: s, Projects: h, State: domain.AuditStreamStateOf(s.Paused, h), Breaker: a.webhooks.Breaker}, nil
 }
 
 // AuditStream returns one stream with its health. Needs streams:read;

@@ -270,7 +270,9 @@ func (w *streamWorker) read(ctx context.Context, c domain.AuditStreamCursor, fil
 	return nil
 }
 
-// fail records a failed delivery of c and schedules its retry.
+// fail records a failed delivery of c and schedules its retry: after the
+// stream's backoff, or once the failures in a row reach the breaker's
+// threshold, after the breaker's (domain.AuditStreamCursor.RetryAfterFailure).
 func (w *streamWorker) fail(ctx context.Context, c domain.AuditStreamCursor, err error) {
 	a := w.a
 	msg, wait := "internal error", time.Duration(0)
@@ -286,9 +288,14 @@ func (w *streamWorker) fail(ctx context.Context, c domain.AuditStreamCursor, err
 	}
 	wait = max(wait, streamBackoff(c.Failures+1, w.cfg.MaxBackoff))
 	now := a.now()
+	retryAt, opened := c.RetryAfterFailure(now, wait, a.webhooks.Breaker)
+	if opened {
+		a.logger.Warn("audit streams: circuit opened", "stream", c.StreamID, "project", c.ProjectID,
+			"failures", c.Failures+1, "until", retryAt)
+	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := a.store.FailAuditStreamCursor(fctx, c, w.owner, msg, now, now.Add(wait)); err != nil {
+	if err := a.store.FailAuditStreamCursor(fctx, c, w.owner, msg, now, retryAt); err != nil {
 		a.logger.Warn("audit streams: recording a failure", "stream", c.StreamID, "err", err)
 	}
 }
