@@ -130,7 +130,9 @@ func (r *streamReceiver) holdInFlight(t *testing.T) (release func()) {
 }
 
 // setDown implements chaosSink: the receiver answers 503 while down.
-func (r *streamReceiver) setDown(t *testing.T, down bool) { r.set(func(r *streamReceiver) { r.down = down }) }
+func (r *streamReceiver) setDown(t *testing.T, down bool) {
+	r.set(func(r *streamReceiver) { r.down = down })
+}
 
 // chaosSink is the receiving end of TestStreamComplete*: a sink a stream
 // delivers to, that the scenario can hold mid-batch and take down.

@@ -183,4 +183,3 @@ func AuditStreamStateOf(paused bool, projects []AuditStreamHealth) AuditStreamSt
 	}
 	return state
 }
-
