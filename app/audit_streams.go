@@ -40,6 +40,10 @@ type AuditStreamStore interface {
 	// FailAuditStreamCursor records a failed delivery and releases the
 	// cursor until retryAt.
 	FailAuditStreamCursor(ctx context.Context, c domain.AuditStreamCursor, owner uuid.UUID, message string, now, retryAt time.Time) error
+	// StreamAuditEventsAfter calls fn for the first limit events of
+	// tenant/project after sequence after, through through, that pass f
+	// (nil: every event), in sequence order; fn borrows each event.
+	StreamAuditEventsAfter(ctx context.Context, tenantID, projectID string, after, through uint64, f *domain.AuditEventFilter, limit int, fn func(*domain.AuditEvent) error) error
 	// ReleaseAuditStreamCursor gives a leased cursor back.
 	ReleaseAuditStreamCursor(ctx context.Context, c domain.AuditStreamCursor, owner uuid.UUID) error
 }
@@ -131,6 +135,9 @@ type AuditStreamView struct {
 	Projects []domain.AuditStreamHealth
 	// State is the stream's reported state.
 	State domain.AuditStreamState
+	// Breaker is the policy of its cursors' circuit breakers
+	// (domain.AuditStreamCursor.Circuit).
+	Breaker domain.WebhookBreakerPolicy
 }
 
 // canSeeStream reports whether id may see s: every project it covers
@@ -177,7 +184,7 @@ func (a *App) view(ctx context.Context, s domain.AuditStream) (AuditStreamView, 
 	if err != nil {
 		return AuditStreamView{}, err
 	}
-	return AuditStreamView{Stream: s, Projects: h, State: domain.AuditStreamStateOf(s.Paused, h)}, nil
+	return AuditStreamView{Stream: s, Projects: h, State: domain.AuditStreamStateOf(s.Paused, h), Breaker: a.webhooks.Breaker}, nil
 }
 
 // AuditStream returns one stream with its health. Needs streams:read;

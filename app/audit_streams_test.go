@@ -46,6 +46,8 @@ type streamReceiver struct {
 	// fail answers the next requests of a path with 503 while it returns
 	// true.
 	fail func(path string) bool
+	// failedAt holds when each request of a path that got a 503 arrived.
+	failedAt map[string][]time.Time
 }
 
 // streamRequest is one acknowledged batch.
@@ -57,11 +59,14 @@ type streamRequest struct {
 
 func newStreamReceiver(t *testing.T) *streamReceiver {
 	t.Helper()
-	rc := &streamReceiver{byPath: map[string][]streamRequest{}, fail: func(string) bool { return false }}
+	rc := &streamReceiver{byPath: map[string][]streamRequest{}, fail: func(string) bool { return false }, failedAt: map[string][]time.Time{}}
 	rc.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		rc.mu.Lock()
 		fail := rc.fail(r.URL.Path)
+		if fail {
+			rc.failedAt[r.URL.Path] = append(rc.failedAt[r.URL.Path], time.Now())
+		}
 		rc.mu.Unlock()
 		if fail {
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -121,6 +126,8 @@ type streamOpts struct {
 	streams app.StreamConfig
 	// allowHTTP lets sinks use http:// (the development relaxation).
 	allowHTTP bool
+	// breaker is the webhooks' (and streams') circuit breaker policy.
+	breaker domain.WebhookBreakerPolicy
 }
 
 func setupStreams(t *testing.T, o streamOpts) *streamBundle {
@@ -140,7 +147,7 @@ func setupStreams(t *testing.T, o streamOpts) *streamBundle {
 		cfg.MaxBackoff = 100 * time.Millisecond
 	}
 	a := app.New(store.New(pool), app.Config{Logger: slog.New(slog.DiscardHandler), Webhooks: app.WebhookConfig{
-		Box: box, Sender: sender, URLPolicy: webhook.URLPolicy{AllowPrefixes: loopback, AllowHTTP: o.allowHTTP},
+		Box: box, Sender: sender, URLPolicy: webhook.URLPolicy{AllowPrefixes: loopback, AllowHTTP: o.allowHTTP}, Breaker: o.breaker,
 	}, Streams: cfg})
 	b := &streamBundle{app: a, pool: pool, receiver: rc,
 		admin: app.Identity{Subject: "ops", TenantID: "t1", ProjectIDs: []string{"p1", "p2", "p3"}, Permissions: []app.Permission{
@@ -394,6 +401,58 @@ func TestAuditStreamFailingReceiverKeepsCursorThenCompletes(t *testing.T) {
 	require.Empty(t, v.Projects[0].LastError, "a success clears the error")
 	require.Equal(t, domain.AuditStreamRunning, v.State)
 	requireComplete(t, b.receiver.sequences("/down")["p1"], 1, b.head(t, "p1"))
+}
+
+// TestAuditStreamCircuitOpensThenOneProbeAfterAGrowingBackoffCloses: the
+// webhooks' breaker policy applies to each cursor: after Failures failed
+// deliveries in a row it opens (no request until the backoff passed), a
+// failed probe doubles the backoff (up to MaxBackoff), and a successful
+// one closes it.
+func TestAuditStreamCircuitOpensThenOneProbeAfterAGrowingBackoffCloses(t *testing.T) {
+	t.Parallel()
+	policy := domain.WebhookBreakerPolicy{Failures: 3, Backoff: time.Second, MaxBackoff: 2 * time.Second}
+	b := setupStreams(t, streamOpts{breaker: policy})
+	down := true
+	b.receiver.mu.Lock()
+	b.receiver.fail = func(string) bool { return down }
+	b.receiver.mu.Unlock()
+	failedAt := func() []time.Time {
+		b.receiver.mu.Lock()
+		defer b.receiver.mu.Unlock()
+		return append([]time.Time(nil), b.receiver.failedAt["/breaker"]...)
+	}
+	b.record(t, "p1", "door.opened", 10)
+	s := b.createHTTPS(t, "/breaker", app.CreateAuditStreamInput{ProjectIDs: []string{"p1"}})
+	id := s.Stream.Stream.ID.String()
+	b.run(t)
+	awaitFailures := func(n int) domain.AuditStreamHealth {
+		var v app.AuditStreamView
+		require.Eventually(t, func() bool {
+			var err error
+			v, err = b.app.AuditStream(context.Background(), b.admin, id)
+			require.NoError(t, err)
+			return v.Projects[0].Failures >= n
+		}, 30*time.Second, 10*time.Millisecond)
+		require.Equal(t, n, v.Projects[0].Failures)
+		return v.Projects[0]
+	}
+
+	third := awaitFailures(3)
+	require.Equal(t, domain.WebhookCircuitOpen, third.Circuit(time.Now(), policy))
+	require.GreaterOrEqual(t, third.RetryAt.Sub(*third.LastErrorAt), time.Second, "open for the breaker's backoff")
+	fourth := awaitFailures(4)
+	at := failedAt()
+	require.Len(t, at, 4, "no request while open, then one probe")
+	require.False(t, at[3].Before(*third.RetryAt), "the probe went out once the backoff passed")
+	require.GreaterOrEqual(t, fourth.RetryAt.Sub(*fourth.LastErrorAt), 2*time.Second, "a failed probe doubles the backoff")
+
+	b.receiver.mu.Lock()
+	down = false
+	b.receiver.mu.Unlock()
+	v := b.awaitCaughtUp(t, id, map[string]uint64{"p1": b.head(t, "p1")})
+	require.Zero(t, v.Projects[0].Failures)
+	require.Equal(t, domain.WebhookCircuitClosed, v.Projects[0].Circuit(time.Now(), v.Breaker), "the probe's success closes it")
+	require.Len(t, failedAt(), 4)
 }
 
 func TestAuditStreamAccess(t *testing.T) {

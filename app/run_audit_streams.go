@@ -160,54 +160,32 @@ func (w *streamWorker) work(ctx context.Context, c domain.AuditStreamCursor) {
 		w.fail(ctx, c, err)
 		return
 	}
-	filter := domain.AuditEventFilter{}
-	if s.Filter != nil {
-		filter = *s.Filter
-	}
 	limit := w.cfg.BatchEvents
 	if s.SinkType == domain.AuditStreamS3 {
 		limit = w.cfg.ObjectEvents
 	}
-	turnEnds := time.Now().Add(maxCursorTurn)
-	for ctx.Err() == nil && time.Now().Before(turnEnds) {
-		head, err := a.store.AuditHead(ctx, c.TenantID, c.ProjectID)
-		if err != nil {
-			w.fail(ctx, c, err)
-			return
+	// The next batch is read and encoded while the sink takes the
+	// current one: one batch ahead at most.
+	rctx, stopReading := context.WithCancel(ctx)
+	defer stopReading()
+	batches := make(chan *streamsink.Batch, 1)
+	var readErr error
+	go func() {
+		defer close(batches)
+		readErr = w.read(rctx, c, s.Filter, sink.Format(), limit, time.Now().Add(maxCursorTurn), batches)
+	}()
+	defer func() {
+		stopReading()
+		for b := range batches {
+			b.Release()
 		}
-		if head.Sequence <= c.Acked {
-			return
-		}
-		after := c.Acked
-		events, err := a.store.SearchAuditEvents(ctx, c.TenantID, c.ProjectID, filter,
-			domain.AuditEventPage{Order: domain.OldestFirst, After: &after, Limit: limit})
-		if err != nil {
-			w.fail(ctx, c, err)
-			return
-		}
-		// Fewer than a full batch: every event the filter keeps up to the
-		// head read above is here (sequences commit in order), so the
-		// cursor may pass the head even when the filter kept none.
-		through := head.Sequence
-		if n := len(events); n == limit || n > 0 && events[n-1].Sequence > through {
-			through = events[n-1].Sequence
-		}
-		if s.SinkType == domain.AuditStreamS3 && len(events) > 0 && len(events) < limit {
-			// A small object waits for more events, up to ObjectMaxAge
-			// after its first was recorded.
-			if due := events[0].RecordedAt.Add(w.cfg.ObjectMaxAge); a.now().Before(due) {
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(due.Sub(a.now())):
-				}
-				continue
-			}
-		}
-		batch := &domain.AuditStreamBatch{StreamID: s.ID, TenantID: c.TenantID, ProjectID: c.ProjectID, Through: through, Events: events}
+	}()
+	for b := range batches {
 		dctx, cancel := context.WithTimeout(ctx, w.cfg.Lease/2)
-		err = sink.Deliver(dctx, batch)
+		err := sink.Deliver(dctx, b)
 		cancel()
+		through := b.Through
+		b.Release()
 		if err != nil {
 			if ctx.Err() == nil {
 				w.fail(ctx, c, err)
@@ -223,9 +201,78 @@ func (w *streamWorker) work(ctx context.Context, c domain.AuditStreamCursor) {
 		}
 		c.Acked, c.Failures, c.LastError = through, 0, ""
 	}
+	if readErr != nil && ctx.Err() == nil {
+		w.fail(ctx, c, readErr)
+	}
 }
 
-// fail records a failed delivery of c and schedules its retry.
+// read reads the batches of c after its cursor, each of up to limit events
+// that the stream's filter (nil: none) keeps, encoded in format, and sends
+// them to out, until the project's head is reached, ctx ends or the turn
+// ends. Each batch's Through is where the cursor moves once it is
+// acknowledged: its last event after a full batch, else the head (or the
+// end of the range read), so that the cursor passes events the filter
+// left out. A smaller S3 object waits for more events, up to ObjectMaxAge
+// after its first was recorded.
+func (w *streamWorker) read(ctx context.Context, c domain.AuditStreamCursor, filter *domain.AuditEventFilter, format streamsink.Format, limit int, turnEnds time.Time, out chan<- *streamsink.Batch) error {
+	a := w.a
+	after, head := c.Acked, uint64(0)
+	for ctx.Err() == nil && time.Now().Before(turnEnds) {
+		if after >= head {
+			h, err := a.store.AuditHead(ctx, c.TenantID, c.ProjectID)
+			if err != nil {
+				return err
+			}
+			if head = h.Sequence; head <= after {
+				return nil
+			}
+		}
+		// Every event the filter keeps up to the head read above is
+		// committed (sequences commit in order), so a batch short of
+		// limit covers the whole range read.
+		bound := head
+		if filter == nil {
+			bound = min(head, after+uint64(limit))
+		}
+		b := streamsink.NewBatch(format, c.TenantID, c.ProjectID)
+		err := a.store.StreamAuditEventsAfter(ctx, c.TenantID, c.ProjectID, after, bound, filter, limit, b.Append)
+		if err == nil {
+			err = b.Finish()
+		}
+		if err != nil {
+			b.Release()
+			return err
+		}
+		b.Through = bound
+		if b.Events == limit {
+			b.Through = b.Last
+		}
+		if format == streamsink.FormatGzipNDJSON && b.Events > 0 && b.Events < limit {
+			if due := b.FirstRecordedAt.Add(w.cfg.ObjectMaxAge); a.now().Before(due) {
+				b.Release()
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(due.Sub(a.now())):
+				}
+				head = 0 // read the head again
+				continue
+			}
+		}
+		select {
+		case out <- b:
+		case <-ctx.Done():
+			b.Release()
+			return nil
+		}
+		after = b.Through
+	}
+	return nil
+}
+
+// fail records a failed delivery of c and schedules its retry: after the
+// stream's backoff, or once the failures in a row reach the breaker's
+// threshold, after the breaker's (domain.AuditStreamCursor.RetryAfterFailure).
 func (w *streamWorker) fail(ctx context.Context, c domain.AuditStreamCursor, err error) {
 	a := w.a
 	msg, wait := "internal error", time.Duration(0)
@@ -241,9 +288,14 @@ func (w *streamWorker) fail(ctx context.Context, c domain.AuditStreamCursor, err
 	}
 	wait = max(wait, streamBackoff(c.Failures+1, w.cfg.MaxBackoff))
 	now := a.now()
+	retryAt, opened := c.RetryAfterFailure(now, wait, a.webhooks.Breaker)
+	if opened {
+		a.logger.Warn("audit streams: circuit opened", "stream", c.StreamID, "project", c.ProjectID,
+			"failures", c.Failures+1, "until", retryAt)
+	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := a.store.FailAuditStreamCursor(fctx, c, w.owner, msg, now, now.Add(wait)); err != nil {
+	if err := a.store.FailAuditStreamCursor(fctx, c, w.owner, msg, now, retryAt); err != nil {
 		a.logger.Warn("audit streams: recording a failure", "stream", c.StreamID, "err", err)
 	}
 }

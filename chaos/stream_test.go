@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -96,13 +97,63 @@ func (r *streamReceiver) set(f func(r *streamReceiver)) {
 	f(r)
 }
 
-// contiguous returns, per project, the highest sequence up to which every
-// sequence arrived.
-func (r *streamReceiver) contiguous() map[string]uint64 {
+// arrivals implements chaosSink.
+func (r *streamReceiver) arrivals(t *testing.T) map[string][]uint64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := map[string]uint64{}
+	out := make(map[string][]uint64, len(r.seqs))
 	for p, seqs := range r.seqs {
+		out[p] = slices.Clone(seqs)
+	}
+	return out
+}
+
+// input implements chaosSink.
+func (r *streamReceiver) input() map[string]any { return map[string]any{"type": "HTTPS", "url": r.url} }
+
+// holdInFlight implements chaosSink: the next request that arrives is held
+// until release.
+func (r *streamReceiver) holdInFlight(t *testing.T) (release func()) {
+	t.Helper()
+	held := make(chan struct{}, 1)
+	rel := make(chan struct{})
+	r.set(func(r *streamReceiver) { r.hold, r.release = held, rel })
+	select {
+	case <-held:
+	case <-time.After(time.Minute):
+		t.Fatal("no request arrived to hold")
+	}
+	return func() {
+		r.set(func(r *streamReceiver) { r.hold, r.release = nil, nil })
+		close(rel)
+	}
+}
+
+// setDown implements chaosSink: the receiver answers 503 while down.
+func (r *streamReceiver) setDown(t *testing.T, down bool) {
+	r.set(func(r *streamReceiver) { r.down = down })
+}
+
+// chaosSink is the receiving end of TestStreamComplete*: a sink a stream
+// delivers to, that the scenario can hold mid-batch and take down.
+type chaosSink interface {
+	// input is the sink of createAuditStream.
+	input() map[string]any
+	// arrivals returns, per project, the sequences that arrived, in the
+	// order they arrived.
+	arrivals(t *testing.T) map[string][]uint64
+	// holdInFlight waits until a batch is on its way to the sink and holds
+	// it there until release is called.
+	holdInFlight(t *testing.T) (release func())
+	// setDown takes the sink down (every delivery fails) or up again.
+	setDown(t *testing.T, down bool)
+}
+
+// contiguous returns, per project, the highest sequence up to which every
+// sequence arrived.
+func contiguous(arrivals map[string][]uint64) map[string]uint64 {
+	out := map[string]uint64{}
+	for p, seqs := range arrivals {
 		var next uint64 = 1
 		for _, s := range seqs {
 			if s == next {
@@ -121,9 +172,16 @@ func (r *streamReceiver) contiguous() map[string]uint64 {
 // duplicate carries a sequence that already arrived.
 func TestStreamCompleteThroughKillOutageAndPostgresRestart(t *testing.T) {
 	t.Parallel()
+	streamChaos(t, newStreamReceiver(t), nil)
+}
+
+// streamChaos runs the scenario of TestStreamComplete* against rcv, with
+// env added to the processes' settings.
+func streamChaos(t *testing.T, rcv chaosSink, env []string) {
 	pg := privateCluster(t)
 	d := newDeployment(t, pg.cluster)
 	d.env = append(d.env, "AETHER_STREAM_LEASE=3s", "AETHER_STREAM_WORKERS=3", "AETHER_STREAM_MAX_BACKOFF=2s")
+	d.env = append(d.env, env...)
 	projects := []string{"p1", "p2", "p3"}
 	for i, p := range projects {
 		n := 33_333
@@ -142,35 +200,27 @@ func TestStreamCompleteThroughKillOutageAndPostgresRestart(t *testing.T) {
 	require.NoError(t, err)
 	token := strings.TrimSpace(string(out))
 
-	rcv := newStreamReceiver(t)
 	a := d.serve(t, "a")
 	var created struct {
 		CreateAuditStream struct{ Stream struct{ ID string } }
 	}
 	mustGraphQL(t, a, token, `mutation($in: CreateAuditStreamInput!) { createAuditStream(input: $in) { stream { id } } }`,
-		map[string]any{"in": map[string]any{"allProjects": true, "sink": map[string]any{"type": "HTTPS", "url": rcv.url}}}, &created)
+		map[string]any{"in": map[string]any{"allProjects": true, "sink": rcv.input()}}, &created)
 	streamID := created.CreateAuditStream.Stream.ID
 
 	// Mid-backfill, a request arrives and is held: kill the process then.
 	await(t, 2*time.Minute, "the backfill is under way", func() bool {
 		total := uint64(0)
-		for _, n := range rcv.contiguous() {
+		for _, n := range contiguous(rcv.arrivals(t)) {
 			total += n
 		}
 		return total >= 20_000
 	})
-	held := make(chan struct{}, 1)
-	release := make(chan struct{})
-	rcv.set(func(r *streamReceiver) { r.hold, r.release = held, release })
-	select {
-	case <-held:
-	case <-time.After(time.Minute):
-		t.Fatal("no request arrived to hold")
-	}
+	release := rcv.holdInFlight(t)
 	a.kill(t)
-	close(release)
+	release()
 	// The receiver is down while another process takes over.
-	rcv.set(func(r *streamReceiver) { r.hold, r.release, r.down = nil, nil, true })
+	rcv.setDown(t, true)
 	b := d.serve(t, "b")
 	for _, p := range projects {
 		recordIn(t, b, token, p, 500)
@@ -200,7 +250,7 @@ func TestStreamCompleteThroughKillOutageAndPostgresRestart(t *testing.T) {
 	for _, p := range projects {
 		recordIn(t, b, token, p, 500)
 	}
-	rcv.set(func(r *streamReceiver) { r.down = false })
+	rcv.setDown(t, false)
 
 	heads := map[string]uint64{}
 	for _, p := range projects {
@@ -215,7 +265,7 @@ func TestStreamCompleteThroughKillOutageAndPostgresRestart(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, total, uint64(100_000))
 	await(t, 3*time.Minute, "every project's events arrive", func() bool {
-		got := rcv.contiguous()
+		got := contiguous(rcv.arrivals(t))
 		for p, h := range heads {
 			if got[p] < h {
 				return false
@@ -224,12 +274,11 @@ func TestStreamCompleteThroughKillOutageAndPostgresRestart(t *testing.T) {
 		return true
 	})
 
-	rcv.mu.Lock()
-	defer rcv.mu.Unlock()
+	arrived := rcv.arrivals(t)
 	duplicates := 0
 	for p, head := range heads {
 		var next uint64 = 1
-		for i, s := range rcv.seqs[p] {
+		for i, s := range arrived[p] {
 			if s < next {
 				duplicates++
 				continue

@@ -183,16 +183,3 @@ func AuditStreamStateOf(paused bool, projects []AuditStreamHealth) AuditStreamSt
 	}
 	return state
 }
-
-// AuditStreamBatch is one delivery of a stream: consecutive-by-cursor
-// events of one project, those the filter keeps, covering the sequences
-// after From-1 through To (the cursor moves to To when the sink
-// acknowledges it, even when the filter kept none).
-type AuditStreamBatch struct {
-	StreamID  uuid.UUID
-	TenantID  string
-	ProjectID string
-	// Through is the sequence the cursor moves to on acknowledgement.
-	Through uint64
-	Events  []AuditEvent
-}

@@ -25,6 +25,10 @@ func auditStreamModel(v app.AuditStreamView, now time.Time) *model.AuditStream {
 		if h.LastError != "" {
 			p.LastError = &h.LastError
 		}
+		p.Circuit = h.Circuit(now, v.Breaker)
+		if p.Circuit == domain.WebhookCircuitOpen {
+			p.CircuitOpenUntil = h.RetryAt
+		}
 		out.Projects[i] = p
 	}
 	return out

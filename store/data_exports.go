@@ -296,6 +296,24 @@ func (q *queries) StreamAuditEventsBySequence(ctx context.Context, tenantID, pro
 	return q.streamAuditEvents(ctx, fn, query, args...)
 }
 
+// StreamAuditEventsAfter calls fn for the first limit events of
+// tenant/project with sequence in (after, through] that pass f (nil: every
+// event), in sequence order, streaming as StreamAuditEventsByTime does (fn
+// borrows the row's buffer): a batch of an audit stream.
+func (q *queries) StreamAuditEventsAfter(ctx context.Context, tenantID, projectID string, after, through uint64, f *domain.AuditEventFilter, limit int, fn func(*domain.AuditEvent) error) error {
+	if f == nil {
+		// Sequences are dense: the first limit events are those up to
+		// after+limit.
+		return q.streamAuditEvents(ctx, fn, dbsqlc.ScanAuditEvents, tenantID, projectID,
+			clampInt64(after+1), clampInt64(min(through, after+uint64(limit))))
+	}
+	fq := filteredStream(tenantID, projectID, *f)
+	fq.and("sequence > $?", clampInt64(after))
+	fq.and("sequence <= $?", clampInt64(through))
+	query, args := fq.page("sequence", limit)
+	return q.streamAuditEvents(ctx, fn, query, args...)
+}
+
 // filteredStream starts the query of a filtered export's stream: whole
 // events (auditEventColumns, which the raw decoder reads) of tenant/project
 // that pass f, through the search's conditions (andAuditEventFilter). The

@@ -114,19 +114,24 @@ func readDatadogLogs(body []byte) ([]map[string]any, error) {
 	return logs, nil
 }
 
-func testBatch(n int) *domain.AuditStreamBatch {
-	b := &domain.AuditStreamBatch{StreamID: uuid.New(), TenantID: "t,1", ProjectID: "p1", Through: uint64(n)}
+// testBatch returns a finished batch of n events in format f, and its
+// events.
+func testBatch(t *testing.T, f Format, n int) (*Batch, []domain.AuditEvent) {
+	b := NewBatch(f, "t,1", "p1")
 	at := time.Date(2026, 12, 2, 1, 2, 3, 456_000_000, time.UTC)
+	var events []domain.AuditEvent
 	for i := 1; i <= n; i++ {
 		outcome := domain.OutcomeSuccess
 		if i%2 == 0 {
 			outcome = domain.OutcomeDenied
 		}
-		b.Events = append(b.Events, domain.AuditEvent{ID: uuid.New(), TenantID: "t,1", ProjectID: "p1", Sequence: uint64(i),
+		events = append(events, domain.AuditEvent{ID: uuid.New(), TenantID: "t,1", ProjectID: "p1", Sequence: uint64(i),
 			Action: "door.opened", OccurredAt: at, RecordedAt: at, Subject: domain.Subject{Type: domain.SubjectUser, ID: "u1"},
-			Resource: domain.Resource{Type: "door", ID: "d1"}, Outcome: outcome, Details: json.RawMessage(`{}`), ChainVersion: 2})
+			Resource: domain.Resource{Type: "door", ID: "d1"}, Outcome: outcome, Details: json.RawMessage(`{}`), ChainVersion: 2, ChainHash: [32]byte{byte(i), byte(i >> 8)}})
+		require.NoError(t, b.Append(&events[i-1]))
 	}
-	return b
+	require.NoError(t, b.Finish())
+	return b, events
 }
 
 func TestReadersAcceptThePublishedExamples(t *testing.T) {
@@ -153,10 +158,8 @@ func TestReadersAcceptThePublishedExamples(t *testing.T) {
 }
 
 func TestSplunkBodyIsHECEventFormat(t *testing.T) {
-	b := testBatch(3)
-	body, err := SplunkBody(b)
-	require.NoError(t, err)
-	events, err := readHEC(body)
+	b, evs := testBatch(t, FormatSplunkHEC, 3)
+	events, err := readHEC(b.Body())
 	require.NoError(t, err)
 	require.Len(t, events, 3)
 	for i, ev := range events {
@@ -167,16 +170,14 @@ func TestSplunkBodyIsHECEventFormat(t *testing.T) {
 		require.Equal(t, fmt.Sprint(i+1), inner["sequence"], "the API's event shape, sequence as a decimal string")
 		require.Equal(t, "p1", inner["projectId"])
 		require.Equal(t, map[string]any{"tenantId": "t,1", "projectId": "p1", "sequence": fmt.Sprint(i + 1),
-			"action": "door.opened", "outcome": string(b.Events[i].Outcome)}, ev["fields"])
+			"action": "door.opened", "outcome": string(evs[i].Outcome)}, ev["fields"])
 	}
 	require.Equal(t, "-1.500", formatEpochMillis(-1500))
 }
 
 func TestDatadogBodyIsLogsIntakeFormat(t *testing.T) {
-	b := testBatch(MaxBatchEvents)
-	body, err := DatadogBody(b)
-	require.NoError(t, err)
-	logs, err := readDatadogLogs(body)
+	b, evs := testBatch(t, FormatDatadogLogs, MaxBatchEvents)
+	logs, err := readDatadogLogs(b.Body())
 	require.NoError(t, err)
 	require.Len(t, logs, MaxBatchEvents)
 	example, err := os.ReadFile("testdata/datadog_logs_example.json")
@@ -191,11 +192,11 @@ func TestDatadogBodyIsLogsIntakeFormat(t *testing.T) {
 		}
 		require.Equal(t, DatadogSource, l["ddsource"])
 		require.Equal(t, DatadogService, l["service"])
-		require.Equal(t, "tenant_id:t_1,project_id:p1,action:door.opened,outcome:"+string(b.Events[i].Outcome), l["ddtags"],
+		require.Equal(t, "tenant_id:t_1,project_id:p1,action:door.opened,outcome:"+string(evs[i].Outcome), l["ddtags"],
 			"a comma in a value would split the tag list")
-		require.Equal(t, map[bool]string{true: "info", false: "warn"}[b.Events[i].Outcome == domain.OutcomeSuccess], l["status"])
-		require.Equal(t, float64(b.Events[i].OccurredAt.UnixMilli()), l["timestamp"])
-		require.True(t, strings.HasPrefix(l["message"].(string), "door.opened "+string(b.Events[i].Outcome)+" by USER:u1 on door:d1"))
+		require.Equal(t, map[bool]string{true: "info", false: "warn"}[evs[i].Outcome == domain.OutcomeSuccess], l["status"])
+		require.Equal(t, float64(evs[i].OccurredAt.UnixMilli()), l["timestamp"])
+		require.True(t, strings.HasPrefix(l["message"].(string), "door.opened "+string(evs[i].Outcome)+" by USER:u1 on door:d1"))
 		require.Equal(t, fmt.Sprint(i+1), l["aether"].(map[string]any)["sequence"])
 	}
 }

@@ -2,12 +2,9 @@ package streamsink
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"strconv"
 
-	"github.com/aetheriot/aether-audit/domain"
-	"github.com/aetheriot/aether-audit/eventjson"
 	"github.com/aetheriot/aether-audit/webhook"
 )
 
@@ -42,20 +39,19 @@ type HTTPS struct {
 	Keys [][]byte
 }
 
+// Format implements Sink.
+func (h *HTTPS) Format() Format { return FormatNDJSON }
+
 // Deliver implements Sink.
-func (h *HTTPS) Deliver(ctx context.Context, b *domain.AuditStreamBatch) error {
-	if len(b.Events) == 0 {
+func (h *HTTPS) Deliver(ctx context.Context, b *Batch) error {
+	if b.Events == 0 {
 		return nil
 	}
-	body, err := NDJSON(b)
-	if err != nil {
-		return err
-	}
-	first, last := b.Events[0].Sequence, b.Events[len(b.Events)-1].Sequence
+	first, last := b.First, b.Last
 	req := webhook.Request{
 		URL:         h.URL,
-		ID:          fmt.Sprintf("%s:%d-%d:%s", h.StreamID, first, last, b.ProjectID),
-		Body:        body,
+		ID:          b.id(h.StreamID),
+		Body:        b.Body(),
 		Keys:        h.Keys,
 		ContentType: NDJSONContentType,
 		Header: http.Header{
@@ -68,20 +64,6 @@ func (h *HTTPS) Deliver(ctx context.Context, b *domain.AuditStreamBatch) error {
 
 // Close implements Sink.
 func (h *HTTPS) Close() error { return nil }
-
-// NDJSON is the body of an HTTPS request: each event of b in the API's
-// shape (with projectId and sequence) followed by a newline.
-func NDJSON(b *domain.AuditStreamBatch) ([]byte, error) {
-	var out []byte
-	for i := range b.Events {
-		var err error
-		if out, err = eventjson.Append(out, &b.Events[i]); err != nil {
-			return nil, fmt.Errorf("encoding event %d: %w", b.Events[i].Sequence, err)
-		}
-		out = append(out, '\n')
-	}
-	return out, nil
-}
 
 // send makes one request and turns anything but a 2xx into a
 // *DeliveryError.

@@ -16,7 +16,6 @@ import (
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
 
-	"github.com/aetheriot/aether-audit/domain"
 	"github.com/aetheriot/aether-audit/export"
 )
 
@@ -82,49 +81,41 @@ func ManifestKey(tenantID, projectID string) string {
 	return ObjectPrefix(tenantID, projectID) + "manifest.json"
 }
 
+// Format implements Sink.
+func (s *S3) Format() Format { return FormatGzipNDJSON }
+
 // Deliver implements Sink.
-func (s *S3) Deliver(ctx context.Context, b *domain.AuditStreamBatch) error {
-	if len(b.Events) == 0 {
+func (s *S3) Deliver(ctx context.Context, b *Batch) error {
+	if b.Events == 0 {
 		return nil
 	}
-	lines, err := NDJSON(b)
-	if err != nil {
-		return err
-	}
-	var gz bytes.Buffer
-	zw := gzip.NewWriter(&gz)
-	if _, err := zw.Write(lines); err != nil {
-		return err
-	}
-	if err := zw.Close(); err != nil {
-		return err
-	}
-	sum := sha256.Sum256(gz.Bytes())
+	data := b.Body()
+	sum := sha256.Sum256(data)
 	digest := hex.EncodeToString(sum[:])
-	first, lastEvent := b.Events[0].Sequence, &b.Events[len(b.Events)-1]
-	key := ObjectKey(b.TenantID, b.ProjectID, first, lastEvent.Sequence)
+	key := ObjectKey(b.TenantID, b.ProjectID, b.First, b.Last)
 	meta := map[string]string{
-		MetaSHA256: digest, MetaChainHash: hex.EncodeToString(lastEvent.ChainHash[:]),
-		MetaFirstSequence: strconv.FormatUint(first, 10), MetaLastSequence: strconv.FormatUint(lastEvent.Sequence, 10),
-		MetaEvents: strconv.Itoa(len(b.Events)), MetaStreamID: s.StreamID,
+		MetaSHA256: digest, MetaChainHash: hex.EncodeToString(b.LastChainHash[:]),
+		MetaFirstSequence: strconv.FormatUint(b.First, 10), MetaLastSequence: strconv.FormatUint(b.Last, 10),
+		MetaEvents: strconv.Itoa(b.Events), MetaStreamID: s.StreamID,
 	}
-	if err := s.writeOnce(ctx, key, gz.Bytes(), meta); err != nil {
+	if err := s.writeOnce(ctx, key, data, meta); err != nil {
 		return err
 	}
 	m, _ := json.Marshal(Manifest{
-		StreamID: s.StreamID, TenantID: b.TenantID, ProjectID: b.ProjectID, LastSequence: lastEvent.Sequence,
+		StreamID: s.StreamID, TenantID: b.TenantID, ProjectID: b.ProjectID, LastSequence: b.Last,
 		LastObject: key, LastDigest: "sha256:" + digest, LastChainHash: meta[MetaChainHash], UpdatedAt: time.Now().UTC(),
 	})
-	if err := s.Bucket.WriteAll(ctx, ManifestKey(b.TenantID, b.ProjectID), m, &blob.WriterOptions{ContentType: "application/json"}); err != nil {
+	if err := s.Bucket.Upload(ctx, ManifestKey(b.TenantID, b.ProjectID), bytes.NewReader(m), &blob.WriterOptions{ContentType: "application/json"}); err != nil {
 		return &DeliveryError{Message: "writing the manifest: " + storageMessage(err)}
 	}
 	return nil
 }
 
 // writeOnce stores data under key unless an object is there already; one
-// with the same digest counts as written.
+// with the same digest counts as written. The bytes go to the bucket as
+// they are (Upload: no MD5 of them, which S3 no longer checks).
 func (s *S3) writeOnce(ctx context.Context, key string, data []byte, meta map[string]string) error {
-	err := s.Bucket.WriteAll(ctx, key, data, &blob.WriterOptions{ContentType: ObjectContentType, Metadata: meta, IfNotExist: true})
+	err := s.Bucket.Upload(ctx, key, bytes.NewReader(data), &blob.WriterOptions{ContentType: ObjectContentType, Metadata: meta, IfNotExist: true})
 	if err == nil {
 		return nil
 	}

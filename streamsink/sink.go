@@ -10,17 +10,19 @@ package streamsink
 import (
 	"context"
 	"time"
-
-	"github.com/aetheriot/aether-audit/domain"
 )
 
 // Sink delivers batches of one stream.
 type Sink interface {
-	// Deliver sends b and returns nil once the sink acknowledged all of
-	// it, else an error (a *DeliveryError when the sink said why or when
-	// to retry). A batch may be delivered again after an error or a crash:
-	// every event carries its sequence, so the receiver drops what it has.
-	Deliver(ctx context.Context, b *domain.AuditStreamBatch) error
+	// Format is the encoding of the sink's batches (NewBatch).
+	Format() Format
+	// Deliver sends b, a finished batch in the sink's format, and returns
+	// nil once the sink acknowledged all of it, else an error (a
+	// *DeliveryError when the sink said why or when to retry). A batch may
+	// be delivered again after an error or a crash: every event carries
+	// its sequence, so the receiver drops what it has. An empty batch is
+	// acknowledged at once.
+	Deliver(ctx context.Context, b *Batch) error
 	// Close releases the sink's resources.
 	Close() error
 }

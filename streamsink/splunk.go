@@ -22,7 +22,7 @@ const (
 // Collector's event endpoint (https://host:8088/services/collector/event,
 // or a proxy), with the collector's token in "Authorization: Splunk
 // <token>". The body is one HEC event object per audit event, one after
-// the other as in Splunk's batching example; SplunkBody gives the mapping.
+// the other as in Splunk's batching example; appendSplunkEvent gives the mapping.
 // A 2xx acknowledges the batch.
 type SplunkHEC struct {
 	Sender   Sender
@@ -31,17 +31,16 @@ type SplunkHEC struct {
 	Token    string
 }
 
+// Format implements Sink.
+func (s *SplunkHEC) Format() Format { return FormatSplunkHEC }
+
 // Deliver implements Sink.
-func (s *SplunkHEC) Deliver(ctx context.Context, b *domain.AuditStreamBatch) error {
-	if len(b.Events) == 0 {
+func (s *SplunkHEC) Deliver(ctx context.Context, b *Batch) error {
+	if b.Events == 0 {
 		return nil
 	}
-	body, err := SplunkBody(b)
-	if err != nil {
-		return err
-	}
 	return send(ctx, s.Sender, webhook.Request{
-		URL: s.URL, ID: batchID(s.StreamID, b), Body: body, Unsigned: true,
+		URL: s.URL, ID: b.id(s.StreamID), Body: b.Body(), Unsigned: true,
 		Header: http.Header{"Authorization": {"Splunk " + s.Token}},
 	})
 }
@@ -49,7 +48,8 @@ func (s *SplunkHEC) Deliver(ctx context.Context, b *domain.AuditStreamBatch) err
 // Close implements Sink.
 func (s *SplunkHEC) Close() error { return nil }
 
-// SplunkBody maps each event of b to one HEC event object:
+// appendSplunkEvent appends the HEC event object of e (a batch's body is
+// these objects one after the other, with no separator):
 //
 //	time        occurredAt, epoch seconds with milliseconds (1700000000.123)
 //	source      "aether-audit"
@@ -57,32 +57,24 @@ func (s *SplunkHEC) Close() error { return nil }
 //	event       the event in the API's shape (the NDJSON line of HTTPS)
 //	fields      indexed fields, strings: tenantId, projectId, sequence,
 //	            action, outcome
-//
-// and writes the objects one after the other with no separator.
-func SplunkBody(b *domain.AuditStreamBatch) ([]byte, error) {
-	var out []byte
-	for i := range b.Events {
-		e := &b.Events[i]
-		ms := e.OccurredAt.UnixMilli()
-		out = append(out, `{"time":`...)
-		out = append(out, formatEpochMillis(ms)...)
-		out = append(out, `,"source":"`+SplunkSource+`","sourcetype":"`+SplunkSourcetype+`","event":`...)
-		var err error
-		if out, err = eventjson.Append(out, e); err != nil {
-			return nil, fmt.Errorf("encoding event %d: %w", e.Sequence, err)
-		}
-		fields, err := json.Marshal(map[string]string{
-			"tenantId": e.TenantID, "projectId": e.ProjectID, "sequence": strconv.FormatUint(e.Sequence, 10),
-			"action": e.Action, "outcome": string(e.Outcome),
-		})
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, `,"fields":`...)
-		out = append(out, fields...)
-		out = append(out, '}')
+func appendSplunkEvent(out []byte, e *domain.AuditEvent) ([]byte, error) {
+	out = append(out, `{"time":`...)
+	out = append(out, formatEpochMillis(e.OccurredAt.UnixMilli())...)
+	out = append(out, `,"source":"`+SplunkSource+`","sourcetype":"`+SplunkSourcetype+`","event":`...)
+	out, err := eventjson.Append(out, e)
+	if err != nil {
+		return out, fmt.Errorf("encoding event %d: %w", e.Sequence, err)
 	}
-	return out, nil
+	fields, err := json.Marshal(map[string]string{
+		"tenantId": e.TenantID, "projectId": e.ProjectID, "sequence": strconv.FormatUint(e.Sequence, 10),
+		"action": e.Action, "outcome": string(e.Outcome),
+	})
+	if err != nil {
+		return out, err
+	}
+	out = append(out, `,"fields":`...)
+	out = append(out, fields...)
+	return append(out, '}'), nil
 }
 
 // formatEpochMillis writes ms milliseconds since the epoch as seconds with
@@ -93,10 +85,4 @@ func formatEpochMillis(ms int64) string {
 		sign, ms = "-", -ms
 	}
 	return fmt.Sprintf("%s%d.%03d", sign, ms/1000, ms%1000)
-}
-
-// batchID is the stable id of a batch's requests (sent as webhook-id
-// where the request is signed).
-func batchID(streamID string, b *domain.AuditStreamBatch) string {
-	return fmt.Sprintf("%s:%d-%d:%s", streamID, b.Events[0].Sequence, b.Events[len(b.Events)-1].Sequence, b.ProjectID)
 }

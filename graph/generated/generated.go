@@ -175,15 +175,17 @@ type ComplexityRoot struct {
 	}
 
 	AuditStreamProject struct {
-		Cursor         func(childComplexity int) int
-		Head           func(childComplexity int) int
-		LagEvents      func(childComplexity int) int
-		LagSeconds     func(childComplexity int) int
-		LastDeliveryAt func(childComplexity int) int
-		LastError      func(childComplexity int) int
-		LastErrorAt    func(childComplexity int) int
-		ProjectID      func(childComplexity int) int
-		State          func(childComplexity int) int
+		Circuit          func(childComplexity int) int
+		CircuitOpenUntil func(childComplexity int) int
+		Cursor           func(childComplexity int) int
+		Head             func(childComplexity int) int
+		LagEvents        func(childComplexity int) int
+		LagSeconds       func(childComplexity int) int
+		LastDeliveryAt   func(childComplexity int) int
+		LastError        func(childComplexity int) int
+		LastErrorAt      func(childComplexity int) int
+		ProjectID        func(childComplexity int) int
+		State            func(childComplexity int) int
 	}
 
 	AuditSubject struct {
@@ -1067,6 +1069,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.AuditStreamPayload.Stream(childComplexity), true
 
+	case "AuditStreamProject.circuit":
+		if e.ComplexityRoot.AuditStreamProject.Circuit == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditStreamProject.Circuit(childComplexity), true
+	case "AuditStreamProject.circuitOpenUntil":
+		if e.ComplexityRoot.AuditStreamProject.CircuitOpenUntil == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditStreamProject.CircuitOpenUntil(childComplexity), true
 	case "AuditStreamProject.cursor":
 		if e.ComplexityRoot.AuditStreamProject.Cursor == nil {
 			break
@@ -3524,6 +3538,10 @@ type AuditStreamProject {
   lastError: String
   lastErrorAt: Time
   state: AuditStreamState!
+  "The project's circuit breaker (the webhooks' policy, --webhook-breaker-*): OPEN after that many failed deliveries in a row, no request until circuitOpenUntil, then one probe (HALF_OPEN); a success closes it."
+  circuit: WebhookCircuitState!
+  "While OPEN: when the next probe may go out."
+  circuitOpenUntil: Time
 }
 
 type AuditStreamConnection {
@@ -4324,6 +4342,10 @@ func (ec *executionContext) childFields_AuditStreamProject(ctx context.Context, 
 		return ec.fieldContext_AuditStreamProject_lastErrorAt(ctx, field)
 	case "state":
 		return ec.fieldContext_AuditStreamProject_state(ctx, field)
+	case "circuit":
+		return ec.fieldContext_AuditStreamProject_circuit(ctx, field)
+	case "circuitOpenUntil":
+		return ec.fieldContext_AuditStreamProject_circuitOpenUntil(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type AuditStreamProject", field.Name)
 }
@@ -7936,6 +7958,52 @@ func (ec *executionContext) _AuditStreamProject_state(ctx context.Context, field
 }
 func (ec *executionContext) fieldContext_AuditStreamProject_state(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("AuditStreamProject", field, false, false, "AuditStreamState")
+}
+
+func (ec *executionContext) _AuditStreamProject_circuit(ctx context.Context, field graphql.CollectedField, obj *model.AuditStreamProject) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditStreamProject_circuit(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Circuit, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.WebhookCircuitState) graphql.Marshaler {
+			return ec.marshalNWebhookCircuitState2githubᚗcomᚋaetheriotᚋaetherᚑauditᚋdomainᚐWebhookCircuitState(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditStreamProject_circuit(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditStreamProject", field, false, false, "WebhookCircuitState")
+}
+
+func (ec *executionContext) _AuditStreamProject_circuitOpenUntil(ctx context.Context, field graphql.CollectedField, obj *model.AuditStreamProject) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditStreamProject_circuitOpenUntil(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CircuitOpenUntil, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AuditStreamProject_circuitOpenUntil(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditStreamProject", field, false, false, "Time")
 }
 
 func (ec *executionContext) _AuditSubject_type(ctx context.Context, field graphql.CollectedField, obj *domain.Subject) (ret graphql.Marshaler) {
@@ -17852,6 +17920,16 @@ func (ec *executionContext) _AuditStreamProject(ctx context.Context, sel ast.Sel
 		case "state":
 			out.Values[i] = ec._AuditStreamProject_state(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "circuit":
+			out.Values[i] = ec._AuditStreamProject_circuit(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "circuitOpenUntil":
+			out.Values[i] = ec._AuditStreamProject_circuitOpenUntil(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:

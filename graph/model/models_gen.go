@@ -165,6 +165,10 @@ type AuditStreamProject struct {
 	LastError   *string          `json:"lastError,omitempty"`
 	LastErrorAt *time.Time       `json:"lastErrorAt,omitempty"`
 	State       AuditStreamState `json:"state"`
+	// The project's circuit breaker (the webhooks' policy, --webhook-breaker-*): OPEN after that many failed deliveries in a row, no request until circuitOpenUntil, then one probe (HALF_OPEN); a success closes it.
+	Circuit domain.WebhookCircuitState `json:"circuit"`
+	// While OPEN: when the next probe may go out.
+	CircuitOpenUntil *time.Time `json:"circuitOpenUntil,omitempty"`
 }
 
 type AuditStreamSinkInput struct {

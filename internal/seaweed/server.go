@@ -197,6 +197,13 @@ func (s *Server) Stop() {
 	})
 }
 
+// Pause stops the server's processes (SIGSTOP) without ending them: S3
+// accepts connections but answers nothing, as a hung server, until Resume.
+func (s *Server) Pause() error { return syscall.Kill(-s.cmd.Process.Pid, syscall.SIGSTOP) }
+
+// Resume continues a paused server (SIGCONT).
+func (s *Server) Resume() error { return syscall.Kill(-s.cmd.Process.Pid, syscall.SIGCONT) }
+
 // Log returns the server's log, for a failing test's output.
 func (s *Server) Log() string {
 	b, _ := os.ReadFile(s.logPath)
