@@ -478,26 +478,20 @@ func (a *App) orderedRound(ctx context.Context, slots *destinationSlots, sub *do
 		return true, nil
 	}
 	results, unsent := make([]webhook.Result, len(sent)), make([]bool, len(sent))
-	// Outcomes are recorded every orderedRecordEvery successes (and at the
-	// round's end), so that a crash resends at most that many deliveries
-	// the receiver already answered.
+	// Outcomes are recorded by a goroutine of their own while the next
+	// requests go out, every orderedRecordEvery successes (and at the
+	// round's end), so that a crash resends at most a few parts of them
+	// that the receiver already answered.
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
-	recorded := 0
-	record := func(upTo int) error {
-		if upTo <= recorded {
-			return nil
-		}
-		err := a.finishWebhookAttempts(fctx, sc.Destination, sent[recorded:upTo], results[recorded:upTo], unsent[recorded:upTo], nil)
-		recorded = upTo
-		return err
-	}
+	rec := a.startOrderedRecorder(fctx, sc.Destination)
+	queued := 0
 	stop := false
 	// A round started before the slice's end may finish after it, within
 	// half a slice more (a slow receiver's round is cut short there).
 	hard := deadline.Add(orderedSlice / 2)
 	for i, prep := range sent {
-		if stop || after[i] || time.Now().After(hard) || ctx.Err() != nil {
+		if stop || after[i] || time.Now().After(hard) || ctx.Err() != nil || rec.hasFailed() {
 			unsent[i], stop = true, true
 			continue
 		}
@@ -517,13 +511,13 @@ func (a *App) orderedRound(ctx context.Context, slots *destinationSlots, sub *do
 		release()
 		if !results[i].Delivered {
 			stop = true
-		} else if i+1-recorded >= orderedRecordEvery {
-			if err := record(i + 1); err != nil {
-				return false, err
-			}
+		} else if i+1-queued >= orderedRecordEvery {
+			rec.record(sent[queued:i+1], results[queued:i+1], unsent[queued:i+1])
+			queued = i + 1
 		}
 	}
-	return true, record(len(sent))
+	rec.record(sent[queued:], results[queued:], unsent[queued:])
+	return true, rec.wait()
 }
 
 // orderedIdle ends an ordered job whose subscription has nothing to send
