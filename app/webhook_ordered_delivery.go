@@ -48,9 +48,11 @@ const (
 	// orderedBatch is the most deliveries one round of an ordered job
 	// commits as DELIVERING before sending them one by one.
 	orderedBatch = 100
-	// orderedRecordEvery is how many successes of a round are recorded
-	// together, so that a crash resends at most that many.
-	orderedRecordEvery = 10
+	// orderedQueueRead is how much of the queue a round reads: the
+	// previous round's deliveries, finished but still queued (the round's
+	// bookkeeping takes them off), and a batch after them, so that a round
+	// follows another without a round of bookkeeping alone between them.
+	orderedQueueRead = 2 * orderedBatch
 	// orderedSlice is how long an ordered job keeps its subscription
 	// before it hands over to a new job (so that River sees progress).
 	orderedSlice = 10 * time.Second
@@ -348,7 +350,7 @@ func (a *App) orderedBookkeeping(ctx context.Context, tx Tx, sub *domain.Webhook
 // whether the queue may have more to send now.
 func (a *App) orderedRound(ctx context.Context, slots *destinationSlots, sub *domain.WebhookSubscription, deadline time.Time) (more bool, err error) {
 	now := a.storedNow()
-	queue, err := a.store.OrderedWebhookQueue(ctx, sub.TenantID, sub.ID, orderedBatch)
+	queue, err := a.store.OrderedWebhookQueue(ctx, sub.TenantID, sub.ID, orderedQueueRead)
 	if err != nil {
 		return false, err
 	}
@@ -478,20 +480,17 @@ func (a *App) orderedRound(ctx context.Context, slots *destinationSlots, sub *do
 		return true, nil
 	}
 	results, unsent := make([]webhook.Result, len(sent)), make([]bool, len(sent))
-	// Outcomes are recorded by a goroutine of their own while the next
-	// requests go out, every orderedRecordEvery successes (and at the
-	// round's end), so that a crash resends at most a few parts of them
-	// that the receiver already answered.
+	// The outcomes are recorded by a goroutine of their own while the next
+	// requests go out (see orderedRecorder).
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
-	rec := a.startOrderedRecorder(fctx, sc.Destination)
-	queued := 0
+	rec := a.startOrderedRecorder(fctx, sc.Destination, sent, results, unsent)
 	stop := false
 	// A round started before the slice's end may finish after it, within
 	// half a slice more (a slow receiver's round is cut short there).
 	hard := deadline.Add(orderedSlice / 2)
 	for i, prep := range sent {
-		if stop || after[i] || time.Now().After(hard) || ctx.Err() != nil || rec.hasFailed() {
+		if stop || after[i] || time.Now().After(hard) || ctx.Err() != nil {
 			unsent[i], stop = true, true
 			continue
 		}
@@ -511,13 +510,11 @@ func (a *App) orderedRound(ctx context.Context, slots *destinationSlots, sub *do
 		release()
 		if !results[i].Delivered {
 			stop = true
-		} else if i+1-queued >= orderedRecordEvery {
-			rec.record(sent[queued:i+1], results[queued:i+1], unsent[queued:i+1])
-			queued = i + 1
+		} else if !rec.advance(i + 1) {
+			stop = true
 		}
 	}
-	rec.record(sent[queued:], results[queued:], unsent[queued:])
-	return true, rec.wait()
+	return true, rec.wait(len(sent))
 }
 
 // orderedIdle ends an ordered job whose subscription has nothing to send
@@ -529,7 +526,7 @@ func (a *App) orderedIdle(ctx context.Context, sub *domain.WebhookSubscription) 
 		if _, err := tx.GetWebhookSubscription(ctx, sub.TenantID, sub.ID, true); err != nil {
 			return err
 		}
-		queue, err := tx.OrderedWebhookQueue(ctx, sub.TenantID, sub.ID, orderedBatch)
+		queue, err := tx.OrderedWebhookQueue(ctx, sub.TenantID, sub.ID, orderedQueueRead)
 		if err != nil {
 			return err
 		}
