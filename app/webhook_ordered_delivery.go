@@ -48,9 +48,11 @@ const (
 	// orderedBatch is the most deliveries one round of an ordered job
 	// commits as DELIVERING before sending them one by one.
 	orderedBatch = 100
-	// orderedRecordEvery is how many successes of a round are recorded
-	// together, so that a crash resends at most that many.
-	orderedRecordEvery = 10
+	// orderedQueueRead is how much of the queue a round reads: the
+	// previous round's deliveries, finished but still queued (the round's
+	// bookkeeping takes them off), and a batch after them, so that a round
+	// follows another without a round of bookkeeping alone between them.
+	orderedQueueRead = 2 * orderedBatch
 	// orderedSlice is how long an ordered job keeps its subscription
 	// before it hands over to a new job (so that River sees progress).
 	orderedSlice = 10 * time.Second
@@ -348,7 +350,7 @@ func (a *App) orderedBookkeeping(ctx context.Context, tx Tx, sub *domain.Webhook
 // whether the queue may have more to send now.
 func (a *App) orderedRound(ctx context.Context, slots *destinationSlots, sub *domain.WebhookSubscription, deadline time.Time) (more bool, err error) {
 	now := a.storedNow()
-	queue, err := a.store.OrderedWebhookQueue(ctx, sub.TenantID, sub.ID, orderedBatch)
+	queue, err := a.store.OrderedWebhookQueue(ctx, sub.TenantID, sub.ID, orderedQueueRead)
 	if err != nil {
 		return false, err
 	}
@@ -478,20 +480,11 @@ func (a *App) orderedRound(ctx context.Context, slots *destinationSlots, sub *do
 		return true, nil
 	}
 	results, unsent := make([]webhook.Result, len(sent)), make([]bool, len(sent))
-	// Outcomes are recorded every orderedRecordEvery successes (and at the
-	// round's end), so that a crash resends at most that many deliveries
-	// the receiver already answered.
+	// The outcomes are recorded by a goroutine of their own while the next
+	// requests go out (see orderedRecorder).
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
-	recorded := 0
-	record := func(upTo int) error {
-		if upTo <= recorded {
-			return nil
-		}
-		err := a.finishWebhookAttempts(fctx, sc.Destination, sent[recorded:upTo], results[recorded:upTo], unsent[recorded:upTo], nil)
-		recorded = upTo
-		return err
-	}
+	rec := a.startOrderedRecorder(fctx, sc.Destination, sent, results, unsent)
 	stop := false
 	// A round started before the slice's end may finish after it, within
 	// half a slice more (a slow receiver's round is cut short there).
@@ -517,13 +510,11 @@ func (a *App) orderedRound(ctx context.Context, slots *destinationSlots, sub *do
 		release()
 		if !results[i].Delivered {
 			stop = true
-		} else if i+1-recorded >= orderedRecordEvery {
-			if err := record(i + 1); err != nil {
-				return false, err
-			}
+		} else if !rec.advance(i + 1) {
+			stop = true
 		}
 	}
-	return true, record(len(sent))
+	return true, rec.wait(len(sent))
 }
 
 // orderedIdle ends an ordered job whose subscription has nothing to send
@@ -535,7 +526,7 @@ func (a *App) orderedIdle(ctx context.Context, sub *domain.WebhookSubscription) 
 		if _, err := tx.GetWebhookSubscription(ctx, sub.TenantID, sub.ID, true); err != nil {
 			return err
 		}
-		queue, err := tx.OrderedWebhookQueue(ctx, sub.TenantID, sub.ID, orderedBatch)
+		queue, err := tx.OrderedWebhookQueue(ctx, sub.TenantID, sub.ID, orderedQueueRead)
 		if err != nil {
 			return err
 		}

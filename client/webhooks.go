@@ -68,24 +68,24 @@ type CreateWebhookSubscriptionInput struct {
 // WebhookDelivery is one event on its way to one subscription's
 // destination, with its attempts.
 type WebhookDelivery struct {
-	ID             string     `json:"id"`
-	ProjectID      string     `json:"projectId"`
-	SubscriptionID string     `json:"subscriptionId"`
-	DestinationID  string     `json:"destinationId"`
-	EventID        string     `json:"eventId"`
-	EventSequence  uint64     `json:"eventSequence,string"`
-	EventType      string     `json:"eventType"`
-	IdempotencyKey string     `json:"idempotencyKey"`
-	State          string     `json:"state"`
-	AttemptCount   int        `json:"attemptCount"`
-	MaxAttempts    int        `json:"maxAttempts"`
-	NextAttemptAt  *time.Time `json:"nextAttemptAt"`
-	CreatedAt      time.Time  `json:"createdAt"`
-	UpdatedAt      time.Time  `json:"updatedAt"`
-	DeliveredAt    *time.Time `json:"deliveredAt"`
-	DeadLetteredAt *time.Time `json:"deadLetteredAt"`
-	LastError      string     `json:"lastError"`
-	Attempts       []WebhookDeliveryAttempt
+	ID             string                   `json:"id"`
+	ProjectID      string                   `json:"projectId"`
+	SubscriptionID string                   `json:"subscriptionId"`
+	DestinationID  string                   `json:"destinationId"`
+	EventID        string                   `json:"eventId"`
+	EventSequence  uint64                   `json:"eventSequence,string"`
+	EventType      string                   `json:"eventType"`
+	IdempotencyKey string                   `json:"idempotencyKey"`
+	State          string                   `json:"state"`
+	AttemptCount   int                      `json:"attemptCount"`
+	MaxAttempts    int                      `json:"maxAttempts"`
+	NextAttemptAt  *time.Time               `json:"nextAttemptAt"`
+	CreatedAt      time.Time                `json:"createdAt"`
+	UpdatedAt      time.Time                `json:"updatedAt"`
+	DeliveredAt    *time.Time               `json:"deliveredAt"`
+	DeadLetteredAt *time.Time               `json:"deadLetteredAt"`
+	LastError      string                   `json:"lastError"`
+	Attempts       []WebhookDeliveryAttempt `json:"attempts"`
 }
 
 // WebhookDeliveryAttempt is the evidence of one attempt.

@@ -9,6 +9,8 @@ import { fileURLToPath } from 'node:url';
 
 import { chromium } from 'playwright-core';
 
+import { WAIT_MS } from './harness.mjs';
+
 /** The browser under test: Debian's chromium, or CHROMIUM_PATH. */
 export const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 
@@ -69,4 +71,21 @@ export async function launchChromium() {
 export async function screenshot(page, name) {
   fs.mkdirSync(ARTIFACTS, { recursive: true });
   await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
+}
+
+/**
+ * Opens the dashboard of project with the token in the fragment, as `make
+ * run` prints it, and waits for the live feed; the page's problems (page
+ * errors, console errors) collect in page.problems.
+ */
+export async function openDashboard(context, server, token, project) {
+  const page = await context.newPage();
+  const problems = [];
+  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+  page.on('console', (msg) => {
+    if (msg.type() === 'error') problems.push(`console error: ${msg.text()}`);
+  });
+  await page.goto(`${server.httpURL}/dashboard#token=${token}&project=${project}`);
+  await page.locator('#connection[data-state="live"]').waitFor({ timeout: WAIT_MS });
+  return Object.assign(page, { problems });
 }

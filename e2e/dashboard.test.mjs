@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 
-import { launchChromium, screenshot } from './browser.mjs';
+import { launchChromium, openDashboard as openProject, screenshot } from './browser.mjs';
 import { AetherServer, WAIT_MS, eventInputs } from './harness.mjs';
 
 const PROJECT = 'plant-1';
@@ -34,18 +34,8 @@ function feedSequences(page) {
   return page.$$eval('#feed-rows tr[data-sequence]', (rows) => rows.map((r) => r.dataset.sequence));
 }
 
-/** Opens the dashboard with the token in the fragment, as `make run` prints it. */
-async function openDashboard(context, server, token) {
-  const page = await context.newPage();
-  const problems = [];
-  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
-  page.on('console', (msg) => {
-    if (msg.type() === 'error') problems.push(`console error: ${msg.text()}`);
-  });
-  await page.goto(`${server.httpURL}/dashboard#token=${token}&project=${PROJECT}`);
-  await page.locator('#connection[data-state="live"]').waitFor({ timeout: WAIT_MS });
-  return Object.assign(page, { problems });
-}
+/** Opens the dashboard of PROJECT with the token in the fragment. */
+const openDashboard = (context, server, token) => openProject(context, server, token, PROJECT);
 
 describe('dashboard: live feed, detail, reconnect, errors and exports', { timeout: 300_000 }, () => {
   /** @type {AetherServer} */

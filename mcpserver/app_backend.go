@@ -255,7 +255,7 @@ func appDelivery(d *domain.WebhookDelivery) WebhookDelivery {
 	out := WebhookDelivery{
 		ID: d.ID.String(), ProjectID: d.ProjectID, SubscriptionID: d.SubscriptionID.String(),
 		DestinationID: d.DestinationID.String(), EventID: d.EventID.String(),
-		EventSequence: decimal(d.EventSequence), EventType: d.EventType, IdempotencyKey: d.IdempotencyKey,
+		EventSequence: d.EventSequence, EventType: d.EventType, IdempotencyKey: d.IdempotencyKey,
 		State: string(d.State), AttemptCount: d.AttemptCount, MaxAttempts: d.MaxAttempts,
 		NextAttemptAt: d.NextAttemptAt, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt,
 		DeliveredAt: d.DeliveredAt, DeadLetteredAt: d.DeadLetteredAt, LastError: d.LastError,
@@ -280,7 +280,7 @@ func appExport(e *domain.DataExport) DataExport {
 	out := DataExport{
 		ID: e.ID.String(), ProjectID: e.ProjectID, Kind: string(e.Kind), Format: string(e.Format),
 		Compression: string(e.Compression), State: string(e.State), RequestedAt: e.RequestedAt,
-		StartedAt: e.StartedAt, ProgressRows: decimal(e.ProgressRows), ProgressBytes: decimal(e.ProgressBytes),
+		StartedAt: e.StartedAt, ProgressRows: e.ProgressRows, ProgressBytes: e.ProgressBytes,
 		ReadyAt: e.ReadyAt, ExpiresAt: e.ExpiresAt, FailedAt: e.FailedAt, ExpiredAt: e.ExpiredAt,
 		ObjectRef: nonEmpty(e.ObjectRef), ContentDigest: nonEmpty(e.ContentDigest), FailureReason: nonEmpty(e.FailureReason),
 	}
@@ -291,8 +291,8 @@ func appExport(e *domain.DataExport) DataExport {
 		out.To = &e.To
 	}
 	if e.ObjectRef != "" {
-		out.ByteLength = optionalDecimal(&e.ByteLength)
-		out.RowCount = optionalDecimal(&e.RowCount)
+		byteLength, rowCount := e.ByteLength, e.RowCount
+		out.ByteLength, out.RowCount = &byteLength, &rowCount
 	}
 	return out
 }

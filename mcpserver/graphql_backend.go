@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/aetheriot/aether-audit/client"
 )
 
 // GraphQLBackend runs every request against the GraphQL API of a running
@@ -17,26 +19,57 @@ import (
 // that start MCP servers as local processes. The server authorizes, scopes
 // and rate-limits each operation as for any GraphQL client.
 type GraphQLBackend struct {
-	client graphQLClient
+	api   *client.Client
+	token func() (string, error)
 }
 
 var _ Backend = (*GraphQLBackend)(nil)
 
-// NewGraphQLBackend returns a backend for the GraphQL endpoint (e.g.
-// https://audit.example.com/graphql). token is called for each operation,
-// so that a rotated token is picked up; httpClient nil is a default client.
-func NewGraphQLBackend(endpoint string, token func() (string, error), httpClient *http.Client) *GraphQLBackend {
+// NewGraphQLBackend returns a backend for the server at baseURL (e.g.
+// https://audit.example.com), asking through the Go client. token is
+// called for each operation, so that a rotated token is picked up;
+// httpClient nil is a default client. Each operation is sent once: a
+// failure, RATE_LIMITED with its retryAfterSeconds included, goes back to
+// the MCP client, which decides whether to try again.
+func NewGraphQLBackend(baseURL string, token func() (string, error), httpClient *http.Client) (*GraphQLBackend, error) {
 	if httpClient == nil {
 		httpClient = &http.Client{}
 	}
-	return &GraphQLBackend{client: graphQLClient{endpoint: endpoint, token: token, http: httpClient}}
+	api, err := client.New(baseURL, client.Options{
+		TokenSource: client.TokenSourceFunc(func(context.Context) (string, error) { return token() }),
+		HTTPClient:  httpClient, MaxAttempts: 1,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &GraphQLBackend{api: api, token: token}, nil
+}
+
+// apiError is err of the client as the tools' *Error when the server
+// answered it with a code.
+func apiError(err error) error {
+	var e *client.Error
+	if errors.As(err, &e) && e.Code != "" {
+		return &Error{Code: e.Code, Message: e.Message, Field: e.Field, RetryAfterSeconds: int64(e.RetryAfter / time.Second)}
+	}
+	return err
+}
+
+// query runs a query document through the client.
+func (b *GraphQLBackend) query(ctx context.Context, document string, vars map[string]any, out any) error {
+	return apiError(b.api.Query(ctx, document, vars, out))
+}
+
+// mutate runs a mutation document through the client.
+func (b *GraphQLBackend) mutate(ctx context.Context, document string, vars map[string]any, out any) error {
+	return apiError(b.api.Mutate(ctx, document, vars, out))
 }
 
 // claims reads the tenant and expiry a token claims. They are not
 // verified here (the server verifies every operation): they only name the
 // caller's resources and end subscriptions in time.
 func (b *GraphQLBackend) claims() (tenant string, exp time.Time) {
-	token, err := b.client.token()
+	token, err := b.token()
 	if err != nil {
 		return "", time.Time{}
 	}
@@ -161,7 +194,7 @@ func (b *GraphQLBackend) SearchAuditEvents(ctx context.Context, in SearchAuditEv
 		AuditEvents connection[json.RawMessage] `json:"auditEvents"`
 	}
 	vars := map[string]any{"p": in.ProjectID, "filter": in.Filter, "first": in.First, "after": optional(in.After), "order": optional(in.Order)}
-	if err := b.client.do(ctx, searchEventsQuery, vars, &data); err != nil {
+	if err := b.query(ctx, searchEventsQuery, vars, &data); err != nil {
 		return EventPage{}, err
 	}
 	out := EventPage{HasNextPage: data.AuditEvents.PageInfo.HasNextPage, EndCursor: data.AuditEvents.PageInfo.EndCursor, Events: []Event{}}
@@ -180,7 +213,7 @@ func (b *GraphQLBackend) GetAuditEvent(ctx context.Context, projectID, eventID s
 	var data struct {
 		AuditEvent json.RawMessage `json:"auditEvent"`
 	}
-	if err := b.client.do(ctx, eventQuery, map[string]any{"p": projectID, "id": eventID}, &data); err != nil {
+	if err := b.query(ctx, eventQuery, map[string]any{"p": projectID, "id": eventID}, &data); err != nil {
 		return Event{}, err
 	}
 	if len(data.AuditEvent) == 0 || string(data.AuditEvent) == "null" {
@@ -195,7 +228,7 @@ func (b *GraphQLBackend) VerifyAuditChain(ctx context.Context, in VerifyAuditCha
 		VerifyAuditChain ChainVerification `json:"verifyAuditChain"`
 	}
 	vars := map[string]any{"p": in.ProjectID, "from": in.FromSequence, "to": in.ToSequence, "resume": optional(in.ResumeToken)}
-	err := b.client.do(ctx, verifyQuery, vars, &data)
+	err := b.query(ctx, verifyQuery, vars, &data)
 	return data.VerifyAuditChain, err
 }
 
@@ -206,7 +239,7 @@ func (b *GraphQLBackend) WebhookDeliveries(ctx context.Context, in ListWebhookDe
 	}
 	filter := map[string]any{"state": optional(in.State), "subscriptionId": optional(in.SubscriptionID), "eventId": optional(in.EventID)}
 	vars := map[string]any{"p": in.ProjectID, "filter": filter, "first": in.First, "after": optional(in.After)}
-	if err := b.client.do(ctx, deliveriesQuery, vars, &data); err != nil {
+	if err := b.query(ctx, deliveriesQuery, vars, &data); err != nil {
 		return WebhookDeliveryPage{}, err
 	}
 	c := data.WebhookDeliveries
@@ -222,7 +255,7 @@ func (b *GraphQLBackend) WebhookDelivery(ctx context.Context, deliveryID string)
 	var data struct {
 		WebhookDelivery *WebhookDelivery `json:"webhookDelivery"`
 	}
-	if err := b.client.do(ctx, deliveryQuery, map[string]any{"id": deliveryID}, &data); err != nil {
+	if err := b.query(ctx, deliveryQuery, map[string]any{"id": deliveryID}, &data); err != nil {
 		return WebhookDelivery{}, err
 	}
 	if data.WebhookDelivery == nil {
@@ -238,7 +271,7 @@ func (b *GraphQLBackend) DataExports(ctx context.Context, in ListDataExportsInpu
 	}
 	filter := map[string]any{"state": optional(in.State), "kind": optional(in.Kind)}
 	vars := map[string]any{"p": in.ProjectID, "filter": filter, "first": in.First, "after": optional(in.After)}
-	if err := b.client.do(ctx, exportsQuery, vars, &data); err != nil {
+	if err := b.query(ctx, exportsQuery, vars, &data); err != nil {
 		return DataExportPage{}, err
 	}
 	c := data.DataExports
@@ -251,7 +284,7 @@ func (b *GraphQLBackend) RedriveWebhookDelivery(ctx context.Context, in RedriveW
 		RedriveWebhookDelivery struct{ Delivery WebhookDelivery } `json:"redriveWebhookDelivery"`
 	}
 	vars := map[string]any{"in": map[string]any{"deliveryId": in.DeliveryID, "confirm": in.Confirm}}
-	err := b.client.do(ctx, redriveMutation, vars, &data)
+	err := b.mutate(ctx, redriveMutation, vars, &data)
 	return data.RedriveWebhookDelivery.Delivery, err
 }
 
@@ -267,7 +300,7 @@ func (b *GraphQLBackend) RequestDataExport(ctx context.Context, in RequestDataEx
 		"confirm": in.Confirm, "from": in.From, "to": in.To, "fromSequence": in.FromSequence, "toSequence": in.ToSequence,
 		"filter": in.Filter, "idempotencyKey": optional(in.IdempotencyKey),
 	}
-	err := b.client.do(ctx, exportMutation, map[string]any{"in": input}, &data)
+	err := b.mutate(ctx, exportMutation, map[string]any{"in": input}, &data)
 	return data.RequestDataExport.Export, err
 }
 
@@ -278,22 +311,22 @@ func (b *GraphQLBackend) SubscribeAuditEvents(ctx context.Context, projectID str
 	if after != nil {
 		vars["after"] = strconv.FormatUint(*after, 10)
 	}
-	s, err := b.client.subscribe(ctx, eventsSubscription, vars)
+	s, err := b.api.SubscribeSSE(ctx, eventsSubscription, vars)
 	if err != nil {
-		return nil, err
+		return nil, apiError(err)
 	}
 	return graphQLStream{s}, nil
 }
 
 // graphQLStream is a subscription to auditEventRecorded as an EventStream.
-type graphQLStream struct{ s *sseStream }
+type graphQLStream struct{ s *client.SSEStream }
 
 // Next implements EventStream. The stream's context, given to
 // SubscribeAuditEvents, bounds it; ctx is not consulted between events.
 func (s graphQLStream) Next(context.Context) (Event, error) {
-	data, err := s.s.next()
+	data, err := s.s.Next()
 	if err != nil {
-		return Event{}, err
+		return Event{}, apiError(err)
 	}
 	var d struct {
 		AuditEventRecorded json.RawMessage `json:"auditEventRecorded"`
@@ -308,4 +341,4 @@ func (s graphQLStream) Next(context.Context) (Event, error) {
 }
 
 // Close implements EventStream.
-func (s graphQLStream) Close() { s.s.close() }
+func (s graphQLStream) Close() { _ = s.s.Close() }

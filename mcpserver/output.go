@@ -4,7 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"time"
+
+	"github.com/aetheriot/aether-audit/client"
 )
 
 // The tools' results are in the shape of the GraphQL API: the same field
@@ -61,40 +62,12 @@ type ChainVerification struct {
 	FirstInvalidCheckpointSequence *string `json:"firstInvalidCheckpointSequence"`
 }
 
-// WebhookDelivery is GraphQL's WebhookDelivery with its attempts.
-type WebhookDelivery struct {
-	ID             string                   `json:"id"`
-	ProjectID      string                   `json:"projectId"`
-	SubscriptionID string                   `json:"subscriptionId"`
-	DestinationID  string                   `json:"destinationId"`
-	EventID        string                   `json:"eventId"`
-	EventSequence  string                   `json:"eventSequence"`
-	EventType      string                   `json:"eventType"`
-	IdempotencyKey string                   `json:"idempotencyKey"`
-	State          string                   `json:"state"`
-	AttemptCount   int                      `json:"attemptCount"`
-	MaxAttempts    int                      `json:"maxAttempts"`
-	NextAttemptAt  *time.Time               `json:"nextAttemptAt"`
-	CreatedAt      time.Time                `json:"createdAt"`
-	UpdatedAt      time.Time                `json:"updatedAt"`
-	DeliveredAt    *time.Time               `json:"deliveredAt"`
-	DeadLetteredAt *time.Time               `json:"deadLetteredAt"`
-	LastError      string                   `json:"lastError"`
-	Attempts       []WebhookDeliveryAttempt `json:"attempts"`
-}
+// WebhookDelivery is GraphQL's WebhookDelivery with its attempts: the Go
+// client's shape, which marshals as the API answers.
+type WebhookDelivery = client.WebhookDelivery
 
 // WebhookDeliveryAttempt is GraphQL's WebhookDeliveryAttempt.
-type WebhookDeliveryAttempt struct {
-	Number       int        `json:"number"`
-	Outcome      string     `json:"outcome"`
-	StartedAt    time.Time  `json:"startedAt"`
-	FinishedAt   *time.Time `json:"finishedAt"`
-	StatusCode   *int       `json:"statusCode"`
-	LatencyMs    *float64   `json:"latencyMs"`
-	ErrorClass   string     `json:"errorClass"`
-	Error        string     `json:"error"`
-	ResponseBody string     `json:"responseBody"`
-}
+type WebhookDeliveryAttempt = client.WebhookDeliveryAttempt
 
 // WebhookDeliveryPage is one page of list_webhook_deliveries, newest first.
 type WebhookDeliveryPage struct {
@@ -103,30 +76,9 @@ type WebhookDeliveryPage struct {
 	EndCursor   *string           `json:"endCursor"`
 }
 
-// DataExport is GraphQL's DataExport (never its bytes).
-type DataExport struct {
-	ID            string     `json:"id"`
-	ProjectID     string     `json:"projectId"`
-	Kind          string     `json:"kind"`
-	Format        string     `json:"format"`
-	Compression   string     `json:"compression"`
-	From          *time.Time `json:"from"`
-	To            *time.Time `json:"to"`
-	State         string     `json:"state"`
-	RequestedAt   time.Time  `json:"requestedAt"`
-	StartedAt     *time.Time `json:"startedAt"`
-	ProgressRows  string     `json:"progressRows"`
-	ProgressBytes string     `json:"progressBytes"`
-	ObjectRef     *string    `json:"objectRef"`
-	ContentDigest *string    `json:"contentDigest"`
-	ByteLength    *string    `json:"byteLength"`
-	RowCount      *string    `json:"rowCount"`
-	ReadyAt       *time.Time `json:"readyAt"`
-	ExpiresAt     *time.Time `json:"expiresAt"`
-	FailedAt      *time.Time `json:"failedAt"`
-	FailureReason *string    `json:"failureReason"`
-	ExpiredAt     *time.Time `json:"expiredAt"`
-}
+// DataExport is GraphQL's DataExport (never its bytes): the Go client's
+// shape, which marshals as the API answers.
+type DataExport = client.DataExport
 
 // DataExportPage is one page of list_data_exports, newest first.
 type DataExportPage struct {

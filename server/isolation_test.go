@@ -400,7 +400,7 @@ var isoPublicRoutes = map[string]string{
 	"GET /graphiql":            "static files of GraphiQL, no data (the page calls /graphql with the user's token)",
 	"GET /graphiql/{$}":        "static files of GraphiQL, no data",
 	"GET /graphiql/{file...}":  "static files of GraphiQL, no data",
-	"GET /metrics":             "operator surface, admin only (operator_test.go); process-wide figures without tenant labels",
+	"GET /metrics":             "operator surface, admin only (operator_test.go): operators see every tenant's figures (the stream metrics carry tenant, stream and project labels), tenants never",
 	"GET /riverui/sign-in":     "operator surface: the sign-in form, no data",
 	"POST /riverui/sign-in":    "operator surface, admin only (operator_test.go)",
 	"POST /riverui/sign-out":   "operator surface: clears the cookie",

@@ -16,7 +16,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -24,6 +23,8 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
+
+	"github.com/aetheriot/aether-audit/client"
 )
 
 // exportCmd groups the commands about data exports.
@@ -45,25 +46,6 @@ type exportDownloadCmd struct {
 	Progress    bool          `name:"progress" default:"true" negatable:"" help:"Show a progress bar on stderr when it is a terminal."`
 }
 
-// dataExportInfo is what the command needs of a data export.
-type dataExportInfo struct {
-	ID            string  `json:"id"`
-	State         string  `json:"state"`
-	Format        string  `json:"format"`
-	Compression   string  `json:"compression"`
-	ContentDigest *string `json:"contentDigest"`
-	ByteLength    *string `json:"byteLength"`
-	FailureReason *string `json:"failureReason"`
-}
-
-const dataExportQuery = `query($id: ID!) {
-  dataExport(id: $id) { id state format compression contentDigest byteLength failureReason }
-}`
-
-const createDownloadMutation = `mutation($in: CreateDataExportDownloadInput!) {
-  createDataExportDownload(input: $in) { url expiresAt }
-}`
-
 // Run implements `aether export download`.
 func (c *exportDownloadCmd) Run(ctx context.Context) error {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
@@ -81,19 +63,21 @@ func (c *exportDownloadCmd) Run(ctx context.Context) error {
 	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
 		return fmt.Errorf("--url %q is not an http(s) URL", c.URL)
 	}
-	gql := &graphQLClient{endpoint: base.String() + "/graphql", token: c.Token, http: &http.Client{Timeout: time.Minute}}
+	// The command asks once: a failure is for its user to see and retry.
+	api, err := client.New(base.String(), client.Options{Token: c.Token, HTTPClient: &http.Client{Timeout: time.Minute}, MaxAttempts: 1})
+	if err != nil {
+		return err
+	}
 
 	// 1. The export: READY, with the digest and length to verify against.
-	var q struct {
-		DataExport *dataExportInfo `json:"dataExport"`
-	}
-	if err := gql.do(ctx, dataExportQuery, map[string]any{"id": c.ExportID}, &q); err != nil {
-		return fmt.Errorf("export %s: looking it up: %w", c.ExportID, err)
-	}
-	e := q.DataExport
-	if e == nil {
+	export, err := api.DataExport(ctx, c.ExportID)
+	if client.ErrorCode(err) == client.CodeNotFound {
 		return fmt.Errorf("export %s not found (or not visible to this token's tenant and projects)", c.ExportID)
 	}
+	if err != nil {
+		return fmt.Errorf("export %s: looking it up: %w", c.ExportID, err)
+	}
+	e := &export
 	if err := checkReady(e); err != nil {
 		return err
 	}
@@ -103,17 +87,12 @@ func (c *exportDownloadCmd) Run(ctx context.Context) error {
 	}
 
 	// 2. A download link.
-	var m struct {
-		CreateDataExportDownload struct {
-			URL string `json:"url"`
-		} `json:"createDataExportDownload"`
-	}
-	ttl := int((c.LinkTTL + time.Second - 1) / time.Second)
-	if err := gql.do(ctx, createDownloadMutation, map[string]any{"in": map[string]any{"exportId": e.ID, "ttlSeconds": ttl}}, &m); err != nil {
+	dl, err := api.CreateDataExportDownload(ctx, e.ID, (c.LinkTTL+time.Second-1)/time.Second*time.Second)
+	if err != nil {
 		return fmt.Errorf("export %s: creating a download link: %w", e.ID, err)
 	}
-	link, err := url.Parse(m.CreateDataExportDownload.URL)
-	if err != nil || m.CreateDataExportDownload.URL == "" {
+	link, err := url.Parse(dl.URL)
+	if err != nil || dl.URL == "" {
 		return fmt.Errorf("export %s: the server returned an unusable download link", e.ID)
 	}
 	link = base.ResolveReference(link)
@@ -123,7 +102,7 @@ func (c *exportDownloadCmd) Run(ctx context.Context) error {
 }
 
 // checkReady explains why an export that is not READY cannot be downloaded.
-func checkReady(e *dataExportInfo) error {
+func checkReady(e *client.DataExport) error {
 	switch e.State {
 	case "READY":
 		return nil
@@ -144,7 +123,7 @@ func checkReady(e *dataExportInfo) error {
 
 // expectedContent parses a READY export's contentDigest (sha256:<hex>) and
 // byteLength.
-func expectedContent(e *dataExportInfo) (sum []byte, length uint64, err error) {
+func expectedContent(e *client.DataExport) (sum []byte, length uint64, err error) {
 	if e.ContentDigest == nil || e.ByteLength == nil {
 		return nil, 0, fmt.Errorf("export %s is READY but has no contentDigest or byteLength", e.ID)
 	}
@@ -152,14 +131,12 @@ func expectedContent(e *dataExportInfo) (sum []byte, length uint64, err error) {
 	if sum, err = hex.DecodeString(hexSum); !ok || err != nil || len(sum) != sha256.Size {
 		return nil, 0, fmt.Errorf("export %s: unsupported contentDigest %q (want sha256:<hex>)", e.ID, *e.ContentDigest)
 	}
-	if length, err = strconv.ParseUint(*e.ByteLength, 10, 64); err != nil {
-		return nil, 0, fmt.Errorf("export %s: byteLength %q is not a number", e.ID, *e.ByteLength)
-	}
+	length = *e.ByteLength
 	return sum, length, nil
 }
 
 // download GETs the link and writes the verified object to the output.
-func (c *exportDownloadCmd) download(ctx context.Context, e *dataExportInfo, link *url.URL, wantSum []byte, wantLen uint64) error {
+func (c *exportDownloadCmd) download(ctx context.Context, e *client.DataExport, link *url.URL, wantSum []byte, wantLen uint64) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, link.String(), nil)
@@ -242,7 +219,7 @@ func (c *exportDownloadCmd) download(ctx context.Context, e *dataExportInfo, lin
 // is a terminal, and checks the bytes against the export's byteLength and
 // contentDigest and the response's Repr-Digest.
 func (c *exportDownloadCmd) copyAndVerify(ctx context.Context, cancel context.CancelCauseFunc, resp *http.Response, out io.Writer,
-	e *dataExportInfo, wantSum []byte, wantLen uint64, headerSum []byte) error {
+	e *client.DataExport, wantSum []byte, wantLen uint64, headerSum []byte) error {
 	hash := sha256.New()
 	var count countingWriter
 	writers := []io.Writer{out, hash, &count}
@@ -289,7 +266,7 @@ func (c *exportDownloadCmd) copyAndVerify(ctx context.Context, cancel context.Ca
 
 // target is the output path: --output, a file of the suggested name in
 // the --output folder, or the suggested name in the current folder.
-func (c *exportDownloadCmd) target(disposition string, e *dataExportInfo) (string, error) {
+func (c *exportDownloadCmd) target(disposition string, e *client.DataExport) (string, error) {
 	name := ""
 	if _, params, err := mime.ParseMediaType(disposition); err == nil {
 		name = safeFileName(params["filename"])
@@ -312,7 +289,7 @@ func (c *exportDownloadCmd) target(disposition string, e *dataExportInfo) (strin
 }
 
 // defaultExportFileName is export-<id>.<format>[.gz].
-func defaultExportFileName(e *dataExportInfo) string {
+func defaultExportFileName(e *client.DataExport) string {
 	name := "export-" + e.ID + "." + strings.ToLower(e.Format)
 	if e.Compression == "GZIP" {
 		name += ".gz"
@@ -401,4 +378,26 @@ func (r *idleResetReader) Read(p []byte) (int, error) {
 	n, err := r.r.Read(p)
 	r.timer.Reset(r.d)
 	return n, err
+}
+
+// unwrapURLError drops the URL that net/http puts in its errors: a download
+// URL is a capability and must not end up in logs.
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// snippet is the start of a body, for an error message.
+func snippet(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	if s == "" {
+		s = "(empty body)"
+	}
+	return s
 }

@@ -54,7 +54,10 @@ func (c *mcpCmd) Run(ctx context.Context) error {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	backend := mcpserver.NewGraphQLBackend(base.String()+"/graphql", token, &http.Client{})
+	backend, err := mcpserver.NewGraphQLBackend(base.String(), token, &http.Client{})
+	if err != nil {
+		return err
+	}
 	srv := mcpserver.New(mcpserver.Config{
 		Backend: func(ctx context.Context, _ *mcp.RequestExtra) (context.Context, mcpserver.Backend, error) {
 			return ctx, backend, nil

@@ -71,9 +71,14 @@ export function bytes(value) {
   return `${v.toFixed(1)} ${units[i]}`;
 }
 
+/** The first 8 characters of an id, as text (for messages and options). */
+export function shortText(id) {
+  return String(id).slice(0, 8);
+}
+
 /** The first 8 characters of an id, with the whole id as its title. */
 export function shortId(id) {
-  return h('span', { class: 'mono', title: id }, String(id).slice(0, 8));
+  return h('span', { class: 'mono', title: id }, shortText(id));
 }
 
 /**

@@ -4,7 +4,7 @@
 // reports its outcome in the view's status line.
 
 import { confirmAction } from './confirm.js';
-import { byId, h, shortId, showError } from './dom.js';
+import { byId, h, shortText, showError } from './dom.js';
 import { graphql } from './graphql.js';
 
 const RECOVER = `mutation DashboardRecover($in: RecoverWebhookDeliveriesInput!) { recoverWebhookDeliveries(input: $in) { count } }`;
@@ -33,7 +33,7 @@ export class WebhookRecovery {
   /** Fills the forms' choices, keeping what is selected. */
   fill(destinations, subscriptions) {
     fillSelect(byId('recover-destination'), destinations.map((d) => [d.id, d.url]));
-    fillSelect(byId('replay-subscription'), subscriptions.map((s) => [s.id, `${shortId(s.id)} ${s.eventTypes.join(', ')} (${s.ordering})`]));
+    fillSelect(byId('replay-subscription'), subscriptions.map((s) => [s.id, `${shortText(s.id)} ${s.eventTypes.join(', ')} (${s.ordering})`]));
   }
 
   async recover() {
@@ -58,12 +58,12 @@ export class WebhookRecovery {
     if (!select.value || !from || !to) return;
     const ok = await confirmAction({
       title: 'Replay these events?',
-      text: `The events ${from} to ${to} matching subscription ${shortId(select.value)} are delivered again, as new deliveries with new webhook-ids.`,
+      text: `The events ${from} to ${to} matching subscription ${shortText(select.value)} are delivered again, as new deliveries with new webhook-ids.`,
       confirmLabel: 'Replay',
     });
     if (!ok) return;
     await this.#run(REPLAY, { in: { subscriptionId: select.value, fromSequence: from, toSequence: to, confirm: true } },
-      (d) => `${d.replayWebhookEvents.count} events replayed (replay ${shortId(d.replayWebhookEvents.replayOf)}).`);
+      (d) => `${d.replayWebhookEvents.count} events replayed (replay ${shortText(d.replayWebhookEvents.replayOf)}).`);
   }
 
   /** The Skip button of a dead letter. */

@@ -183,7 +183,7 @@ export class WebhooksView {
           h('td', { class: 'mono' }, urls.get(s.destinationId) ?? s.destinationId),
           h('td', { class: 'mono' }, s.eventTypes.join(', ')),
           h('td', {}, badge(s.state)),
-          h('td', {}, s.ordering, s.pausedByDeliveryId ? [' ', badge('PAUSED'), ` by ${shortId(s.pausedByDeliveryId)}`] : null),
+          h('td', {}, s.ordering, s.pausedByDeliveryId ? [' ', badge('PAUSED'), ' by ', shortId(s.pausedByDeliveryId)] : null),
           h('td', { class: 'num' }, s.afterSequence),
           h('td', {}, s.description || '—'),
         ),
