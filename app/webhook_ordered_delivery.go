@@ -488,7 +488,7 @@ func (a *App) orderedRound(ctx context.Context, slots *destinationSlots, sub *do
 		if upTo <= recorded {
 			return nil
 		}
-		err := a.finishWebhookAttempts(fctx, sc.Destination, sent[recorded:upTo], results[recorded:upTo], unsent[recorded:upTo], nil)
+		err := a.finishWebhookAttempts(fctx, sc.Destination, sent[recorded:upTo], results[recorded:upTo], unsent[recorded:upTo], nil, nil)
 		recorded = upTo
 		return err
 	}
