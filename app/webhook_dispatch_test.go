@@ -26,6 +26,16 @@ func startDispatch(t *testing.T, b *webhookBundle) {
 	require.Eventually(t, b.app.WebhookDispatchRunning, 10*time.Second, time.Millisecond)
 }
 
+// heldDispatch is a bundle with one device.* subscription, its dispatcher
+// running and its receiver holding every request until release.
+func heldDispatch(t *testing.T) (b *webhookBundle, release func()) {
+	t.Helper()
+	b = setupWebhooks(t, webhookOpts{})
+	b.subscribe(t, b.createDestination(t, "/a").Destination.ID.String(), "device.*")
+	startDispatch(t, b)
+	return b, b.receiver.hold(t)
+}
+
 // webhookJobStates returns the states of the River jobs of kind, oldest
 // first.
 func webhookJobStates(t *testing.T, b *webhookBundle, kind string) []string {
@@ -49,10 +59,7 @@ func TestWebhookDispatch(t *testing.T) {
 
 	t.Run("FirstAttemptWithoutRiverIntentBeforeRequest", func(t *testing.T) {
 		t.Parallel()
-		b := setupWebhooks(t, webhookOpts{})
-		b.subscribe(t, b.createDestination(t, "/a").Destination.ID.String(), "device.*")
-		startDispatch(t, b)
-		release := b.receiver.hold(t)
+		b, release := heldDispatch(t)
 
 		// No River client runs: only the dispatcher can send this.
 		e := b.record(t, "device.registered")
@@ -85,10 +92,7 @@ func TestWebhookDispatch(t *testing.T) {
 
 	t.Run("RescueJobResendsAnAttemptOfADeadProcess", func(t *testing.T) {
 		t.Parallel()
-		b := setupWebhooks(t, webhookOpts{})
-		b.subscribe(t, b.createDestination(t, "/a").Destination.ID.String(), "device.*")
-		startDispatch(t, b)
-		release := b.receiver.hold(t)
+		b, release := heldDispatch(t)
 
 		b.record(t, "device.registered")
 		first := <-b.receiver.arrived
@@ -123,6 +127,27 @@ func TestWebhookDispatch(t *testing.T) {
 		}, 10*time.Second, 5*time.Millisecond)
 		require.Equal(t, []string{"available"}, webhookJobStates(t, b, deliveryKind))
 		require.Len(t, b.delivery(t, ds[0].ID.String()).Attempts, 2)
+	})
+
+	t.Run("BusyDestinationGoesToRiver", func(t *testing.T) {
+		t.Parallel()
+		b := setupWebhooks(t, webhookOpts{perDestination: 1})
+		b.subscribe(t, b.createDestination(t, "/a").Destination.ID.String(), "device.*")
+		startDispatch(t, b)
+		b.receiver.hold(t)
+
+		b.record(t, "device.registered")
+		<-b.receiver.arrived
+		// The destination's one job slot is held by the first delivery: the
+		// second's job is handed to River's workers (due at once) rather
+		// than waited for.
+		b.record(t, "device.registered")
+		require.Eventually(t, func() bool {
+			states := webhookJobStates(t, b, deliveryKind)
+			return len(states) == 2 && states[1] == "available"
+		}, 10*time.Second, 5*time.Millisecond)
+		require.Equal(t, "scheduled", webhookJobStates(t, b, deliveryKind)[0])
+		require.Len(t, b.receiver.requests(), 1)
 	})
 
 	t.Run("BurstsGoToRiver", func(t *testing.T) {

@@ -19,14 +19,7 @@ func (t *Tx) EnqueueJobs(ctx context.Context, jobs ...domain.OutboxJob) error {
 	if len(jobs) == 0 {
 		return nil
 	}
-	params := make([]river.InsertManyParams, len(jobs))
-	for i, j := range jobs {
-		params[i] = river.InsertManyParams{Args: j.Args, InsertOpts: &river.InsertOpts{
-			Queue:       j.Queue,
-			ScheduledAt: j.ScheduledAt,
-			MaxAttempts: j.MaxAttempts,
-		}}
-	}
+	params := insertParams(jobs)
 	tx, err := t.tx.pgxTx(ctx)
 	if err != nil {
 		return fmt.Errorf("enqueueing %d jobs: %w", len(jobs), err)
@@ -48,14 +41,7 @@ func (t *Tx) EnqueueJobIDs(ctx context.Context, jobs ...domain.OutboxJob) ([]int
 	if len(jobs) == 0 {
 		return nil, nil
 	}
-	params := make([]river.InsertManyParams, len(jobs))
-	for i, j := range jobs {
-		params[i] = river.InsertManyParams{Args: j.Args, InsertOpts: &river.InsertOpts{
-			Queue:       j.Queue,
-			ScheduledAt: j.ScheduledAt,
-			MaxAttempts: j.MaxAttempts,
-		}}
-	}
+	params := insertParams(jobs)
 	tx, err := t.tx.pgxTx(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("enqueueing %d jobs: %w", len(jobs), err)
@@ -69,6 +55,19 @@ func (t *Tx) EnqueueJobIDs(ctx context.Context, jobs ...domain.OutboxJob) ([]int
 		ids[i] = r.Job.ID
 	}
 	return ids, nil
+}
+
+// insertParams are River's insert parameters of jobs.
+func insertParams(jobs []domain.OutboxJob) []river.InsertManyParams {
+	params := make([]river.InsertManyParams, len(jobs))
+	for i, j := range jobs {
+		params[i] = river.InsertManyParams{Args: j.Args, InsertOpts: &river.InsertOpts{
+			Queue:       j.Queue,
+			ScheduledAt: j.ScheduledAt,
+			MaxAttempts: j.MaxAttempts,
+		}}
+	}
+	return params
 }
 
 // DropScheduledJobs deletes the River jobs ids that are still scheduled
