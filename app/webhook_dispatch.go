@@ -48,8 +48,9 @@ const dispatchRescueMargin = 5 * time.Second
 // before, but scheduled RescueAfter ahead instead of available, and once
 // the transaction committed hands the events to the dispatcher. The
 // dispatcher fans out each project's events in one transaction per run
-// (runs of a project one at a time, so events recorded while one runs go
-// together into the next), deletes the fan-out jobs it did the work of in
+// (runs of a project one at a time, each until its first attempts are
+// answered, so events recorded while one runs go together into the next;
+// a lone event waits for nothing), deletes the fan-out jobs it did the work of in
 // that transaction, and enqueues each delivery job scheduled ahead as its
 // rescue; after the commit it runs the delivery jobs itself
 // (deliverWebhooks: durable intent, request, outcomes), and the outcome
@@ -232,9 +233,14 @@ func (d *webhookDispatcher) fanOut(key projectKey, from, to uint64, rescue []int
 		d.handOver(rescue, time.Time{})
 		return
 	}
+	// The project's next run waits for these: events recorded meanwhile go
+	// together into it (one fan-out, one job per destination), as appends
+	// to a project do while its transaction runs.
+	var wg sync.WaitGroup
 	for _, j := range direct {
-		d.wg.Go(func() { d.deliver(j) })
+		wg.Go(func() { d.deliver(j) })
 	}
+	wg.Wait()
 }
 
 // defaultDispatchTxTimeout bounds a dispatched fan-out's transaction and a
