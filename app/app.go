@@ -8,6 +8,7 @@ package app
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -71,6 +72,9 @@ type App struct {
 	// fanouts gathers fan-out jobs of a project started close together
 	// (CoalesceWebhookFanout).
 	fanouts fanoutCoalescer
+	// dispatch is the running webhook dispatcher (RunWebhookDispatch), nil
+	// when none runs.
+	dispatch atomic.Pointer[webhookDispatcher]
 	// exports configures data exports.
 	exports ExportConfig
 	// exportWatch signals changes of exports; nil disables their

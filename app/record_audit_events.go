@@ -268,7 +268,9 @@ type lockedHead struct {
 // events after head, then inserts them and moves the head; see sealBatch.
 // When the project has active webhook subscriptions, the same transaction
 // enqueues the fan-out of the new events: the outbox fact of their
-// deliveries. It returns the head the transaction leaves.
+// deliveries (scheduled ahead as the rescue of the webhook dispatcher, if
+// this process runs one: RunWebhookDispatch). It returns the head the
+// transaction leaves.
 func (a *App) sealAndInsert(ctx context.Context, tx Tx, tenantID, projectID string, head lockedHead, batch *sealBatch, reqs []*appendRequest, recordedAt time.Time) (domain.ChainHead, error) {
 	events, newHead := batch.seal(tenantID, head.head, reqs, recordedAt)
 	if len(events) == 0 {
@@ -280,7 +282,17 @@ func (a *App) sealAndInsert(ctx context.Context, tx Tx, tenantID, projectID stri
 	if !head.webhooks {
 		return newHead, nil
 	}
-	return newHead, tx.EnqueueJobs(ctx, webhookFanoutJob(tenantID, projectID, events[0].Sequence, newHead.Sequence))
+	from, to := events[0].Sequence, newHead.Sequence
+	job, dispatch := a.fanoutRescue(tenantID, projectID, from, to)
+	if dispatch == nil {
+		return newHead, tx.EnqueueJobs(ctx, job)
+	}
+	ids, err := tx.EnqueueJobIDs(ctx, job)
+	if err != nil {
+		return head.head, err
+	}
+	tx.AfterCommit(func() { dispatch.dispatched(tenantID, projectID, from, to, ids[0]) })
+	return newHead, nil
 }
 
 // replayBatch returns the events a completed idempotent call recorded.

@@ -40,6 +40,17 @@ type Tx interface {
 	// EnqueueJobs inserts outbox work in the transaction: the jobs exist
 	// exactly when the transaction commits.
 	EnqueueJobs(ctx context.Context, jobs ...domain.OutboxJob) error
+	// EnqueueJobIDs inserts outbox work as EnqueueJobs does and returns the
+	// jobs' ids, in order.
+	EnqueueJobIDs(ctx context.Context, jobs ...domain.OutboxJob) ([]int64, error)
+	// DropScheduledJobs deletes, with the commit, the jobs ids that are
+	// still scheduled: rescue jobs whose work was done without them.
+	DropScheduledJobs(ids []int64)
+	// RescheduleJobs makes the jobs ids that are still scheduled due at at.
+	RescheduleJobs(ctx context.Context, ids []int64, at time.Time) error
+	// AfterCommit registers f to run once the transaction committed (never
+	// after a rollback). f must not block.
+	AfterCommit(f func())
 	// CompleteJob completes the River job a worker is running (ctx is the
 	// worker's) in the transaction, so that it is completed exactly when
 	// what the transaction records commits.

@@ -146,7 +146,7 @@ func (a *App) recordLostAttempt(ctx context.Context, tx Tx, tenantID string, del
 // delivery goes back to the state it was in, without an attempt of its
 // budget used, and a new job is enqueued for it. So a job that runs out of
 // time behind a slow destination's other jobs costs no delivery an attempt.
-func (a *App) finishWebhookAttempts(ctx context.Context, dest domain.WebhookDestination, preps []*preparedAttempt, results []webhook.Result, unsent []bool, later []domain.OutboxJob) error {
+func (a *App) finishWebhookAttempts(ctx context.Context, dest domain.WebhookDestination, preps []*preparedAttempt, results []webhook.Result, unsent []bool, later []domain.OutboxJob, drop []int64) error {
 	now := a.storedNow()
 	changes := make([]domain.WebhookDeliveryChange, 0, len(preps))
 	var (
@@ -198,6 +198,7 @@ func (a *App) finishWebhookAttempts(ctx context.Context, dest domain.WebhookDest
 		if err := tx.EnqueueJobs(ctx, jobs...); err != nil {
 			return err
 		}
+		tx.DropScheduledJobs(drop)
 		// Last, so that the destination's row is locked only briefly.
 		return a.afterAttempts(ctx, tx, dest, changes, saved, now)
 	})

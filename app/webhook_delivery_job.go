@@ -98,30 +98,38 @@ func webhookFirstAttemptJobs(ds []*domain.WebhookDelivery) []domain.OutboxJob {
 func (a *App) DeliverWebhooks(ctx context.Context, args jobargs.WebhookDeliveryArgs) (err error) {
 	ctx, span := a.startCommand(ctx, "DeliverWebhooks")
 	defer func() { a.endCommand(span, err) }()
+	_, err = a.deliverWebhooks(ctx, args, nil)
+	return err
+}
+
+// deliverWebhooks is DeliverWebhooks; the transaction of the outcomes also
+// drops the scheduled jobs rescue (the rescue job of a dispatched delivery
+// job, see webhook_dispatch.go), and dropped tells that it committed.
+func (a *App) deliverWebhooks(ctx context.Context, args jobargs.WebhookDeliveryArgs, rescue []int64) (dropped bool, err error) {
 	if a.webhooks.Sender == nil || a.webhooks.Box == nil {
-		return errors.New("webhooks: delivery needs a sender and a master key")
+		return false, errors.New("webhooks: delivery needs a sender and a master key")
 	}
 	deliveryIDs, eventIDs, err := args.IDs()
 	if err != nil {
-		return err
+		return false, err
 	}
 	if len(deliveryIDs) == 0 || len(deliveryIDs) > maxDeliveryBatch {
-		return fmt.Errorf("webhook delivery job of %d deliveries", len(deliveryIDs))
+		return false, fmt.Errorf("webhook delivery job of %d deliveries", len(deliveryIDs))
 	}
 	// A destination with its maximum of jobs under way gives the worker
 	// back rather than hold it.
 	slots, leave, ok := a.webhooks.enter(ctx, args.DestinationID)
 	if !ok {
-		return ErrDestinationBusy
+		return false, ErrDestinationBusy
 	}
 	defer leave()
 	now := a.storedNow()
 	sc, err := a.store.WebhookBatchSendContext(ctx, args.TenantID, args.DestinationID, deliveryIDs, eventIDs, now)
 	if errors.Is(err, domain.ErrNotFound) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	want := make(map[uuid.UUID]int, len(deliveryIDs))
 	for i, id := range deliveryIDs {
@@ -138,7 +146,7 @@ func (a *App) DeliverWebhooks(ctx context.Context, args jobargs.WebhookDeliveryA
 				recorded, err = a.recordLostAttempt(ctx, tx, d.TenantID, d.ID, n)
 				return err
 			}); err != nil {
-				return err
+				return false, err
 			}
 			if recorded {
 				// Counted once the transaction committed, not per try.
@@ -152,7 +160,7 @@ func (a *App) DeliverWebhooks(ctx context.Context, args jobargs.WebhookDeliveryA
 		}
 	}
 	if len(due) == 0 {
-		return nil
+		return false, nil
 	}
 	// A retry due within the scheduler's granularity was enqueued available
 	// at once: wait for its time here.
@@ -162,13 +170,13 @@ func (a *App) DeliverWebhooks(ctx context.Context, args jobargs.WebhookDeliveryA
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return ctx.Err()
+			return false, ctx.Err()
 		}
 		now = a.storedNow()
 	}
 	due, later, err := a.gateDestination(ctx, sc.Destination, slots, due, now)
 	if err != nil || len(due) == 0 {
-		return err
+		return false, err
 	}
 	keys, keyErr := a.openSigningKeys(sc.Destination, sc.Secrets)
 	if keyErr != nil {
@@ -186,21 +194,21 @@ func (a *App) DeliverWebhooks(ctx context.Context, args jobargs.WebhookDeliveryA
 			if purged == nil {
 				p, err := a.store.AuditPurgedPrefix(ctx, d.TenantID, d.ProjectID)
 				if err != nil {
-					return err
+					return false, err
 				}
 				if _, err := a.store.DeadLetterPurgedWebhookDeliveries(ctx, d.TenantID, d.ProjectID, now); err != nil {
-					return err
+					return false, err
 				}
 				purged = &p
 			}
 			if d.EventSequence > purged.Through {
-				return fmt.Errorf("event %s of delivery %s is missing", d.EventID, d.ID)
+				return false, fmt.Errorf("event %s of delivery %s is missing", d.EventID, d.ID)
 			}
 			continue
 		}
 		change, prep, err := a.beginAttempt(d, event, sc.Destination.URL, keys, keyErr, now)
 		if err != nil {
-			return err
+			return false, err
 		}
 		prep.header = header
 		changes = append(changes, change)
@@ -208,7 +216,7 @@ func (a *App) DeliverWebhooks(ctx context.Context, args jobargs.WebhookDeliveryA
 	}
 	saved, err := a.store.SaveWebhookDeliveriesIf(ctx, changes)
 	if err != nil || len(saved) == 0 && len(later) == 0 {
-		return err
+		return false, err
 	}
 	sent := make([]*preparedAttempt, len(saved))
 	for i, id := range saved {
@@ -222,7 +230,8 @@ func (a *App) DeliverWebhooks(ctx context.Context, args jobargs.WebhookDeliveryA
 	results, unsent := a.sendAll(ctx, slots, sent)
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
-	return a.finishWebhookAttempts(fctx, sc.Destination, sent, results, unsent, later)
+	err = a.finishWebhookAttempts(fctx, sc.Destination, sent, results, unsent, later, rescue)
+	return err == nil, err
 }
 
 // sendAll sends prepared attempts through the destination's request

@@ -30,9 +30,12 @@ func (a *App) FanOutWebhookDeliveries(ctx context.Context, args jobargs.WebhookF
 	for from := args.FromSequence; from <= args.ToSequence; from += webhookFanoutChunk {
 		to := min(from+webhookFanoutChunk-1, args.ToSequence)
 		err := a.retryTx(ctx, func(ctx context.Context, tx Tx) error {
-			n, err := a.fanOutChunk(ctx, tx, args.TenantID, args.ProjectID, from, to)
+			n, jobs, err := a.fanOutChunk(ctx, tx, args.TenantID, args.ProjectID, from, to)
+			if err != nil {
+				return err
+			}
 			created += n
-			return err
+			return tx.EnqueueJobs(ctx, jobs...)
 		})
 		if err != nil {
 			return created, err
@@ -41,29 +44,31 @@ func (a *App) FanOutWebhookDeliveries(ctx context.Context, args jobargs.WebhookF
 	return created, nil
 }
 
-// fanOutChunk fans out the events [from, to] in transaction tx.
-func (a *App) fanOutChunk(ctx context.Context, tx Tx, tenantID, projectID string, from, to uint64) (int, error) {
+// fanOutChunk fans out the events [from, to] in transaction tx: it inserts
+// their deliveries and returns how many, with the jobs of their first
+// attempts, for the caller to enqueue in tx.
+func (a *App) fanOutChunk(ctx context.Context, tx Tx, tenantID, projectID string, from, to uint64) (int, []domain.OutboxJob, error) {
 	// Subscriptions disabled since these events were recorded still get
 	// them; Matches tells which.
 	const limit = 4 * MaxActiveWebhookSubscriptionsPerProject
 	subs, err := tx.FanOutWebhookSubscriptions(ctx, tenantID, projectID, from, to, limit+1)
 	if err != nil || len(subs) == 0 {
-		return 0, err
+		return 0, nil, err
 	}
 	if len(subs) > limit {
 		// Never drop a subscription silently.
-		return 0, fmt.Errorf("webhook fan-out of %s/%s [%d, %d]: more than %d subscriptions to match", tenantID, projectID, from, to, limit)
+		return 0, nil, fmt.Errorf("webhook fan-out of %s/%s [%d, %d]: more than %d subscriptions to match", tenantID, projectID, from, to, limit)
 	}
 	refs, err := tx.AuditEventRefs(ctx, tenantID, projectID, from, to)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	now := a.storedNow()
 	// SEQUENCE subscriptions get their deliveries in order, without gap
 	// (webhook_ordered_delivery.go).
 	ordered, err := a.lockOrderedFanout(ctx, tx, tenantID, projectID, subs, from, to, now)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	maxAttempts := a.webhooks.RetrySchedule.MaxAttempts()
 	ds := make([]domain.WebhookDelivery, 0, min(len(refs)*len(subs), 8192))
@@ -81,13 +86,13 @@ func (a *App) fanOutChunk(ctx context.Context, tx Tx, tenantID, projectID string
 	ds = ordered.appendDeliveries(ds, refs, now, maxAttempts)
 	inserted, err := tx.InsertWebhookDeliveries(ctx, ds)
 	if err != nil || len(inserted) == 0 {
-		return 0, err
+		return 0, nil, err
 	}
 	rest, jobs, err := a.queueOrderedFanout(ctx, tx, tenantID, savedDeliveries(ds, inserted), ordered, now)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	return len(inserted), tx.EnqueueJobs(ctx, append(jobs, webhookFirstAttemptJobs(rest)...)...)
+	return len(inserted), append(jobs, webhookFirstAttemptJobs(rest)...), nil
 }
 
 // fanoutDelivery is a new PENDING delivery of the event ref to sub.

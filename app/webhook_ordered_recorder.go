@@ -44,7 +44,7 @@ type orderedRecorder struct {
 // outlive the job's cancellation, as finishWebhookAttempts' context does).
 func (a *App) startOrderedRecorder(ctx context.Context, dest domain.WebhookDestination, sent []*preparedAttempt, results []webhook.Result, unsent []bool) *orderedRecorder {
 	return newOrderedRecorder(func(from, to int) error {
-		return a.finishWebhookAttempts(ctx, dest, sent[from:to], results[from:to], unsent[from:to], nil)
+		return a.finishWebhookAttempts(ctx, dest, sent[from:to], results[from:to], unsent[from:to], nil, nil)
 	})
 }
 

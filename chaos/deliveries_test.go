@@ -46,13 +46,17 @@ func riverClients(t *testing.T, pool *pgxpool.Pool) []string {
 }
 
 // deliveringAttemptsOf returns the attempts left DELIVERING by the jobs
-// that River clients (of one process) were running.
+// that River clients (of one process) were running, and by the webhook
+// dispatcher of the process that recorded the events: its delivery jobs
+// wait scheduled, never run, as their rescue (callers make sure that only
+// the killed process recorded events before the kill).
 func deliveringAttemptsOf(t *testing.T, pool *pgxpool.Pool, clients []string) map[attemptKey]bool {
 	t.Helper()
 	rows, err := pool.Query(context.Background(), `SELECT d.id::text, d.attempt_count FROM webhook_deliveries d
 		WHERE d.state = 'DELIVERING' AND EXISTS (SELECT 1 FROM river_job j
-			WHERE j.kind = 'webhook_delivery' AND j.state = 'running'
-			  AND j.attempted_by[array_length(j.attempted_by, 1)] = ANY($1)
+			WHERE j.kind = 'webhook_delivery'
+			  AND (j.state = 'running' AND j.attempted_by[array_length(j.attempted_by, 1)] = ANY($1)
+			    OR j.state = 'scheduled' AND coalesce(array_length(j.attempted_by, 1), 0) = 0)
 			  AND position(replace(d.id::text, '-', '') IN j.args->>'deliveries') % 64 = 1)`, clients)
 	require.NoError(t, err)
 	out := map[attemptKey]bool{}

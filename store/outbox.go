@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
@@ -18,14 +19,7 @@ func (t *Tx) EnqueueJobs(ctx context.Context, jobs ...domain.OutboxJob) error {
 	if len(jobs) == 0 {
 		return nil
 	}
-	params := make([]river.InsertManyParams, len(jobs))
-	for i, j := range jobs {
-		params[i] = river.InsertManyParams{Args: j.Args, InsertOpts: &river.InsertOpts{
-			Queue:       j.Queue,
-			ScheduledAt: j.ScheduledAt,
-			MaxAttempts: j.MaxAttempts,
-		}}
-	}
+	params := insertParams(jobs)
 	tx, err := t.tx.pgxTx(ctx)
 	if err != nil {
 		return fmt.Errorf("enqueueing %d jobs: %w", len(jobs), err)
@@ -37,6 +31,68 @@ func (t *Tx) EnqueueJobs(ctx context.Context, jobs ...domain.OutboxJob) error {
 	}
 	if err != nil {
 		return fmt.Errorf("enqueueing %d jobs: %w", len(jobs), err)
+	}
+	return nil
+}
+
+// EnqueueJobIDs inserts outbox jobs as EnqueueJobs does and returns their
+// River job ids, in the order of jobs.
+func (t *Tx) EnqueueJobIDs(ctx context.Context, jobs ...domain.OutboxJob) ([]int64, error) {
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	params := insertParams(jobs)
+	tx, err := t.tx.pgxTx(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("enqueueing %d jobs: %w", len(jobs), err)
+	}
+	results, err := t.jobs.InsertManyTx(ctx, tx, params)
+	if err != nil {
+		return nil, fmt.Errorf("enqueueing %d jobs: %w", len(jobs), err)
+	}
+	ids := make([]int64, len(results))
+	for i, r := range results {
+		ids[i] = r.Job.ID
+	}
+	return ids, nil
+}
+
+// insertParams are River's insert parameters of jobs.
+func insertParams(jobs []domain.OutboxJob) []river.InsertManyParams {
+	params := make([]river.InsertManyParams, len(jobs))
+	for i, j := range jobs {
+		params[i] = river.InsertManyParams{Args: j.Args, InsertOpts: &river.InsertOpts{
+			Queue:       j.Queue,
+			ScheduledAt: j.ScheduledAt,
+			MaxAttempts: j.MaxAttempts,
+		}}
+	}
+	return params
+}
+
+// DropScheduledJobs deletes the River jobs ids that are still scheduled
+// (rescue jobs whose work was done without them), with the transaction's
+// commit: the statement is queued and travels with the next statement or
+// the COMMIT, so it costs no round trip of its own. A job that has come due
+// meanwhile is left to run (the work it repeats finds nothing to do).
+func (t *Tx) DropScheduledJobs(ids []int64) {
+	if len(ids) == 0 {
+		return
+	}
+	t.tx.queue("dropping scheduled jobs", `DELETE FROM river_job WHERE id = ANY($1::bigint[]) AND state = 'scheduled'`, ids)
+}
+
+// RescheduleJobs makes the River jobs ids that are still scheduled due at
+// at: available at once when at is not in the future (River's producers
+// find them at their next poll), else scheduled then.
+func (t *Tx) RescheduleJobs(ctx context.Context, ids []int64, at time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := t.tx.Exec(ctx, `UPDATE river_job
+		SET scheduled_at = $2, state = CASE WHEN $2 <= now() THEN 'available' ELSE 'scheduled' END::river_job_state
+		WHERE id = ANY($1::bigint[]) AND state = 'scheduled'`, ids, at); err != nil {
+		return fmt.Errorf("rescheduling %d jobs: %w", len(ids), err)
 	}
 	return nil
 }

@@ -91,6 +91,8 @@ type Tx struct {
 	queries
 	tx   *txConn
 	jobs *river.Client[pgx.Tx]
+	// afterCommit are the functions AfterCommit registered.
+	afterCommit []func()
 }
 
 // InTx runs fn in one read-committed transaction, which fn receives as tx.
@@ -110,7 +112,8 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx *Tx) e
 	// a panic of fn or a failed rollback).
 	defer conn.Release()
 	tc := &txConn{conn: conn.Conn()}
-	if err := fn(ctx, &Tx{queries: newQueries(tc), tx: tc, jobs: s.jobs}); err != nil {
+	tx := &Tx{queries: newQueries(tc), tx: tc, jobs: s.jobs}
+	if err := fn(ctx, tx); err != nil {
 		tc.rollback(context.WithoutCancel(ctx))
 		return err
 	}
@@ -118,7 +121,17 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx *Tx) e
 		tc.rollback(context.WithoutCancel(ctx))
 		return fmt.Errorf("committing transaction: %w", err)
 	}
+	for _, f := range tx.afterCommit {
+		f()
+	}
 	return nil
+}
+
+// AfterCommit registers f to run once the transaction has committed, in
+// the order of registration; f never runs if the transaction rolls back or
+// its commit fails. f must not block.
+func (t *Tx) AfterCommit(f func()) {
+	t.afterCommit = append(t.afterCommit, f)
 }
 
 // IsRetryable reports whether err is a conflict that a fresh attempt of the

@@ -150,6 +150,16 @@ func (c *serveCmd) Run() error {
 	if err := river.Start(ctx); err != nil {
 		return fmt.Errorf("starting river: %w", err)
 	}
+	// The webhook dispatcher sends the first attempts of the events this
+	// process records, with River as the rescue; it stops after the HTTP
+	// server (no more recordings) and before River.
+	dispatchCtx, stopDispatch := context.WithCancel(context.WithoutCancel(ctx))
+	dispatchDone := make(chan struct{})
+	go func() {
+		defer close(dispatchDone)
+		_ = application.RunWebhookDispatch(dispatchCtx, app.WebhookDispatchConfig{SendTimeout: c.WebhookTimeout, RescueAfter: c.JobRescueAfter})
+	}()
+	defer stopDispatch()
 
 	hubCtx, stopHub := context.WithCancel(context.WithoutCancel(ctx))
 	hubDone := make(chan struct{})
@@ -219,6 +229,12 @@ func (c *serveCmd) Run() error {
 	}
 	if metricsServer != nil {
 		_ = metricsServer.Shutdown(shutdownCtx)
+	}
+	stopDispatch()
+	select {
+	case <-dispatchDone:
+	case <-shutdownCtx.Done():
+		logger.Warn("webhook dispatch shutdown incomplete: its rescue jobs will finish the deliveries under way")
 	}
 	if err := river.Stop(shutdownCtx); err != nil {
 		logger.Warn("river shutdown incomplete", "err", err)

@@ -323,9 +323,10 @@ func benchDrafts(seedValue uint64, project string) []domain.AuditEventDraft {
 	return drafts
 }
 
-// startRiver starts a River client as `aether serve` does (default queue
-// and fetch settings, b.workers webhook workers) on the bench pool, its
-// goroutines labelled side=server; stop stops it.
+// startRiver starts a River client and the webhook dispatcher as `aether
+// serve` does (default queue and fetch settings, b.workers webhook workers)
+// on the bench pool, their goroutines labelled side=server; stop stops
+// them.
 func (b *webhookBench) startRiver(ctx context.Context) (stop func(), err error) {
 	client, err := jobs.NewClient(b.e.pool, store.New(b.e.pool), jobs.ClientConfig{
 		Logger: b.logger, App: b.app, WebhookWorkers: b.workers,
@@ -333,13 +334,26 @@ func (b *webhookBench) startRiver(ctx context.Context) (stop func(), err error) 
 	if err != nil {
 		return nil, err
 	}
+	dctx, stopDispatch := context.WithCancel(ctx)
+	dispatchDone := make(chan struct{})
 	pprof.Do(ctx, pprof.Labels("side", "server", "scenario", "webhook-delivery"), func(ctx context.Context) {
-		err = client.Start(ctx)
+		if err = client.Start(ctx); err != nil {
+			return
+		}
+		go func() {
+			defer close(dispatchDone)
+			_ = b.app.RunWebhookDispatch(dctx, app.WebhookDispatchConfig{})
+		}()
 	})
 	if err != nil {
+		stopDispatch()
 		return nil, fmt.Errorf("starting river: %w", err)
 	}
-	return func() { stopRiver(client) }, nil
+	return func() {
+		stopDispatch()
+		<-dispatchDone
+		stopRiver(client)
+	}, nil
 }
 
 // stopRiver stops client, cancelling its jobs if they do not finish soon.
