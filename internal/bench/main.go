@@ -131,6 +131,10 @@ type options struct {
 	// fanoutOnlyListed leaves out the 4,000-subscriber row (the
 	// scale scenario runs 1,000 only).
 	fanoutOnlyListed bool
+	// webhookTenantTag ends the webhook scenario's tenant name, so that
+	// each of the scale scenario's passes has its own (the destinations of
+	// another pass hold secrets sealed under another key).
+	webhookTenantTag string
 	// scaleSizes are the scale scenario's table sizes, in events.
 	scaleSizes []int
 	// webhookWorkers, webhookMaxInFlight, webhookDeliveries,

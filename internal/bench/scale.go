@@ -183,6 +183,7 @@ func measureScale(ctx context.Context, e *env, opts options, size int, analyzed 
 	wo.webhookRows = map[string]bool{"fanout": true}
 	wo.webhookRepeats = 1
 	wo.webhookNoVacuum = !analyzed
+	wo.webhookTenantTag = fmt.Sprintf("-%d-%t", size, analyzed)
 	rs, err = runWebhookDelivery(ctx, e, wo)
 	if err := add("webhook-delivery", rs, err); err != nil {
 		return out, err

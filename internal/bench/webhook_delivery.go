@@ -202,7 +202,7 @@ type webhookBench struct {
 // serve` does, with 127.0.0.0/8 allowed and the receiver's certificate
 // trusted. Leftover webhook jobs of earlier runs are deleted first.
 func newWebhookBench(ctx context.Context, e *env, opts options) (_ *webhookBench, err error) {
-	b := &webhookBench{e: e, opts: opts, tenant: "bench-wh-" + e.runID, workers: opts.webhookWorkers}
+	b := &webhookBench{e: e, opts: opts, tenant: "bench-wh-" + e.runID + opts.webhookTenantTag, workers: opts.webhookWorkers}
 	defer func() {
 		if err != nil {
 			b.close()
