@@ -102,9 +102,10 @@ func (s *s3Sink) arrivals(t *testing.T) map[string][]uint64 {
 
 // holdInFlight implements chaosSink: S3 is paused, and the object is in
 // flight once a request to it waits unread on one of its connections.
-func (s *s3Sink) holdInFlight(t *testing.T) (release func()) {
+func (s *s3Sink) holdInFlight(t *testing.T, kick func()) (release func()) {
 	t.Helper()
 	require.NoError(t, s.s3.Pause())
+	kick()
 	port, err := strconv.Atoi(s.s3.Endpoint[strings.LastIndexByte(s.s3.Endpoint, ':')+1:])
 	require.NoError(t, err)
 	await(t, time.Minute, "a request waits unread at the paused S3 server", func() bool { return unreadAt(t, port) })

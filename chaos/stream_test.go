@@ -113,11 +113,12 @@ func (r *streamReceiver) input() map[string]any { return map[string]any{"type": 
 
 // holdInFlight implements chaosSink: the next request that arrives is held
 // until release.
-func (r *streamReceiver) holdInFlight(t *testing.T) (release func()) {
+func (r *streamReceiver) holdInFlight(t *testing.T, kick func()) (release func()) {
 	t.Helper()
 	held := make(chan struct{}, 1)
 	rel := make(chan struct{})
 	r.set(func(r *streamReceiver) { r.hold, r.release = held, rel })
+	kick()
 	select {
 	case <-held:
 	case <-time.After(time.Minute):
@@ -143,8 +144,10 @@ type chaosSink interface {
 	// order they arrived.
 	arrivals(t *testing.T) map[string][]uint64
 	// holdInFlight waits until a batch is on its way to the sink and holds
-	// it there until release is called.
-	holdInFlight(t *testing.T) (release func())
+	// it there until release is called. It calls kick once the hold is
+	// armed: kick records events, so that a batch is due even when the
+	// stream had caught up (a fast backfill can finish before the hold).
+	holdInFlight(t *testing.T, kick func()) (release func())
 	// setDown takes the sink down (every delivery fails) or up again.
 	setDown(t *testing.T, down bool)
 }
@@ -208,7 +211,9 @@ func streamChaos(t *testing.T, rcv chaosSink, env []string) {
 		map[string]any{"in": map[string]any{"allProjects": true, "sink": rcv.input()}}, &created)
 	streamID := created.CreateAuditStream.Stream.ID
 
-	// Mid-backfill, a request arrives and is held: kill the process then.
+	// Once the backfill is under way, a request arrives and is held: kill
+	// the process then. The backfill may have finished by the time the
+	// hold is armed, so events recorded then make a batch due.
 	await(t, 2*time.Minute, "the backfill is under way", func() bool {
 		total := uint64(0)
 		for _, n := range contiguous(rcv.arrivals(t)) {
@@ -216,7 +221,7 @@ func streamChaos(t *testing.T, rcv chaosSink, env []string) {
 		}
 		return total >= 20_000
 	})
-	release := rcv.holdInFlight(t)
+	release := rcv.holdInFlight(t, func() { recordIn(t, a, token, "p1", 10) })
 	a.kill(t)
 	release()
 	// The receiver is down while another process takes over.
