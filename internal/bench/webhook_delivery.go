@@ -157,6 +157,14 @@ func runWebhookDelivery(ctx context.Context, e *env, opts options) ([]result, er
 	if both == 2 {
 		results = append(results, b.cpuResult(cpuO, cpuB))
 	}
+	if opts.webhookRows["floor"] {
+		r, err := b.floorRow(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("webhook-delivery floor: %w", err))
+		} else {
+			results = append(results, r)
+		}
+	}
 	if opts.webhookRows["down"] {
 		fmt.Fprintf(os.Stderr, "bench: webhook-delivery one destination down among 10\n")
 		r, err := b.downRow(ctx)
