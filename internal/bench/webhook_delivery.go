@@ -380,14 +380,17 @@ func stopRiver(client *river.Client[pgx.Tx]) {
 // whCPU is CPU time spent on deliveries.
 type whCPU struct {
 	// bench is this process's, pg PostgreSQL's (bench database and server
-	// processes), recv the receiver process's.
-	bench, pg, recv time.Duration
-	deliveries      int64
+	// processes), recv the receiver process's; pgServer is the part of pg
+	// that the server's own processes (WAL writer, checkpointer, ...) used,
+	// work for every database of the server.
+	bench, pg, pgServer, recv time.Duration
+	deliveries                int64
 }
 
 func (c *whCPU) add(o whCPU) {
 	c.bench += o.bench
 	c.pg += o.pg
+	c.pgServer += o.pgServer
 	c.recv += o.recv
 	c.deliveries += o.deliveries
 }
@@ -411,7 +414,8 @@ func startCPU() cpuMeter { return cpuMeter{self: processCPU(), pg: takePGCPU(ben
 
 // stop returns the CPU time used since m started.
 func (m cpuMeter) stop() whCPU {
-	return whCPU{bench: processCPU() - m.self, pg: takePGCPU(benchDatabase).since(m.pg)}
+	now := takePGCPU(benchDatabase)
+	return whCPU{bench: processCPU() - m.self, pg: now.since(m.pg), pgServer: now.serverSince(m.pg)}
 }
 
 // whThroughput is what one side of a fan-out row achieved.
@@ -1094,6 +1098,7 @@ func (b *webhookBench) lagResult(name string, rate int, o, bs whLag) result {
 		add("CPU ms/delivery", cpuO, cpuB, fmt.Sprintf("ours <= %g", cpuLimit), check(cpuO > 0 && cpuO <= cpuLimit)),
 		add("bench process ms/delivery", o.cpu.perDelivery(o.cpu.bench), bs.cpu.perDelivery(bs.cpu.bench), "", nil),
 		add("PostgreSQL ms/delivery", o.cpu.perDelivery(o.cpu.pg), bs.cpu.perDelivery(bs.cpu.pg), "", nil),
+		add("of it server processes ms/delivery", o.cpu.perDelivery(o.cpu.pgServer), bs.cpu.perDelivery(bs.cpu.pgServer), "", nil),
 	}
 	var note strings.Builder
 	fmt.Fprintf(&note, "%d events/s for %s after %s of warm-up, one subscription; "+

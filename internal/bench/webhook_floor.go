@@ -55,14 +55,16 @@ func (b *webhookBench) floorRow(ctx context.Context) (result, error) {
 			per := func(d time.Duration) float64 { return round(ms(d)/b.opts.webhookLagDuration.Seconds(), 3) }
 			metrics = append(metrics,
 				metric{Name: "idle: bench process CPU ms/s", Ours: per(cpu.bench)},
-				metric{Name: "idle: PostgreSQL CPU ms/s", Ours: per(cpu.pg)})
+				metric{Name: "idle: PostgreSQL CPU ms/s", Ours: per(cpu.pg)},
+				metric{Name: "idle: of it the server's own processes", Ours: per(cpu.pgServer)})
 			continue
 		}
 		cpu.deliveries = n
 		metrics = append(metrics,
 			metric{Name: fmt.Sprintf("@%d/s: CPU ms/event", rate), Ours: round(cpu.perDelivery(cpu.bench+cpu.pg), 3)},
 			metric{Name: fmt.Sprintf("@%d/s: bench process ms/event", rate), Ours: round(cpu.perDelivery(cpu.bench), 3)},
-			metric{Name: fmt.Sprintf("@%d/s: PostgreSQL ms/event", rate), Ours: round(cpu.perDelivery(cpu.pg), 3)})
+			metric{Name: fmt.Sprintf("@%d/s: PostgreSQL ms/event", rate), Ours: round(cpu.perDelivery(cpu.pg), 3)},
+			metric{Name: fmt.Sprintf("@%d/s: of it the server's own processes", rate), Ours: round(cpu.perDelivery(cpu.pgServer), 3)})
 	}
 	return result{Scenario: "webhook-delivery floor", Metrics: metrics, OursOps: events,
 		Seconds: b.opts.webhookLagDuration.Seconds(),
@@ -111,7 +113,8 @@ func (b *webhookBench) floorWindow(ctx context.Context, rate int, record func(ct
 	var sendErr error
 	pprof.Do(ctx, pprof.Labels("side", "server", "scenario", "webhook-delivery"), func(ctx context.Context) {
 		sends, sendErr = pacedSends(ctx, start, t0, t1, time.Second/time.Duration(rate), func(ctx context.Context) (time.Time, error) {
-			return time.Time{}, record(ctx, n.Add(1)-1)
+			stamp := time.Now()
+			return stamp, record(ctx, n.Add(1)-1)
 		})
 	})
 	if err := errors.Join(sendErr, <-cpuDone, ctx.Err()); err != nil {
