@@ -418,6 +418,30 @@ func (m cpuMeter) stop() whCPU {
 	return whCPU{bench: processCPU() - m.self, pg: now.since(m.pg), pgServer: now.serverSince(m.pg)}
 }
 
+// meterWindow measures, in the background, the CPU time used between t0
+// and t1; wait returns it once t1 has passed.
+func meterWindow(ctx context.Context, t0, t1 time.Time) (wait func() (whCPU, error)) {
+	var cpu whCPU
+	done := make(chan error, 1)
+	go func() {
+		if err := sleepCtx(ctx, time.Until(t0)); err != nil {
+			done <- err
+			return
+		}
+		meter := startCPU()
+		if err := sleepCtx(ctx, time.Until(t1)); err != nil {
+			done <- err
+			return
+		}
+		cpu = meter.stop()
+		done <- nil
+	}()
+	return func() (whCPU, error) {
+		err := <-done
+		return cpu, err
+	}
+}
+
 // whThroughput is what one side of a fan-out row achieved.
 type whThroughput struct {
 	deliveries int64
@@ -985,30 +1009,13 @@ func (b *webhookBench) measureLag(ctx context.Context, label string, rate int, s
 	t1 := t0.Add(b.opts.webhookLagDuration)
 	m.t0, m.t1, m.window = t0, t1, t1.Sub(t0)
 
-	var (
-		meter   cpuMeter
-		cpu     whCPU
-		cpuDone = make(chan error, 1)
-	)
-	go func() {
-		if err := sleepCtx(ctx, time.Until(t0)); err != nil {
-			cpuDone <- err
-			return
-		}
-		meter = startCPU()
-		if err := sleepCtx(ctx, time.Until(t1)); err != nil {
-			cpuDone <- err
-			return
-		}
-		cpu = meter.stop()
-		cpuDone <- nil
-	}()
+	waitCPU := meterWindow(ctx, t0, t1)
 	var sendErr error
 	pprof.Do(ctx, pprof.Labels("side", label, "scenario", "webhook-delivery"), func(ctx context.Context) {
 		m.sendLat, sendErr = pacedSends(ctx, start, t0, t1, interval, send)
 		m.expected = int64(len(m.sendLat))
 	})
-	cpuErr := <-cpuDone
+	cpu, cpuErr := waitCPU()
 	if err := errors.Join(sendErr, cpuErr, ctx.Err()); err != nil {
 		return m, err
 	}

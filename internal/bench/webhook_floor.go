@@ -80,35 +80,12 @@ func (b *webhookBench) floorWindow(ctx context.Context, rate int, record func(ct
 	start := time.Now()
 	t0 := start.Add(whLagWarm)
 	t1 := t0.Add(b.opts.webhookLagDuration)
+	waitCPU := meterWindow(ctx, t0, t1)
 	if rate == 0 {
-		if err := sleepCtx(ctx, time.Until(t0)); err != nil {
-			return whCPU{}, 0, err
-		}
-		meter := startCPU()
-		if err := sleepCtx(ctx, time.Until(t1)); err != nil {
-			return whCPU{}, 0, err
-		}
-		return meter.stop(), 0, nil
+		cpu, err := waitCPU()
+		return cpu, 0, err
 	}
-	var (
-		meter   cpuMeter
-		cpu     whCPU
-		cpuDone = make(chan error, 1)
-		n       atomic.Int64
-	)
-	go func() {
-		if err := sleepCtx(ctx, time.Until(t0)); err != nil {
-			cpuDone <- err
-			return
-		}
-		meter = startCPU()
-		if err := sleepCtx(ctx, time.Until(t1)); err != nil {
-			cpuDone <- err
-			return
-		}
-		cpu = meter.stop()
-		cpuDone <- nil
-	}()
+	var n atomic.Int64
 	var sends []time.Duration
 	var sendErr error
 	pprof.Do(ctx, pprof.Labels("side", "server", "scenario", "webhook-delivery"), func(ctx context.Context) {
@@ -117,7 +94,8 @@ func (b *webhookBench) floorWindow(ctx context.Context, rate int, record func(ct
 			return stamp, record(ctx, n.Add(1)-1)
 		})
 	})
-	if err := errors.Join(sendErr, <-cpuDone, ctx.Err()); err != nil {
+	cpu, cpuErr := waitCPU()
+	if err := errors.Join(sendErr, cpuErr, ctx.Err()); err != nil {
 		return cpu, 0, err
 	}
 	return cpu, int64(len(sends)), nil
