@@ -2,9 +2,6 @@ package store_test
 
 import (
 	"context"
-	"encoding/json"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,7 +29,7 @@ import (
 // CPU, docs/benchmarks.md).
 func TestWebhookLookupsByIDDoNotNeedFreshStatistics(t *testing.T) {
 	ctx := context.Background()
-	tracer := &lastStatement{match: "UPDATE webhook_deliveries"}
+	tracer := &lastQuery{match: "UPDATE webhook_deliveries"}
 	cfg, err := pgxpool.ParseConfig(storetest.NewDatabase(t))
 	require.NoError(t, err)
 	cfg.ConnConfig.Tracer = tracer
@@ -80,11 +77,11 @@ func TestWebhookLookupsByIDDoNotNeedFreshStatistics(t *testing.T) {
 
 	byID := [][]string{{"id"}, {"tenant_id", "id"}}
 	t.Run("deliveries of a batch", func(t *testing.T) {
-		requireLookupByID(t, pool, "webhook_deliveries", dbsqlc.BatchSendWebhookDeliveries,
-			[]any{tenant, deliveryIDs, destination}, byID)
+		requireIndexScans(t, pool, "webhook_deliveries", dbsqlc.BatchSendWebhookDeliveries,
+			[]any{tenant, deliveryIDs, destination}, true, byID)
 	})
 	t.Run("events of a batch", func(t *testing.T) {
-		requireLookupByID(t, pool, "audit_events", dbsqlc.FindAuditEventsByID, []any{tenant, eventIDs}, byID)
+		requireIndexScans(t, pool, "audit_events", dbsqlc.FindAuditEventsByID, []any{tenant, eventIDs}, true, byID)
 	})
 	t.Run("compare and set", func(t *testing.T) {
 		now := time.Now()
@@ -101,74 +98,6 @@ func TestWebhookLookupsByIDDoNotNeedFreshStatistics(t *testing.T) {
 		require.NoError(t, err)
 		require.Empty(t, saved)
 		sql, args := tracer.get()
-		requireLookupByID(t, pool, "webhook_deliveries", sql, args, byID)
+		requireIndexScans(t, pool, "webhook_deliveries", sql, args, true, byID)
 	})
-}
-
-// lastStatement is a pgx tracer that keeps the last statement sent that
-// contains match, with its arguments.
-type lastStatement struct {
-	match string
-	mu    sync.Mutex
-	sql   string
-	args  []any
-}
-
-// TraceQueryStart implements pgx.QueryTracer.
-func (l *lastStatement) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
-	if strings.Contains(data.SQL, l.match) {
-		l.mu.Lock()
-		l.sql, l.args = data.SQL, data.Args
-		l.mu.Unlock()
-	}
-	return ctx
-}
-
-// TraceQueryEnd implements pgx.QueryTracer.
-func (l *lastStatement) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
-func (l *lastStatement) get() (string, []any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.sql, l.args
-}
-
-// requireLookupByID explains sql with args and requires that every scan of
-// table (or of one of its partitions) is an index scan of an index whose
-// key columns are one of keys.
-func requireLookupByID(t *testing.T, pool *pgxpool.Pool, table, sql string, args []any, keys [][]string) {
-	t.Helper()
-	ctx := context.Background()
-	require.NotEmpty(t, sql)
-	var raw []byte
-	require.NoError(t, pool.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+sql, args...).Scan(&raw))
-	var plans []struct {
-		Plan planNode `json:"Plan"`
-	}
-	require.NoError(t, json.Unmarshal(raw, &plans))
-	require.Len(t, plans, 1)
-	scans := 0
-	var walk func(n planNode)
-	walk = func(n planNode) {
-		if n.Relation != "" && n.NodeType != "ModifyTable" {
-			var root string
-			require.NoError(t, pool.QueryRow(ctx, `SELECT COALESCE(pg_partition_root(to_regclass($1)), to_regclass($1))::text`,
-				n.Relation).Scan(&root))
-			if root == table {
-				scans++
-				require.Contains(t, []string{"Index Scan", "Index Only Scan"}, n.NodeType, "plan does not read an index:\n%s", raw)
-				var cols []string
-				require.NoError(t, pool.QueryRow(ctx, `SELECT array_agg(a.attname::text ORDER BY k.ord)
-					FROM pg_index i, unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord), pg_attribute a
-					WHERE i.indexrelid = to_regclass($1) AND k.ord <= i.indnkeyatts
-					  AND a.attrelid = i.indrelid AND a.attnum = k.attnum`, n.IndexName).Scan(&cols))
-				require.Contains(t, keys, cols, "plan reads %s through index %s:\n%s", table, n.IndexName, raw)
-			}
-		}
-		for _, c := range n.Plans {
-			walk(c)
-		}
-	}
-	walk(plans[0].Plan)
-	require.Positive(t, scans, "plan reads %s:\n%s", table, raw)
 }
