@@ -42,13 +42,7 @@ const planProjectEvents = 200_000
 func TestQueryPlansDoNotNeedFreshStatistics(t *testing.T) {
 	ctx := context.Background()
 	tracer := &lastQuery{}
-	cfg, err := pgxpool.ParseConfig(storetest.NewDatabase(t))
-	require.NoError(t, err)
-	cfg.ConnConfig.Tracer = tracer
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	st := store.New(pool)
+	pool, st := tracedStore(t, tracer)
 
 	const tenant, project = "t-new", "p-new"
 	base := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
@@ -69,7 +63,7 @@ func TestQueryPlansDoNotNeedFreshStatistics(t *testing.T) {
 	// The statistics predate the project: the table is analyzed with only
 	// another tenant's project in it, then the project is bulk-loaded.
 	fill("t-old", "p-old", 20_000)
-	_, err = pool.Exec(ctx, "ANALYZE audit_events")
+	_, err := pool.Exec(ctx, "ANALYZE audit_events")
 	require.NoError(t, err)
 	fill(tenant, project, planProjectEvents)
 
@@ -153,6 +147,19 @@ func TestQueryPlansDoNotNeedFreshStatistics(t *testing.T) {
 			requireIndexPlan(t, pool, sql, args, shape.index)
 		})
 	}
+}
+
+// tracedStore returns a pool on a new test database whose statements go
+// through tracer, and a store over it.
+func tracedStore(t *testing.T, tracer pgx.QueryTracer) (*pgxpool.Pool, *store.Store) {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(storetest.NewDatabase(t))
+	require.NoError(t, err)
+	cfg.ConnConfig.Tracer = tracer
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool, store.New(pool)
 }
 
 // lastQuery is a pgx tracer that keeps the last statement sent that

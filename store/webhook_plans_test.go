@@ -7,13 +7,10 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aetheriot/aether-audit/domain"
-	"github.com/aetheriot/aether-audit/store"
 	"github.com/aetheriot/aether-audit/store/dbsqlc"
-	"github.com/aetheriot/aether-audit/store/storetest"
 )
 
 // TestWebhookLookupsByIDDoNotNeedFreshStatistics fills audit_events and
@@ -30,13 +27,7 @@ import (
 func TestWebhookLookupsByIDDoNotNeedFreshStatistics(t *testing.T) {
 	ctx := context.Background()
 	tracer := &lastQuery{match: "UPDATE webhook_deliveries"}
-	cfg, err := pgxpool.ParseConfig(storetest.NewDatabase(t))
-	require.NoError(t, err)
-	cfg.ConnConfig.Tracer = tracer
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	st := store.New(pool)
+	pool, st := tracedStore(t, tracer)
 
 	const tenant, project = "t-new", "p-new"
 	destination := uuid.Must(uuid.NewV7())
@@ -60,7 +51,7 @@ func TestWebhookLookupsByIDDoNotNeedFreshStatistics(t *testing.T) {
 		require.NoError(t, err)
 	}
 	fill("t-old", "p-old", 5_000)
-	_, err = pool.Exec(ctx, "ANALYZE audit_events, webhook_deliveries")
+	_, err := pool.Exec(ctx, "ANALYZE audit_events, webhook_deliveries")
 	require.NoError(t, err)
 	fill(tenant, project, 20_000)
 
