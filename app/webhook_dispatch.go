@@ -22,7 +22,18 @@ type WebhookDispatchConfig struct {
 	// (River's rule for a job of a process that died: --job-rescue-after);
 	// default two minutes.
 	RescueAfter time.Duration
+	// Linger is how long a project's run waits, before it takes the
+	// project's waiting events, for more to come: events recorded within
+	// it share the run's transactions (fan-out, intent, outcome). It is
+	// what a lone event waits at most; default dispatchLinger, negative for
+	// none.
+	Linger time.Duration
 }
+
+// dispatchLinger is the default WebhookDispatchConfig.Linger. At 200 events/s
+// with one subscription a run without it covered one or two events, each run
+// three transactions (docs/benchmarks.md, "Trickle rows: plans").
+const dispatchLinger = 5 * time.Millisecond
 
 // dispatchMaxSpan is the most events one dispatched fan-out covers: a larger
 // span (a burst, or a dispatcher that fell behind) goes to River's fan-out
@@ -50,7 +61,8 @@ const dispatchRescueMargin = 5 * time.Second
 // dispatcher fans out each project's events in one transaction per run
 // (runs of a project one at a time, each until its first attempts are
 // answered, so events recorded while one runs go together into the next;
-// a lone event waits for nothing), deletes the fan-out jobs it did the work of in
+// each run starts Linger after the previous one, or after the first event
+// of an idle project, so a lone event waits that long and no more), deletes the fan-out jobs it did the work of in
 // that transaction, and enqueues each delivery job scheduled ahead as its
 // rescue; after the commit it runs the delivery jobs itself
 // (deliverWebhooks: durable intent, request, outcomes), and the outcome
@@ -71,6 +83,9 @@ func (a *App) RunWebhookDispatch(ctx context.Context, cfg WebhookDispatchConfig)
 	}
 	if cfg.RescueAfter <= 0 {
 		cfg.RescueAfter = 2 * time.Minute
+	}
+	if cfg.Linger == 0 {
+		cfg.Linger = dispatchLinger
 	}
 	d := &webhookDispatcher{a: a, cfg: cfg, ctx: context.WithoutCancel(ctx), projects: map[projectKey]*dispatchProject{}}
 	if !a.dispatch.CompareAndSwap(nil, d) {
@@ -159,10 +174,14 @@ func (d *webhookDispatcher) dispatched(tenantID, projectID string, from, to uint
 	d.mu.Unlock()
 }
 
-// run works the project's waiting events until none are left.
+// run works the project's waiting events until none are left, each run
+// after cfg.Linger.
 func (d *webhookDispatcher) run(key projectKey, p *dispatchProject) {
 	defer d.wg.Done()
 	for {
+		if d.cfg.Linger > 0 {
+			time.Sleep(d.cfg.Linger)
+		}
 		d.mu.Lock()
 		from, to, rescue := p.from, p.to, p.rescue
 		p.rescue = nil

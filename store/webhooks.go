@@ -537,9 +537,15 @@ func (q *queries) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.
 		states[i], counts[i], maxAttempts[i], lastErrors[i] = string(d.State), int32(d.AttemptCount), int32(d.MaxAttempts), d.LastError
 		nextAt[i], updatedAt[i], deliveredAt[i], deadAt[i] = d.NextAttemptAt, d.UpdatedAt, d.DeliveredAt, d.DeadLetteredAt
 	}
-	const deliveries = `WITH c AS (
-			SELECT * FROM unnest($2::uuid[], $3::text[], $4::int[], $5::text[], $6::int[], $7::int[], $8::timestamptz[],
-				$9::timestamptz[], $10::timestamptz[], $11::timestamptz[], $12::text[])
+	// c is MATERIALIZED and carries the tenant, so that the tenant is a
+	// join condition with each id, not a filter of its own: the plan is one
+	// primary-key lookup per change. With w.tenant_id = $1, a tenant the
+	// statistics do not know yet (or know smaller than it is) was read
+	// whole through webhook_deliveries_event_idx on every call (see
+	// docs/benchmarks.md, "Trickle rows: plans").
+	const deliveries = `WITH c AS MATERIALIZED (
+			SELECT $1::text AS tenant_id, u.* FROM unnest($2::uuid[], $3::text[], $4::int[], $5::text[], $6::int[], $7::int[],
+				$8::timestamptz[], $9::timestamptz[], $10::timestamptz[], $11::timestamptz[], $12::text[])
 			AS u(id, prev_state, prev_attempts, state, attempt_count, max_attempts, next_attempt_at, updated_at,
 				delivered_at, dead_lettered_at, last_error)
 		), d AS (
@@ -547,7 +553,7 @@ func (q *queries) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.
 				next_attempt_at = c.next_attempt_at, updated_at = c.updated_at, delivered_at = c.delivered_at,
 				dead_lettered_at = c.dead_lettered_at, last_error = c.last_error
 			FROM c
-			WHERE w.tenant_id = $1 AND w.id = c.id AND w.state = c.prev_state AND w.attempt_count = c.prev_attempts
+			WHERE w.tenant_id = c.tenant_id AND w.id = c.id AND w.state = c.prev_state AND w.attempt_count = c.prev_attempts
 			RETURNING w.id
 		)`
 	args := []any{tenantID, ids, prevStates, prevAttempts, states, counts, maxAttempts, nextAt, updatedAt, deliveredAt, deadAt, lastErrors}

@@ -276,7 +276,7 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&opts.webhookLagDuration, "webhook-lag-duration", time.Minute, "webhook-delivery: measured time per side of the lag row")
 	fs.BoolVar(&opts.webhookNoVacuum, "webhook-no-vacuum", false, "webhook-delivery: do not VACUUM (ANALYZE) its tables before each row")
 	fs.IntVar(&opts.webhookRepeats, "webhook-repeats", 5, "webhook-delivery: runs of each fan-out row, ours and the baseline in turn; the median of each side is reported")
-	rowsF := fs.String("webhook-rows", "fanout,lag200,lag20,down,ordered", "webhook-delivery: comma-separated rows to run: fanout (the fan-out rows and the CPU row), lag200, lag20 (the trickle rows), down (one destination down among 10), ordered (ordered fan-out 1)")
+	rowsF := fs.String("webhook-rows", "fanout,lag200,lag20,down,ordered", "webhook-delivery: comma-separated rows to run: fanout (the fan-out rows and the CPU row), lag200, lag20 (the trickle rows), down (one destination down among 10), ordered (ordered fan-out 1), floor (not by default: an idle process and recording alone at 20 and 200 events/s, CPU per event)")
 	scaleF := fs.String("scale-sizes", "1000000,10000000,50000000", "scale: comma-separated table sizes in events, grown in this order (kept in the bench database for reruns)")
 	fs.StringVar(&opts.soakBin, "soak-bin", "bin/aether", "soak: the aether binary to run as the server")
 	fs.IntVar(&opts.soakSubscribers, "soak-subscribers", 2000, "soak: WebSocket subscribers held")
@@ -343,10 +343,10 @@ func parseFlags(args []string) (options, error) {
 	for r := range strings.SplitSeq(*rowsF, ",") {
 		switch r = strings.TrimSpace(r); r {
 		case "":
-		case "fanout", "lag200", "lag20", "down", "ordered":
+		case "fanout", "lag200", "lag20", "down", "ordered", "floor":
 			opts.webhookRows[r] = true
 		default:
-			return opts, fmt.Errorf("-webhook-rows: unknown row %q (have fanout, lag200, lag20, down, ordered)", r)
+			return opts, fmt.Errorf("-webhook-rows: unknown row %q (have fanout, lag200, lag20, down, ordered, floor)", r)
 		}
 	}
 	if opts.webhookLagDuration <= 0 {

@@ -160,3 +160,18 @@ func (now pgCPUSnapshot) since(s pgCPUSnapshot) time.Duration {
 	}
 	return d
 }
+
+// serverSince is since for the server's own processes alone (not client
+// backends): their work is for every database of the server, so on a shared
+// server it includes other users' (WAL writes, checkpoints).
+func (now pgCPUSnapshot) serverSince(s pgCPUSnapshot) time.Duration {
+	var d time.Duration
+	for pid, cpu := range now {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+		if err != nil || isClientBackend(cmdline) {
+			continue
+		}
+		d += cpu - s[pid]
+	}
+	return d
+}

@@ -157,6 +157,14 @@ func runWebhookDelivery(ctx context.Context, e *env, opts options) ([]result, er
 	if both == 2 {
 		results = append(results, b.cpuResult(cpuO, cpuB))
 	}
+	if opts.webhookRows["floor"] {
+		r, err := b.floorRow(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("webhook-delivery floor: %w", err))
+		} else {
+			results = append(results, r)
+		}
+	}
 	if opts.webhookRows["down"] {
 		fmt.Fprintf(os.Stderr, "bench: webhook-delivery one destination down among 10\n")
 		r, err := b.downRow(ctx)
@@ -372,14 +380,17 @@ func stopRiver(client *river.Client[pgx.Tx]) {
 // whCPU is CPU time spent on deliveries.
 type whCPU struct {
 	// bench is this process's, pg PostgreSQL's (bench database and server
-	// processes), recv the receiver process's.
-	bench, pg, recv time.Duration
-	deliveries      int64
+	// processes), recv the receiver process's; pgServer is the part of pg
+	// that the server's own processes (WAL writer, checkpointer, ...) used,
+	// work for every database of the server.
+	bench, pg, pgServer, recv time.Duration
+	deliveries                int64
 }
 
 func (c *whCPU) add(o whCPU) {
 	c.bench += o.bench
 	c.pg += o.pg
+	c.pgServer += o.pgServer
 	c.recv += o.recv
 	c.deliveries += o.deliveries
 }
@@ -403,7 +414,32 @@ func startCPU() cpuMeter { return cpuMeter{self: processCPU(), pg: takePGCPU(ben
 
 // stop returns the CPU time used since m started.
 func (m cpuMeter) stop() whCPU {
-	return whCPU{bench: processCPU() - m.self, pg: takePGCPU(benchDatabase).since(m.pg)}
+	now := takePGCPU(benchDatabase)
+	return whCPU{bench: processCPU() - m.self, pg: now.since(m.pg), pgServer: now.serverSince(m.pg)}
+}
+
+// meterWindow measures, in the background, the CPU time used between t0
+// and t1; wait returns it once t1 has passed.
+func meterWindow(ctx context.Context, t0, t1 time.Time) (wait func() (whCPU, error)) {
+	var cpu whCPU
+	done := make(chan error, 1)
+	go func() {
+		if err := sleepCtx(ctx, time.Until(t0)); err != nil {
+			done <- err
+			return
+		}
+		meter := startCPU()
+		if err := sleepCtx(ctx, time.Until(t1)); err != nil {
+			done <- err
+			return
+		}
+		cpu = meter.stop()
+		done <- nil
+	}()
+	return func() (whCPU, error) {
+		err := <-done
+		return cpu, err
+	}
 }
 
 // whThroughput is what one side of a fan-out row achieved.
@@ -973,30 +1009,13 @@ func (b *webhookBench) measureLag(ctx context.Context, label string, rate int, s
 	t1 := t0.Add(b.opts.webhookLagDuration)
 	m.t0, m.t1, m.window = t0, t1, t1.Sub(t0)
 
-	var (
-		meter   cpuMeter
-		cpu     whCPU
-		cpuDone = make(chan error, 1)
-	)
-	go func() {
-		if err := sleepCtx(ctx, time.Until(t0)); err != nil {
-			cpuDone <- err
-			return
-		}
-		meter = startCPU()
-		if err := sleepCtx(ctx, time.Until(t1)); err != nil {
-			cpuDone <- err
-			return
-		}
-		cpu = meter.stop()
-		cpuDone <- nil
-	}()
+	waitCPU := meterWindow(ctx, t0, t1)
 	var sendErr error
 	pprof.Do(ctx, pprof.Labels("side", label, "scenario", "webhook-delivery"), func(ctx context.Context) {
 		m.sendLat, sendErr = pacedSends(ctx, start, t0, t1, interval, send)
 		m.expected = int64(len(m.sendLat))
 	})
-	cpuErr := <-cpuDone
+	cpu, cpuErr := waitCPU()
 	if err := errors.Join(sendErr, cpuErr, ctx.Err()); err != nil {
 		return m, err
 	}
@@ -1086,6 +1105,7 @@ func (b *webhookBench) lagResult(name string, rate int, o, bs whLag) result {
 		add("CPU ms/delivery", cpuO, cpuB, fmt.Sprintf("ours <= %g", cpuLimit), check(cpuO > 0 && cpuO <= cpuLimit)),
 		add("bench process ms/delivery", o.cpu.perDelivery(o.cpu.bench), bs.cpu.perDelivery(bs.cpu.bench), "", nil),
 		add("PostgreSQL ms/delivery", o.cpu.perDelivery(o.cpu.pg), bs.cpu.perDelivery(bs.cpu.pg), "", nil),
+		add("of it server processes ms/delivery", o.cpu.perDelivery(o.cpu.pgServer), bs.cpu.perDelivery(bs.cpu.pgServer), "", nil),
 	}
 	var note strings.Builder
 	fmt.Fprintf(&note, "%d events/s for %s after %s of warm-up, one subscription; "+
