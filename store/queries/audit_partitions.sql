@@ -1,0 +1,22 @@
+-- name: AuditProjectSegments :many
+-- The runs of a project's sequences by month of recorded_at (migration
+-- 00022), in order, then the head as a last row: first_sequence is the
+-- head's sequence + 1 and recorded_from its recorded_at (the upper bound of
+-- the newest run). No row for a project without a head.
+SELECT s.first_sequence::bigint AS first_sequence, s.recorded_from::timestamptz AS recorded_from, false AS head
+FROM audit_project_segments s WHERE s.tenant_id = @tenant_id AND s.project_id = @project_id
+UNION ALL
+SELECT h.last_sequence + 1, h.last_recorded_at, true FROM audit_project_heads h
+WHERE h.tenant_id = @tenant_id AND h.project_id = @project_id
+ORDER BY 1;
+
+-- name: InsertAuditProjectSegment :exec
+-- Queued by AppendAuditEvents when an append moves a project into a new
+-- month: positional parameters, in the order the batch passes them.
+INSERT INTO audit_project_segments (tenant_id, project_id, first_sequence, recorded_from)
+VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING;
+
+-- name: CreateAuditPartitions :one
+-- The monthly partitions of audit_events through the month of through,
+-- through the SECURITY DEFINER function of migration 00022.
+SELECT aether_create_audit_partitions(@through::timestamptz)::integer AS created;
