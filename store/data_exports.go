@@ -265,22 +265,6 @@ func (q *queries) DueDataExportExpiries(ctx context.Context, now, failedBefore t
 	return dataExportsFromRows(rows)
 }
 
-// StreamAuditEventsByTime calls fn for each audit event of tenant/project
-// with occurredAt in [from, to) that passes f (nil: every event), ordered by
-// occurredAt then sequence, streaming rows from the server rather than
-// loading them. The event fn gets borrows the row's buffer: it is valid only
-// during the call, and fn must not keep it or anything in it.
-func (q *queries) StreamAuditEventsByTime(ctx context.Context, tenantID, projectID string, from, to time.Time, f *domain.AuditEventFilter, fn func(*domain.AuditEvent) error) error {
-	if f == nil {
-		return q.streamAuditEvents(ctx, fn, dbsqlc.StreamAuditEventsByTime, tenantID, projectID, from, to)
-	}
-	fq := filteredStream(tenantID, projectID, *f)
-	fq.and("occurred_at >= $?", from)
-	fq.and("occurred_at < $?", to)
-	query, args := fq.ordered("occurred_at, sequence")
-	return q.streamAuditEvents(ctx, fn, query, args...)
-}
-
 // StreamAuditEventsBySequence calls fn for each audit event of
 // tenant/project with sequence in [from, to] that passes f (nil: every
 // event), in sequence order, streaming as StreamAuditEventsByTime does (fn

@@ -40,16 +40,6 @@ FROM audit_events WHERE tenant_id = $1 AND project_id = $2 AND sequence BETWEEN 
     AND recorded_at >= $5 AND recorded_at < $6
 ORDER BY sequence;
 
--- name: StreamAuditEventsByTime :many
--- Streamed row by row by StreamAuditEventsByTime (not through this function).
-SELECT tenant_id, project_id, sequence, id, action, occurred_at, recorded_at,
-    subject_type, subject_id, subject_display_name, resource_type, resource_id, outcome,
-    governance_risk, governance_reason, governance_ticket, governance_confirmed_by,
-    trace_id, request_id, causation_id, evidence_digests, details, input_fingerprint, chain_hash,
-    chain_version, recorded_by_issuer, recorded_by_subject, recorded_by_token_id, recorded_by_client_id
-FROM audit_events WHERE tenant_id = $1 AND project_id = $2 AND occurred_at >= $3 AND occurred_at < $4
-ORDER BY occurred_at, sequence;
-
 -- name: AuditEventRefs :many
 -- One run of the project's sequences at a time, within its recorded_at
 -- bounds (auditSegment). about_destination is, for an operational webhook event (the service's
