@@ -215,6 +215,21 @@ func (q *queries) FindAuditEventsByID(ctx context.Context, tenantID string, ids 
 	return out, nil
 }
 
+// FindAuditEventsByID, in a transaction, first takes a transaction-level
+// advisory lock on each of the tenant's ids (in id order), then looks them
+// up as queries.FindAuditEventsByID does. An event id is unique per tenant,
+// but each partition of audit_events has its own unique index: two
+// transactions recording one new id in two months (at a month's turn)
+// would not meet on one. The lock makes the second wait until the first
+// commits; its lookup, a later statement with a later snapshot, then finds
+// the first's event. Both statements travel in one round trip.
+func (t *Tx) FindAuditEventsByID(ctx context.Context, tenantID string, ids []uuid.UUID) (map[uuid.UUID]domain.AuditEvent, error) {
+	if len(ids) > 0 {
+		t.tx.queue("locking audit event ids", dbsqlc.LockAuditEventIDs, tenantID, ids)
+	}
+	return t.queries.FindAuditEventsByID(ctx, tenantID, ids)
+}
+
 // GetAuditEvent returns one event of tenant/project by id, or ErrNotFound.
 func (q *queries) GetAuditEvent(ctx context.Context, tenantID, projectID string, id uuid.UUID) (domain.AuditEvent, error) {
 	row, err := q.sqlc.GetAuditEvent(ctx, dbsqlc.GetAuditEventParams{TenantID: tenantID, ProjectID: projectID, ID: id})

@@ -8,6 +8,8 @@ package dbsqlc
 import (
 	"context"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 const AuditProjectSegments = `-- name: AuditProjectSegments :many
@@ -88,5 +90,23 @@ func (q *Queries) InsertAuditProjectSegment(ctx context.Context, arg InsertAudit
 		arg.FirstSequence,
 		arg.RecordedFrom,
 	)
+	return err
+}
+
+const LockAuditEventIDs = `-- name: LockAuditEventIDs :exec
+SELECT count(pg_advisory_xact_lock(hashtextextended($1::text || '/' || i.id::text, 19)))
+FROM (SELECT DISTINCT unnest($2::uuid[]) AS id ORDER BY 1) i
+`
+
+type LockAuditEventIDsParams struct {
+	Column1 string
+	Column2 []uuid.UUID
+}
+
+// Queued by Tx.FindAuditEventsByID: a transaction-level advisory lock on
+// each of the tenant's event ids $2, in id order (so two transactions
+// cannot deadlock on them).
+func (q *Queries) LockAuditEventIDs(ctx context.Context, arg LockAuditEventIDsParams) error {
+	_, err := q.db.Exec(ctx, LockAuditEventIDs, arg.Column1, arg.Column2)
 	return err
 }

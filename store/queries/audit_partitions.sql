@@ -20,3 +20,10 @@ VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING;
 -- The monthly partitions of audit_events through the month of through,
 -- through the SECURITY DEFINER function of migration 00022.
 SELECT aether_create_audit_partitions(@through::timestamptz)::integer AS created;
+
+-- name: LockAuditEventIDs :exec
+-- Queued by Tx.FindAuditEventsByID: a transaction-level advisory lock on
+-- each of the tenant's event ids $2, in id order (so two transactions
+-- cannot deadlock on them).
+SELECT count(pg_advisory_xact_lock(hashtextextended($1::text || '/' || i.id::text, 19)))
+FROM (SELECT DISTINCT unnest($2::uuid[]) AS id ORDER BY 1) i;
