@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aetheriot/aether-audit/app"
@@ -220,4 +221,83 @@ func TestAuditEventIDUniqueAcrossPartitions(t *testing.T) {
 	var n int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM audit_events WHERE tenant_id = 't1' AND id = $1`, id).Scan(&n))
 	require.Equal(t, 1, n, "second append: %v", second)
+}
+
+// TestRetentionDropsExpiredPartitions purges, as the runtime role, a month
+// whose every event is past the retention window: its partition is
+// dropped whole (no row deleted), each project's purged prefix moves over
+// its events there with the anchor of its last one, and each purge is
+// audited. A project whose older events lie elsewhere (here in the DEFAULT
+// partition, recorded before the month's partition existed) holds the
+// partition back: the prefix delete purges it row by row, and the next run
+// drops the partition.
+func TestRetentionDropsExpiredPartitions(t *testing.T) {
+	_, appURL, _ := storetest.NewAppRoleDatabase(t)
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, appURL)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	clock := &partitionClock{}
+	a := app.New(store.New(pool), app.Config{Now: clock.now, AuditRetention: 30 * 24 * time.Hour})
+	writer := app.Identity{Subject: "svc", TenantID: "t1", ProjectIDs: []string{app.AllProjects}, Permissions: []app.Permission{app.PermissionAuditWrite}}
+	reader := app.Identity{Subject: "dash", TenantID: "t1", ProjectIDs: []string{app.AllProjects}, Permissions: []app.Permission{app.PermissionAuditRead}}
+	record := func(at time.Time, project string, n int) {
+		t.Helper()
+		clock.set(at)
+		for range n {
+			d := draft(project, "device.updated")
+			d.OccurredAt = at
+			_, err := a.RecordAuditEvent(ctx, writer, d, "")
+			require.NoError(t, err)
+		}
+	}
+	turn := nextMonth()
+	month := "audit_events_p" + turn.AddDate(0, -1, 0).Format("200601")
+	record(turn.AddDate(0, -2, 0), "p3", 2) // no partition that far back: DEFAULT
+	record(turn.Add(-48*time.Hour), "p1", 3)
+	record(turn.Add(-47*time.Hour), "p2", 2)
+	record(turn.Add(-46*time.Hour), "p3", 1)
+	record(turn.Add(48*time.Hour), "p1", 2) // next month: kept
+	partitionExists := func() bool {
+		var ok bool
+		require.NoError(t, pool.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", month).Scan(&ok))
+		return ok
+	}
+
+	// 31 days after the turn, the month is past retention.
+	clock.set(turn.Add(31 * 24 * time.Hour))
+	purges, err := a.PurgeExpiredAuditEvents(ctx, 100)
+	require.NoError(t, err)
+	byProject := map[string]domain.AuditPurge{}
+	for _, p := range purges {
+		require.NotContains(t, byProject, p.ProjectID, "one purge per project")
+		byProject[p.ProjectID] = p
+	}
+	require.Equal(t, uint64(3), byProject["p1"].Through)
+	require.Equal(t, uint64(2), byProject["p2"].Through)
+	require.Equal(t, uint64(3), byProject["p3"].Through, "p3 by the prefix delete")
+	require.True(t, partitionExists(), "p3's events kept the partition in the first run")
+
+	purges, err = a.PurgeExpiredAuditEvents(ctx, 100)
+	require.NoError(t, err)
+	require.Empty(t, purges)
+	require.False(t, partitionExists(), "the second run drops it")
+
+	// Each project: the purge audited, what remains verifies from the anchor.
+	for _, p := range []string{"p1", "p2", "p3"} {
+		page, err := a.SearchAuditEvents(ctx, reader, app.SearchAuditEventsInput{ProjectID: p, Order: domain.OldestFirst})
+		require.NoError(t, err)
+		var actions []string
+		for _, e := range page.Edges {
+			actions = append(actions, e.Event.Action)
+		}
+		require.Contains(t, actions, "audit.events.purged", p)
+		require.Equal(t, byProject[p].Through+1, page.Edges[0].Event.Sequence, "%s: the expired events are gone", p)
+		v, err := a.VerifyAuditChain(ctx, reader, p, nil, nil)
+		require.NoError(t, err)
+		require.True(t, v.Valid, "%s: %+v", p, v)
+	}
+	var remaining int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM audit_events WHERE tenant_id = 't1' AND action = 'device.updated'`).Scan(&remaining))
+	require.Equal(t, 2, remaining, "p1's events of the next month")
 }

@@ -164,10 +164,14 @@ func (a *App) SetAuditRetention(ctx context.Context, id Identity, days *int, con
 // purge batch, each of which also records an audit.events.purged event
 // (with the sequence range removed) in the project it purged and
 // dead-letters the webhook deliveries of purged events still waiting to be
-// sent. It stops after maxBatches transactions (the periodic job goes on at
+// sent. Partitions of audit_events past every tenant's retention go whole
+// first (purgeAuditPartitions). It stops after maxBatches transactions (the periodic job goes on at
 // its next run) and returns the purges.
 func (a *App) PurgeExpiredAuditEvents(ctx context.Context, maxBatches int) ([]domain.AuditPurge, error) {
-	var purges []domain.AuditPurge
+	purges, err := a.purgeAuditPartitions(ctx, a.storedNow())
+	if err != nil {
+		return purges, err
+	}
 	for len(purges) < maxBatches {
 		now := a.storedNow()
 		candidates, err := a.store.AuditPurgeCandidates(ctx, a.retention, now, maxBatches-len(purges))

@@ -59,6 +59,7 @@ type Tx interface {
 	WebhookTx
 	DataExportTx
 	RetentionTx
+	AuditPartitionTx
 	CheckpointTx
 	AuditStreamTx
 }

@@ -99,6 +99,92 @@ END
 $$;
 -- +goose StatementEnd
 
+-- The retention purge of a whole month (store.Tx.PurgeAuditPartition):
+-- for each project with events recorded in [p_from, p_to), a range that
+-- must end at or before p_cutoff, whose events there are dense and follow
+-- its purged prefix, the prefix moves to the project's last event there,
+-- with that event's chain hash as the anchor, exactly as
+-- aether_purge_audit_events moves it, but without deleting a row: the
+-- events stay until their partition is dropped (aether_drop_audit_partition)
+-- and reads from the anchor no longer cover them. Projects whose events in
+-- the range do not follow their purged prefix (older events remain
+-- elsewhere) are left to the prefix delete. It returns one row per project
+-- whose prefix moved. SECURITY DEFINER: the runtime role may not move a
+-- purged prefix itself.
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION aether_purge_audit_partition(p_from timestamptz, p_to timestamptz, p_cutoff timestamptz)
+RETURNS TABLE (tenant_id text, project_id text, purge_from bigint, purge_through bigint, through_hash bytea, purged bigint)
+LANGUAGE plpgsql SECURITY DEFINER AS $$
+DECLARE
+    r record;
+BEGIN
+    IF p_from IS NULL OR p_to IS NULL OR p_cutoff IS NULL OR p_to > p_cutoff OR p_from >= p_to THEN
+        RAISE EXCEPTION 'aether_purge_audit_partition: a range that ends at or before the cutoff is required'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    FOR r IN
+        SELECT e.tenant_id AS t, e.project_id AS p, min(e.sequence) AS lo, max(e.sequence) AS hi, count(*) AS n
+        FROM audit_events e WHERE e.recorded_at >= p_from AND e.recorded_at < p_to
+        GROUP BY e.tenant_id, e.project_id ORDER BY e.tenant_id, e.project_id
+    LOOP
+        UPDATE audit_project_heads h SET purged_through = r.hi, purged_hash = (
+            SELECT e.chain_hash FROM audit_events e
+            WHERE e.tenant_id = r.t AND e.project_id = r.p AND e.sequence = r.hi
+              AND e.recorded_at >= p_from AND e.recorded_at < p_to)
+        WHERE h.tenant_id = r.t AND h.project_id = r.p
+          AND r.n = r.hi - r.lo + 1 AND h.purged_through >= r.lo - 1 AND h.purged_through < r.hi
+        RETURNING h.tenant_id, h.project_id INTO tenant_id, project_id;
+        IF FOUND THEN
+            purge_from := r.lo;
+            purge_through := r.hi;
+            through_hash := (SELECT h.purged_hash FROM audit_project_heads h WHERE h.tenant_id = r.t AND h.project_id = r.p);
+            purged := r.n;
+            RETURN NEXT;
+        END IF;
+    END LOOP;
+END
+$$;
+-- +goose StatementEnd
+
+-- Drops a partition of audit_events whose every event lies within its
+-- project's purged prefix (aether_purge_audit_partition or the prefix
+-- delete moved it), and returns whether it did: the retention purge's
+-- O(1) removal of a month, which leaves no dead tuples behind. A partition
+-- that still holds an event past its project's purged prefix, the DEFAULT
+-- partition and anything not a partition of audit_events are refused.
+-- DETACH and DROP lock audit_events for a moment: p_lock_timeout bounds the
+-- wait (an append is never stalled longer), and a run that times out tries
+-- again at the next. SECURITY DEFINER: the runtime role may not drop tables.
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION aether_drop_audit_partition(p_partition text, p_lock_timeout interval)
+RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER AS $$
+DECLARE
+    v_rel  regclass;
+    v_live boolean;
+BEGIN
+    SELECT c.oid INTO v_rel FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+    WHERE i.inhparent = 'audit_events'::regclass AND c.relname = p_partition
+      AND pg_get_expr(c.relpartbound, c.oid) <> 'DEFAULT';
+    IF v_rel IS NULL THEN
+        RAISE EXCEPTION 'aether_drop_audit_partition: % is not a bounded partition of audit_events', p_partition
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM set_config('lock_timeout', (extract(epoch FROM p_lock_timeout) * 1000)::bigint::text || 'ms', true);
+    -- Nothing is appended to it while it is checked.
+    EXECUTE format('LOCK TABLE %s IN SHARE MODE', v_rel);
+    EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s e LEFT JOIN audit_project_heads h USING (tenant_id, project_id) '
+        'WHERE h.purged_through IS NULL OR e.sequence > h.purged_through)', v_rel) INTO v_live;
+    IF v_live THEN
+        RETURN false;
+    END IF;
+    EXECUTE format('ALTER TABLE audit_events DETACH PARTITION %s', v_rel);
+    EXECUTE format('DROP TABLE %s', v_rel);
+    RETURN true;
+END
+$$;
+-- +goose StatementEnd
+
 -- Step 1: the bound of the existing table, NOT VALID (no scan).
 -- +goose StatementBegin
 DO $$
@@ -201,16 +287,23 @@ $$;
 
 -- The runtime role gets no table privileges on partitions (GrantAppRole
 -- lists only partitioned and plain tables); it reads and appends through
--- audit_events. Only it gets to call the creator (GrantAppRole grants it).
+-- audit_events. Only it gets to call the creator and the partition purge
+-- and drop (GrantAppRole grants them).
 -- +goose StatementBegin
 DO $$
 BEGIN
     EXECUTE format('ALTER FUNCTION aether_create_audit_partitions(timestamptz) SET search_path = pg_catalog, %I, pg_temp',
         current_schema());
+    EXECUTE format('ALTER FUNCTION aether_purge_audit_partition(timestamptz, timestamptz, timestamptz) SET search_path = pg_catalog, %I, pg_temp',
+        current_schema());
+    EXECUTE format('ALTER FUNCTION aether_drop_audit_partition(text, interval) SET search_path = pg_catalog, %I, pg_temp',
+        current_schema());
 END
 $$;
 -- +goose StatementEnd
 REVOKE ALL ON FUNCTION aether_create_audit_partitions(timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION aether_purge_audit_partition(timestamptz, timestamptz, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION aether_drop_audit_partition(text, interval) FROM PUBLIC;
 
 -- The months of the next quarter, so that a new database appends into
 -- monthly partitions from its first event; the periodic job keeps three

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/aetheriot/aether-audit/domain"
 	"github.com/aetheriot/aether-audit/store/dbsqlc"
 )
 
@@ -123,4 +126,80 @@ func (s *Store) CreateAuditPartitions(ctx context.Context, through time.Time) (i
 		return 0, fmt.Errorf("creating audit partitions: %w", err)
 	}
 	return int(n), nil
+}
+
+// expiredAuditPartitionsSQL lists the bounded partitions of audit_events
+// whose upper bound is at or before $1, oldest first. Hand-written, not in
+// queries/: sqlc does not know pg_inherits.
+const expiredAuditPartitionsSQL = `SELECT c.relname::text,
+    COALESCE(substring(pg_get_expr(c.relpartbound, c.oid) FROM 'FROM \(''([^'']+)''\)')::timestamptz, '0001-01-01 00:00:00+00'),
+    substring(pg_get_expr(c.relpartbound, c.oid) FROM 'TO \(''([^'']+)''\)')::timestamptz AS upper_bound
+FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+WHERE i.inhparent = 'audit_events'::regclass AND pg_get_expr(c.relpartbound, c.oid) <> 'DEFAULT'
+  AND substring(pg_get_expr(c.relpartbound, c.oid) FROM 'TO \(''([^'']+)''\)')::timestamptz <= $1
+ORDER BY upper_bound`
+
+// ExpiredAuditPartitions returns the bounded partitions of audit_events
+// whose every event was recorded before cutoff, oldest first.
+func (s *Store) ExpiredAuditPartitions(ctx context.Context, cutoff time.Time) ([]domain.AuditPartition, error) {
+	rows, err := s.pool.Query(ctx, expiredAuditPartitionsSQL, cutoff)
+	if err != nil {
+		return nil, fmt.Errorf("listing expired audit partitions: %w", err)
+	}
+	parts, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.AuditPartition, error) {
+		var p domain.AuditPartition
+		err := row.Scan(&p.Name, &p.From, &p.To)
+		p.From, p.To = p.From.UTC(), p.To.UTC()
+		return p, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing expired audit partitions: %w", err)
+	}
+	return parts, nil
+}
+
+// MaxAuditRetentionDays returns the longest retention any tenant's
+// override sets, 0 when none does.
+func (q *queries) MaxAuditRetentionDays(ctx context.Context) (int, error) {
+	days, err := q.sqlc.MaxAuditRetentionDays(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("reading the longest audit retention: %w", err)
+	}
+	return int(days), nil
+}
+
+// PurgeAuditPartition moves, in the transaction, the purged prefix of each
+// project over its events of partition p, all recorded before cutoff,
+// through aether_purge_audit_partition (migration 00022), without deleting
+// them (DropAuditPartition does, at once), and dead-letters the webhook
+// deliveries of those events still to be sent. A project whose events in p
+// do not follow its purged prefix is skipped (the prefix delete purges its
+// older events first). It returns one purge per project whose prefix moved.
+func (t *Tx) PurgeAuditPartition(ctx context.Context, p domain.AuditPartition, cutoff, now time.Time) ([]domain.AuditPurge, error) {
+	rows, err := t.sqlc.PurgeAuditPartition(ctx, dbsqlc.PurgeAuditPartitionParams{FromTime: p.From, ToTime: p.To, Cutoff: cutoff})
+	if err != nil {
+		return nil, fmt.Errorf("purging audit partition %s: %w", p.Name, err)
+	}
+	out := make([]domain.AuditPurge, len(rows))
+	for i, r := range rows {
+		out[i] = domain.AuditPurge{TenantID: r.TenantID, ProjectID: r.ProjectID, From: uint64(r.PurgeFrom),
+			Through: uint64(r.PurgeThrough), Count: r.Purged, Cutoff: p.To}
+		copy(out[i].ThroughHash[:], r.ThroughHash)
+		if out[i].DeadLettered, err = t.DeadLetterPurgedWebhookDeliveries(ctx, r.TenantID, r.ProjectID, now); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// DropAuditPartition detaches and drops the partition name of audit_events
+// through aether_drop_audit_partition (migration 00022), if every event in
+// it lies within its project's purged prefix, waiting at most lockTimeout
+// for its locks; it reports whether it did.
+func (s *Store) DropAuditPartition(ctx context.Context, name string, lockTimeout time.Duration) (bool, error) {
+	dropped, err := s.sqlc.DropAuditPartition(ctx, dbsqlc.DropAuditPartitionParams{Name: name, LockTimeout: lockTimeout})
+	if err != nil {
+		return false, fmt.Errorf("dropping audit partition %s: %w", name, err)
+	}
+	return dropped, nil
 }

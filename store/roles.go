@@ -43,6 +43,15 @@ const ExpectHeadFunction = "aether_expect_audit_head(text, text, bigint, bytea, 
 // the runtime role may EXECUTE it, never create tables itself.
 const CreateAuditPartitionsFunction = "aether_create_audit_partitions(timestamptz)"
 
+// PurgeAuditPartitionFunction and DropAuditPartitionFunction are the
+// SECURITY DEFINER functions (migration 00022) of the retention purge by
+// partition (Tx.PurgeAuditPartition, Store.DropAuditPartition): the
+// runtime role may EXECUTE them.
+const (
+	PurgeAuditPartitionFunction = "aether_purge_audit_partition(timestamptz, timestamptz, timestamptz)"
+	DropAuditPartitionFunction  = "aether_drop_audit_partition(text, interval)"
+)
+
 // migrationTables record which migrations ran: the runtime role reads them
 // (readiness, River) but never writes them.
 var migrationTables = []string{"goose_db_version", "river_migration"}
@@ -71,7 +80,8 @@ type AppRole struct {
 //   - every other table (webhooks, exports, idempotency keys, River's):
 //     SELECT, INSERT, UPDATE and DELETE;
 //   - every sequence: USAGE and SELECT; PurgeFunction, ExpectHeadFunction
-//     and CreateAuditPartitionsFunction: EXECUTE;
+//     and the partition functions (CreateAuditPartitionsFunction,
+//     PurgeAuditPartitionFunction, DropAuditPartitionFunction): EXECUTE;
 //   - partitions: nothing granted here (they are read and written through
 //     their partitioned table);
 //   - CONNECT on the database and USAGE on the schema;
@@ -142,7 +152,8 @@ func GrantAppRole(ctx context.Context, conn *pgx.Conn, role AppRole) error {
 		name := s + "." + pgx.Identifier{q}.Sanitize()
 		stmts = append(stmts, "REVOKE ALL ON SEQUENCE "+name+" FROM "+r, "GRANT USAGE, SELECT ON SEQUENCE "+name+" TO "+r)
 	}
-	for _, fn := range []string{PurgeFunction, ExpectHeadFunction, CreateAuditPartitionsFunction} {
+	for _, fn := range []string{PurgeFunction, ExpectHeadFunction, CreateAuditPartitionsFunction,
+		PurgeAuditPartitionFunction, DropAuditPartitionFunction} {
 		var exists bool
 		if err := tx.QueryRow(ctx, "SELECT to_regprocedure($1) IS NOT NULL", s+"."+fn).Scan(&exists); err != nil {
 			return fmt.Errorf("app role: %w", err)

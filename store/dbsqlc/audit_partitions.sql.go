@@ -69,6 +69,22 @@ func (q *Queries) CreateAuditPartitions(ctx context.Context, through time.Time) 
 	return created, err
 }
 
+const DropAuditPartition = `-- name: DropAuditPartition :one
+SELECT aether_drop_audit_partition($1::text, $2::interval)::boolean AS dropped
+`
+
+type DropAuditPartitionParams struct {
+	Name        string
+	LockTimeout time.Duration
+}
+
+func (q *Queries) DropAuditPartition(ctx context.Context, arg DropAuditPartitionParams) (bool, error) {
+	row := q.db.QueryRow(ctx, DropAuditPartition, arg.Name, arg.LockTimeout)
+	var dropped bool
+	err := row.Scan(&dropped)
+	return dropped, err
+}
+
 const InsertAuditProjectSegment = `-- name: InsertAuditProjectSegment :exec
 INSERT INTO audit_project_segments (tenant_id, project_id, first_sequence, recorded_from)
 VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING
@@ -109,4 +125,67 @@ type LockAuditEventIDsParams struct {
 func (q *Queries) LockAuditEventIDs(ctx context.Context, arg LockAuditEventIDsParams) error {
 	_, err := q.db.Exec(ctx, LockAuditEventIDs, arg.Column1, arg.Column2)
 	return err
+}
+
+const MaxAuditRetentionDays = `-- name: MaxAuditRetentionDays :one
+SELECT COALESCE(max(retention_days), 0)::integer AS days FROM audit_retention_overrides
+`
+
+// The longest retention of any tenant's override, 0 without one.
+func (q *Queries) MaxAuditRetentionDays(ctx context.Context) (int32, error) {
+	row := q.db.QueryRow(ctx, MaxAuditRetentionDays)
+	var days int32
+	err := row.Scan(&days)
+	return days, err
+}
+
+const PurgeAuditPartition = `-- name: PurgeAuditPartition :many
+SELECT p.tenant_id::text AS tenant_id, p.project_id::text AS project_id, p.purge_from::bigint AS purge_from,
+    p.purge_through::bigint AS purge_through, p.through_hash::bytea AS through_hash, p.purged::bigint AS purged
+FROM aether_purge_audit_partition($1::timestamptz, $2::timestamptz, $3::timestamptz)
+    AS p (tenant_id, project_id, purge_from, purge_through, through_hash, purged)
+`
+
+type PurgeAuditPartitionParams struct {
+	FromTime time.Time
+	ToTime   time.Time
+	Cutoff   time.Time
+}
+
+type PurgeAuditPartitionRow struct {
+	TenantID     string
+	ProjectID    string
+	PurgeFrom    int64
+	PurgeThrough int64
+	ThroughHash  []byte
+	Purged       int64
+}
+
+// The purged prefixes moved over one partition's range, through the
+// SECURITY DEFINER function of migration 00022.
+func (q *Queries) PurgeAuditPartition(ctx context.Context, arg PurgeAuditPartitionParams) ([]PurgeAuditPartitionRow, error) {
+	rows, err := q.db.Query(ctx, PurgeAuditPartition, arg.FromTime, arg.ToTime, arg.Cutoff)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []PurgeAuditPartitionRow{}
+	for rows.Next() {
+		var i PurgeAuditPartitionRow
+		if err := rows.Scan(
+			&i.TenantID,
+			&i.ProjectID,
+			&i.PurgeFrom,
+			&i.PurgeThrough,
+			&i.ThroughHash,
+			&i.Purged,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

@@ -27,3 +27,18 @@ SELECT aether_create_audit_partitions(@through::timestamptz)::integer AS created
 -- cannot deadlock on them).
 SELECT count(pg_advisory_xact_lock(hashtextextended($1::text || '/' || i.id::text, 19)))
 FROM (SELECT DISTINCT unnest($2::uuid[]) AS id ORDER BY 1) i;
+
+-- name: PurgeAuditPartition :many
+-- The purged prefixes moved over one partition's range, through the
+-- SECURITY DEFINER function of migration 00022.
+SELECT p.tenant_id::text AS tenant_id, p.project_id::text AS project_id, p.purge_from::bigint AS purge_from,
+    p.purge_through::bigint AS purge_through, p.through_hash::bytea AS through_hash, p.purged::bigint AS purged
+FROM aether_purge_audit_partition(@from_time::timestamptz, @to_time::timestamptz, @cutoff::timestamptz)
+    AS p (tenant_id, project_id, purge_from, purge_through, through_hash, purged);
+
+-- name: DropAuditPartition :one
+SELECT aether_drop_audit_partition(@name::text, @lock_timeout::interval)::boolean AS dropped;
+
+-- name: MaxAuditRetentionDays :one
+-- The longest retention of any tenant's override, 0 without one.
+SELECT COALESCE(max(retention_days), 0)::integer AS days FROM audit_retention_overrides;
