@@ -248,7 +248,7 @@ BEGIN
     IF v_empty THEN
         DROP TABLE audit_events_legacy;
     ELSE
-        ALTER TABLE audit_events ATTACH PARTITION audit_events_legacy FOR VALUES FROM (MINVALUE) TO (v_bound);
+        EXECUTE format('ALTER TABLE audit_events ATTACH PARTITION audit_events_legacy FOR VALUES FROM (MINVALUE) TO (%L)', v_bound);
     END IF;
 
     CREATE INDEX audit_events_action_idx ON audit_events (tenant_id, project_id, action, sequence);

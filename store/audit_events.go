@@ -129,8 +129,13 @@ func (t *Tx) AppendAuditEvents(ctx context.Context, tenantID, projectID string, 
 		}
 		t.tx.queue("inserting audit events", sb.String(), args...)
 	}
+	// A head that knows no time (its events were appended before
+	// migration 00022) starts no run: its events so far, whenever they
+	// were recorded, stay in the project's first run, which ends where the
+	// first month the head moves into with a known time begins.
 	if len(events) > 0 {
-		if month := monthStart(events[0].RecordedAt); prev.Sequence == 0 || !month.Equal(monthStart(prev.RecordedAt)) {
+		if month := monthStart(events[0].RecordedAt); prev.Sequence == 0 ||
+			!prev.RecordedAt.IsZero() && !month.Equal(monthStart(prev.RecordedAt)) {
 			t.tx.queue("recording the audit segment", dbsqlc.InsertAuditProjectSegment, tenantID, projectID, int64(events[0].Sequence), month)
 		}
 	}
