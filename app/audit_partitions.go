@@ -2,9 +2,7 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/aetheriot/aether-audit/domain"
@@ -100,15 +98,7 @@ func (a *App) purgeAuditPartition(ctx context.Context, p domain.AuditPartition, 
 			return err
 		}
 		for _, pu := range purges {
-			details, _ := json.Marshal(map[string]any{
-				"fromSequence": strconv.FormatUint(pu.From, 10), "throughSequence": strconv.FormatUint(pu.Through, 10),
-				"count": pu.Count, "throughChainHash": pu.ThroughHash.String(), "recordedBefore": pu.Cutoff.UTC().Format(time.RFC3339Nano),
-				"retentionSeconds": int64(retention / time.Second), "deadLetteredDeliveries": pu.DeadLettered,
-				"partition": p.Name,
-			})
-			system := Identity{TenantID: pu.TenantID, Subject: retentionSubject}
-			if _, err := a.recordCommandEvent(ctx, tx, system, pu.ProjectID, "audit.events.purged",
-				domain.Resource{Type: "audit_project", ID: pu.ProjectID}, domain.RiskHigh, string(details), now); err != nil {
+			if err := a.recordAuditPurge(ctx, tx, pu, retention, p.Name, now); err != nil {
 				return err
 			}
 		}
