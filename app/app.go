@@ -36,6 +36,7 @@ type Store[T Tx] interface {
 	WebhookStore
 	DataExportStore
 	RetentionStore
+	AuditPartitionStore
 	CheckpointReads
 	WebhookSubscriptionLocker
 	AuditStreamStore

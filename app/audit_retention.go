@@ -164,10 +164,14 @@ func (a *App) SetAuditRetention(ctx context.Context, id Identity, days *int, con
 // purge batch, each of which also records an audit.events.purged event
 // (with the sequence range removed) in the project it purged and
 // dead-letters the webhook deliveries of purged events still waiting to be
-// sent. It stops after maxBatches transactions (the periodic job goes on at
+// sent. Partitions of audit_events past every tenant's retention go whole
+// first (purgeAuditPartitions). It stops after maxBatches transactions (the periodic job goes on at
 // its next run) and returns the purges.
 func (a *App) PurgeExpiredAuditEvents(ctx context.Context, maxBatches int) ([]domain.AuditPurge, error) {
-	var purges []domain.AuditPurge
+	purges, err := a.purgeAuditPartitions(ctx, a.storedNow())
+	if err != nil {
+		return purges, err
+	}
 	for len(purges) < maxBatches {
 		now := a.storedNow()
 		candidates, err := a.store.AuditPurgeCandidates(ctx, a.retention, now, maxBatches-len(purges))
@@ -204,18 +208,31 @@ func (a *App) purgeAuditBatch(ctx context.Context, c domain.PurgeCandidate, now 
 			out = p
 			return err
 		}
-		details, _ := json.Marshal(map[string]any{
-			"fromSequence": strconv.FormatUint(p.From, 10), "throughSequence": strconv.FormatUint(p.Through, 10),
-			"count": p.Count, "throughChainHash": p.ThroughHash.String(), "recordedBefore": p.Cutoff.UTC().Format(time.RFC3339Nano),
-			"retentionSeconds": int64(c.Retention / time.Second), "deadLetteredDeliveries": p.DeadLettered,
-		})
-		system := Identity{TenantID: c.TenantID, Subject: retentionSubject}
-		if _, err := a.recordCommandEvent(ctx, tx, system, c.ProjectID, "audit.events.purged",
-			domain.Resource{Type: "audit_project", ID: c.ProjectID}, domain.RiskHigh, string(details), now); err != nil {
+		if err := a.recordAuditPurge(ctx, tx, p, c.Retention, "", now); err != nil {
 			return err
 		}
 		out = p
 		return nil
 	})
 	return out, err
+}
+
+// recordAuditPurge records, in tx, the audit.events.purged event of purge p
+// in its project, by the retention subject: the purged range, its count and
+// anchor, the cutoff and window, the deliveries dead-lettered, and the
+// partition dropped with it when the purge was of a whole month.
+func (a *App) recordAuditPurge(ctx context.Context, tx Tx, p domain.AuditPurge, retention time.Duration, partition string, now time.Time) error {
+	fields := map[string]any{
+		"fromSequence": strconv.FormatUint(p.From, 10), "throughSequence": strconv.FormatUint(p.Through, 10),
+		"count": p.Count, "throughChainHash": p.ThroughHash.String(), "recordedBefore": p.Cutoff.UTC().Format(time.RFC3339Nano),
+		"retentionSeconds": int64(retention / time.Second), "deadLetteredDeliveries": p.DeadLettered,
+	}
+	if partition != "" {
+		fields["partition"] = partition
+	}
+	details, _ := json.Marshal(fields)
+	system := Identity{TenantID: p.TenantID, Subject: retentionSubject}
+	_, err := a.recordCommandEvent(ctx, tx, system, p.ProjectID, "audit.events.purged",
+		domain.Resource{Type: "audit_project", ID: p.ProjectID}, domain.RiskHigh, string(details), now)
+	return err
 }

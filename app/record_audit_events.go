@@ -276,7 +276,7 @@ func (a *App) sealAndInsert(ctx context.Context, tx Tx, tenantID, projectID stri
 	if len(events) == 0 {
 		return head.head, nil
 	}
-	if err := tx.AppendAuditEvents(ctx, tenantID, projectID, events, newHead); err != nil {
+	if err := tx.AppendAuditEvents(ctx, tenantID, projectID, events, head.head, newHead); err != nil {
 		return head.head, err
 	}
 	if !head.webhooks {

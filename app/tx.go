@@ -27,8 +27,8 @@ type Tx interface {
 	// the check to the statement or commit that follows.
 	ExpectAuditHead(ctx context.Context, tenantID, projectID string, head domain.ChainHead, webhooks bool) error
 	// AppendAuditEvents inserts sealed events and moves the project's head,
-	// locked by LockAuditHead or ExpectAuditHead, to head.
-	AppendAuditEvents(ctx context.Context, tenantID, projectID string, events []domain.AuditEvent, head domain.ChainHead) error
+	// locked by LockAuditHead or ExpectAuditHead, from prev to head.
+	AppendAuditEvents(ctx context.Context, tenantID, projectID string, events []domain.AuditEvent, prev, head domain.ChainHead) error
 
 	// ClaimIdempotencyKey claims a key for the transaction, or returns the
 	// fingerprint and result of the request that used it first.
@@ -59,6 +59,7 @@ type Tx interface {
 	WebhookTx
 	DataExportTx
 	RetentionTx
+	AuditPartitionTx
 	CheckpointTx
 	AuditStreamTx
 }

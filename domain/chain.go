@@ -360,18 +360,31 @@ func (e *AuditEvent) ChainHashWith(prev Hash, buf []byte) (Hash, []byte) {
 	return sha256.Sum256(buf), buf
 }
 
-// ChainHead is the newest event of a tenant/project: its sequence and chain
-// hash. The zero value is the head of an empty project.
+// ChainHead is the newest event of a tenant/project: its sequence, chain
+// hash and recorded time. The zero value is the head of an empty project.
 type ChainHead struct {
 	Sequence uint64
 	Hash     Hash
+	// RecordedAt is when the head event was recorded (zero when unknown:
+	// an empty project, or a head stored before migration 00022).
+	RecordedAt time.Time
 }
 
 // Append seals drafts as the next events after the head, in order: each gets
 // the next dense sequence, recordedAt and its chain hash. It returns the
 // events and the new head. Drafts must be normalized and of this project.
+//
+// recordedAt never goes back within a project: a recordedAt before the
+// head's (a clock stepped back, another process's clock ahead) records the
+// events at the head's time instead, so sequence order and recorded_at
+// order agree (the partitions of audit_events by month of recorded_at hold
+// consecutive runs of each project's sequences).
 func (h ChainHead) Append(tenantID string, drafts []AuditEventDraft, recordedAt time.Time) ([]AuditEvent, ChainHead) {
 	recordedAt = recordedAt.UTC().Truncate(time.Microsecond)
+	if recordedAt.Before(h.RecordedAt) {
+		recordedAt = h.RecordedAt.UTC()
+	}
+	h.RecordedAt = recordedAt
 	out := make([]AuditEvent, len(drafts))
 	for i := range drafts {
 		d := &drafts[i]

@@ -27,7 +27,13 @@ func TestAppendAssignsDenseSequencesAndChains(t *testing.T) {
 		require.Equal(t, e.ComputeChainHash(prev), e.ChainHash)
 		prev = e.ChainHash
 	}
-	require.Equal(t, ChainHead{Sequence: 44, Hash: events[2].ChainHash}, newHead)
+	require.Equal(t, ChainHead{Sequence: 44, Hash: events[2].ChainHash, RecordedAt: events[2].RecordedAt}, newHead)
+
+	// A clock that steps back does not move recorded_at back: the next
+	// events are recorded at the head's time.
+	more, after := newHead.Append("t1", drafts[:1], testNow.Add(-time.Hour))
+	require.Equal(t, newHead.RecordedAt, more[0].RecordedAt)
+	require.Equal(t, newHead.RecordedAt, after.RecordedAt)
 
 	// Any change to a covered field changes the hash.
 	e := events[1]

@@ -130,6 +130,7 @@ func NewClient(pool *pgxpool.Pool, store Store, cfg ClientConfig) (*river.Client
 		river.AddWorkerSafely(workers, &DeleteExportObjectWorker{App: cfg.App}),
 		river.AddWorkerSafely(workers, &ExpireDataExportsWorker{App: cfg.App}),
 		river.AddWorkerSafely(workers, &PurgeAuditEventsWorker{App: cfg.App}),
+		river.AddWorkerSafely(workers, &CreateAuditPartitionsWorker{App: cfg.App}),
 		river.AddWorkerSafely(workers, &SignAuditCheckpointsWorker{App: cfg.App}),
 		river.AddWorkerSafely(workers, &WriteCheckpointObjectWorker{App: cfg.App}),
 	)
@@ -171,6 +172,9 @@ func NewClient(pool *pgxpool.Pool, store Store, cfg ClientConfig) (*river.Client
 			river.NewPeriodicJob(river.PeriodicInterval(cfg.RetentionInterval),
 				func() (river.JobArgs, *river.InsertOpts) { return jobargs.PurgeAuditEventsArgs{}, nil },
 				&river.PeriodicJobOpts{ID: "purge_audit_events", RunOnStart: true}),
+			river.NewPeriodicJob(river.PeriodicInterval(auditPartitionInterval),
+				func() (river.JobArgs, *river.InsertOpts) { return jobargs.CreateAuditPartitionsArgs{}, nil },
+				&river.PeriodicJobOpts{ID: "create_audit_partitions", RunOnStart: true}),
 			river.NewPeriodicJob(river.PeriodicInterval(cfg.CheckpointInterval),
 				func() (river.JobArgs, *river.InsertOpts) { return jobargs.SignAuditCheckpointsArgs{}, nil },
 				&river.PeriodicJobOpts{ID: "sign_audit_checkpoints", RunOnStart: true}),

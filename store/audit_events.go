@@ -47,7 +47,7 @@ func (t *Tx) LockAuditHead(ctx context.Context, tenantID, projectID string) (hea
 	for attempt := 0; ; attempt++ {
 		row, err := t.sqlc.LockAuditHead(ctx, dbsqlc.LockAuditHeadParams{TenantID: tenantID, ProjectID: projectID})
 		if err == nil {
-			head := domain.ChainHead{Sequence: uint64(row.LastSequence)}
+			head := domain.ChainHead{Sequence: uint64(row.LastSequence), RecordedAt: row.LastRecordedAt.UTC()}
 			copy(head.Hash[:], row.LastHash)
 			return head, row.Webhooks, nil
 		}
@@ -77,9 +77,12 @@ func (t *Tx) ExpectAuditHead(_ context.Context, tenantID, projectID string, head
 
 // AppendAuditEvents inserts sealed events of tenant/project (see
 // domain.ChainHead.Append), moves the project's head, locked by
-// LockAuditHead in the same transaction, to head, and notifies the live
-// hubs (pg_notify on live.Channel, delivered at commit) with the tenant,
-// project and new head sequence, never the events.
+// LockAuditHead in the same transaction, from prev to head, and notifies
+// the live hubs (pg_notify on live.Channel, delivered at commit) with the
+// tenant, project and new head sequence, never the events. When the events
+// are the project's first or the first of a new month, it also records
+// where the project's new run of sequences starts (audit_project_segments,
+// see auditSegment), in the same batch.
 //
 // Small appends are a multi-row INSERT, the head UPDATE and the
 // notification; large ones COPY the events first. These writes have no
@@ -92,7 +95,7 @@ func (t *Tx) ExpectAuditHead(_ context.Context, tenantID, projectID string, head
 // number of VALUES rows varies with the batch, which sqlc cannot express,
 // and it shares auditEventValues with COPY. The head update and the
 // notification are sqlc's.
-func (t *Tx) AppendAuditEvents(ctx context.Context, tenantID, projectID string, events []domain.AuditEvent, head domain.ChainHead) error {
+func (t *Tx) AppendAuditEvents(ctx context.Context, tenantID, projectID string, events []domain.AuditEvent, prev, head domain.ChainHead) error {
 	note, err := json.Marshal(AuditEventsNotification{TenantID: tenantID, ProjectID: projectID, Sequence: head.Sequence})
 	if err != nil {
 		return fmt.Errorf("encoding notification: %w", err)
@@ -126,7 +129,17 @@ func (t *Tx) AppendAuditEvents(ctx context.Context, tenantID, projectID string, 
 		}
 		t.tx.queue("inserting audit events", sb.String(), args...)
 	}
-	t.tx.queue("updating audit head", dbsqlc.UpdateAuditHead, tenantID, projectID, int64(head.Sequence), head.Hash[:])
+	// A head that knows no time (its events were appended before
+	// migration 00022) starts no run: its events so far, whenever they
+	// were recorded, stay in the project's first run, which ends where the
+	// first month the head moves into with a known time begins.
+	if len(events) > 0 {
+		if month := monthStart(events[0].RecordedAt); prev.Sequence == 0 ||
+			!prev.RecordedAt.IsZero() && !month.Equal(monthStart(prev.RecordedAt)) {
+			t.tx.queue("recording the audit segment", dbsqlc.InsertAuditProjectSegment, tenantID, projectID, int64(events[0].Sequence), month)
+		}
+	}
+	t.tx.queue("updating audit head", dbsqlc.UpdateAuditHead, tenantID, projectID, int64(head.Sequence), head.Hash[:], head.RecordedAt)
 	t.tx.queue("notifying audit events", dbsqlc.NotifyAuditEvents, AuditEventsChannel, string(note))
 	return nil
 }
@@ -141,7 +154,7 @@ func (q *queries) AuditHead(ctx context.Context, tenantID, projectID string) (do
 	if err != nil {
 		return domain.ChainHead{}, fmt.Errorf("reading audit head: %w", err)
 	}
-	head := domain.ChainHead{Sequence: uint64(row.LastSequence)}
+	head := domain.ChainHead{Sequence: uint64(row.LastSequence), RecordedAt: row.LastRecordedAt.UTC()}
 	copy(head.Hash[:], row.LastHash)
 	return head, nil
 }
@@ -207,6 +220,21 @@ func (q *queries) FindAuditEventsByID(ctx context.Context, tenantID string, ids 
 	return out, nil
 }
 
+// FindAuditEventsByID, in a transaction, first takes a transaction-level
+// advisory lock on each of the tenant's ids (in id order), then looks them
+// up as queries.FindAuditEventsByID does. An event id is unique per tenant,
+// but each partition of audit_events has its own unique index: two
+// transactions recording one new id in two months (at a month's turn)
+// would not meet on one. The lock makes the second wait until the first
+// commits; its lookup, a later statement with a later snapshot, then finds
+// the first's event. Both statements travel in one round trip.
+func (t *Tx) FindAuditEventsByID(ctx context.Context, tenantID string, ids []uuid.UUID) (map[uuid.UUID]domain.AuditEvent, error) {
+	if len(ids) > 0 {
+		t.tx.queue("locking audit event ids", dbsqlc.LockAuditEventIDs, tenantID, ids)
+	}
+	return t.queries.FindAuditEventsByID(ctx, tenantID, ids)
+}
+
 // GetAuditEvent returns one event of tenant/project by id, or ErrNotFound.
 func (q *queries) GetAuditEvent(ctx context.Context, tenantID, projectID string, id uuid.UUID) (domain.AuditEvent, error) {
 	row, err := q.sqlc.GetAuditEvent(ctx, dbsqlc.GetAuditEventParams{TenantID: tenantID, ProjectID: projectID, ID: id})
@@ -216,8 +244,16 @@ func (q *queries) GetAuditEvent(ctx context.Context, tenantID, projectID string,
 // GetAuditEventBySequence returns the event of tenant/project at seq, or
 // ErrNotFound.
 func (q *queries) GetAuditEventBySequence(ctx context.Context, tenantID, projectID string, seq uint64) (domain.AuditEvent, error) {
+	segs, err := q.auditSegments(ctx, tenantID, projectID)
+	if err != nil {
+		return domain.AuditEvent{}, fmt.Errorf("getting audit event: %w", err)
+	}
+	seg, ok := segmentOf(segs, seq)
+	if !ok {
+		return domain.AuditEvent{}, ErrNotFound
+	}
 	row, err := q.sqlc.GetAuditEventBySequence(ctx, dbsqlc.GetAuditEventBySequenceParams{
-		TenantID: tenantID, ProjectID: projectID, Sequence: clampInt64(seq)})
+		TenantID: tenantID, ProjectID: projectID, Sequence: clampInt64(seq), RecordedFrom: seg.from, RecordedTo: seg.to})
 	return gotAuditEvent(&row, err)
 }
 
@@ -241,12 +277,16 @@ func gotAuditEvent(row *dbsqlc.AuditEvent, err error) (domain.AuditEvent, error)
 // pass the filter, in page.Order. Every condition is keyed by tenant and
 // project first so the indexes serve it.
 func (q *queries) SearchAuditEvents(ctx context.Context, tenantID, projectID string, f domain.AuditEventFilter, page domain.AuditEventPage) ([]domain.AuditEvent, error) {
-	sql, args := searchSQL(tenantID, projectID, f, page)
-	rows, err := q.db.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, fmt.Errorf("searching audit events: %w", err)
-	}
-	events, err := pgx.CollectRows(rows, scanAuditEvent)
+	var events []domain.AuditEvent
+	err := q.visitPage(ctx, tenantID, projectID, f, page, func(sql string, args []any) (int, error) {
+		rows, err := q.db.Query(ctx, sql, args...)
+		if err != nil {
+			return 0, err
+		}
+		got, err := pgx.CollectRows(rows, scanAuditEvent)
+		events = append(events, got...)
+		return len(got), err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("searching audit events: %w", err)
 	}
@@ -257,11 +297,46 @@ func (q *queries) SearchAuditEvents(ctx context.Context, tenantID, projectID str
 // each event as its row arrives, decoded into one reused event that borrows
 // the row's buffer (see rawEventDecoder): valid only during the call.
 func (q *queries) VisitAuditEvents(ctx context.Context, tenantID, projectID string, f domain.AuditEventFilter, page domain.AuditEventPage, fn func(*domain.AuditEvent) error) error {
-	sql, args := searchSQL(tenantID, projectID, f, page)
-	return q.streamAuditEvents(ctx, fn, sql, args...)
+	return q.visitPage(ctx, tenantID, projectID, f, page, func(sql string, args []any) (int, error) {
+		n := 0
+		err := q.streamAuditEvents(ctx, func(e *domain.AuditEvent) error { n++; return fn(e) }, sql, args...)
+		return n, err
+	})
 }
 
-func searchSQL(tenantID, projectID string, f domain.AuditEventFilter, page domain.AuditEventPage) (string, []any) {
+// visitPage runs the page's query one run of the project's sequences at a
+// time (auditSegment), from the page's cursor in its order, each within the
+// run's recorded_at bounds so that it reads one partition, until the page is
+// full or the runs end. run executes one statement and returns how many
+// events it read.
+func (q *queries) visitPage(ctx context.Context, tenantID, projectID string, f domain.AuditEventFilter, page domain.AuditEventPage, run func(sql string, args []any) (int, error)) error {
+	segs, err := q.auditSegments(ctx, tenantID, projectID)
+	if err != nil {
+		return err
+	}
+	from, to, desc := uint64(1), uint64(1<<63-1), page.Order == domain.NewestFirst
+	if page.After != nil {
+		if desc {
+			if *page.After <= 1 {
+				return nil
+			}
+			to = *page.After - 1
+		} else {
+			from = *page.After + 1
+		}
+	}
+	left := page.Limit
+	return segmentsIn(segs, from, to, desc, func(s auditSegment) (bool, error) {
+		sql, args := searchSQL(tenantID, projectID, f, page, s, left)
+		n, err := run(sql, args)
+		left -= n
+		return err == nil && left > 0, err
+	})
+}
+
+// searchSQL is the statement of one run of a page: the filter, the page's
+// cursor, and the run's recorded_at bounds, limited to limit events.
+func searchSQL(tenantID, projectID string, f domain.AuditEventFilter, page domain.AuditEventPage, s auditSegment, limit int) (string, []any) {
 	q := newFiltered(`SELECT `+auditEventColumns+` FROM audit_events WHERE tenant_id = $1 AND project_id = $2`, tenantID, projectID)
 	andAuditEventFilter(q, f)
 	order := "sequence ASC"
@@ -273,7 +348,14 @@ func searchSQL(tenantID, projectID string, f domain.AuditEventFilter, page domai
 	} else if page.After != nil {
 		q.and("sequence > $?", clampInt64(*page.After))
 	}
-	return q.page(order, page.Limit)
+	andSegment(q, s)
+	return q.page(order, limit)
+}
+
+// andSegment adds the recorded_at bounds of the run s.
+func andSegment(q *filtered, s auditSegment) {
+	q.and("recorded_at >= $?", s.from)
+	q.and("recorded_at < $?", s.to)
 }
 
 // clampInt64 maps a uint64 bound onto the bigint column's range.
@@ -287,24 +369,30 @@ func clampInt64(v uint64) int64 {
 // ScanAuditEvents calls fn for each event of tenant/project with sequence in
 // [from, to], in sequence order, streaming rows rather than loading them all.
 func (q *queries) ScanAuditEvents(ctx context.Context, tenantID, projectID string, from, to uint64, fn func(*domain.AuditEvent) error) error {
-	rows, err := q.db.Query(ctx, dbsqlc.ScanAuditEvents, tenantID, projectID, clampInt64(from), clampInt64(to))
+	segs, err := q.auditSegments(ctx, tenantID, projectID)
 	if err != nil {
 		return fmt.Errorf("scanning audit events: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		e, err := scanAuditEvent(rows)
+	return segmentsIn(segs, from, to, false, func(s auditSegment) (bool, error) {
+		rows, err := q.db.Query(ctx, dbsqlc.ScanAuditEvents, tenantID, projectID, clampInt64(s.first), clampInt64(s.last), s.from, s.to)
 		if err != nil {
-			return fmt.Errorf("scanning audit events: %w", err)
+			return false, fmt.Errorf("scanning audit events: %w", err)
 		}
-		if err := fn(&e); err != nil {
-			return err
+		defer rows.Close()
+		for rows.Next() {
+			e, err := scanAuditEvent(rows)
+			if err != nil {
+				return false, fmt.Errorf("scanning audit events: %w", err)
+			}
+			if err := fn(&e); err != nil {
+				return false, err
+			}
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("scanning audit events: %w", err)
-	}
-	return nil
+		if err := rows.Err(); err != nil {
+			return false, fmt.Errorf("scanning audit events: %w", err)
+		}
+		return true, nil
+	})
 }
 
 // scanAuditEvent scans a row of whole events (auditEventColumns) from a

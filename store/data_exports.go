@@ -265,35 +265,12 @@ func (q *queries) DueDataExportExpiries(ctx context.Context, now, failedBefore t
 	return dataExportsFromRows(rows)
 }
 
-// StreamAuditEventsByTime calls fn for each audit event of tenant/project
-// with occurredAt in [from, to) that passes f (nil: every event), ordered by
-// occurredAt then sequence, streaming rows from the server rather than
-// loading them. The event fn gets borrows the row's buffer: it is valid only
-// during the call, and fn must not keep it or anything in it.
-func (q *queries) StreamAuditEventsByTime(ctx context.Context, tenantID, projectID string, from, to time.Time, f *domain.AuditEventFilter, fn func(*domain.AuditEvent) error) error {
-	if f == nil {
-		return q.streamAuditEvents(ctx, fn, dbsqlc.StreamAuditEventsByTime, tenantID, projectID, from, to)
-	}
-	fq := filteredStream(tenantID, projectID, *f)
-	fq.and("occurred_at >= $?", from)
-	fq.and("occurred_at < $?", to)
-	query, args := fq.ordered("occurred_at, sequence")
-	return q.streamAuditEvents(ctx, fn, query, args...)
-}
-
 // StreamAuditEventsBySequence calls fn for each audit event of
 // tenant/project with sequence in [from, to] that passes f (nil: every
 // event), in sequence order, streaming as StreamAuditEventsByTime does (fn
 // borrows the row's buffer).
 func (q *queries) StreamAuditEventsBySequence(ctx context.Context, tenantID, projectID string, from, to uint64, f *domain.AuditEventFilter, fn func(*domain.AuditEvent) error) error {
-	if f == nil {
-		return q.streamAuditEvents(ctx, fn, dbsqlc.ScanAuditEvents, tenantID, projectID, clampInt64(from), clampInt64(to))
-	}
-	fq := filteredStream(tenantID, projectID, *f)
-	fq.and("sequence >= $?", clampInt64(from))
-	fq.and("sequence <= $?", clampInt64(to))
-	query, args := fq.ordered("sequence")
-	return q.streamAuditEvents(ctx, fn, query, args...)
+	return q.streamSegments(ctx, tenantID, projectID, from, to, f, -1, fn)
 }
 
 // StreamAuditEventsAfter calls fn for the first limit events of
@@ -304,14 +281,44 @@ func (q *queries) StreamAuditEventsAfter(ctx context.Context, tenantID, projectI
 	if f == nil {
 		// Sequences are dense: the first limit events are those up to
 		// after+limit.
-		return q.streamAuditEvents(ctx, fn, dbsqlc.ScanAuditEvents, tenantID, projectID,
-			clampInt64(after+1), clampInt64(min(through, after+uint64(limit))))
+		through = min(through, after+uint64(limit))
 	}
-	fq := filteredStream(tenantID, projectID, *f)
-	fq.and("sequence > $?", clampInt64(after))
-	fq.and("sequence <= $?", clampInt64(through))
-	query, args := fq.page("sequence", limit)
-	return q.streamAuditEvents(ctx, fn, query, args...)
+	return q.streamSegments(ctx, tenantID, projectID, after+1, through, f, limit, fn)
+}
+
+// streamSegments streams the events of tenant/project with sequence in
+// [from, to] that pass f (nil: every event), at most limit of them (-1: no
+// limit), in sequence order, one run of the project's sequences at a time
+// (auditSegment), each statement within the run's recorded_at bounds.
+func (q *queries) streamSegments(ctx context.Context, tenantID, projectID string, from, to uint64, f *domain.AuditEventFilter, limit int, fn func(*domain.AuditEvent) error) error {
+	segs, err := q.auditSegments(ctx, tenantID, projectID)
+	if err != nil {
+		return fmt.Errorf("streaming audit events: %w", err)
+	}
+	n := 0
+	counted := func(e *domain.AuditEvent) error { n++; return fn(e) }
+	return segmentsIn(segs, from, to, false, func(s auditSegment) (bool, error) {
+		if f == nil {
+			err := q.streamAuditEvents(ctx, counted, dbsqlc.ScanAuditEvents, tenantID, projectID,
+				clampInt64(s.first), clampInt64(s.last), s.from, s.to)
+			return err == nil, err
+		}
+		fq := filteredStream(tenantID, projectID, *f)
+		fq.and("sequence >= $?", clampInt64(s.first))
+		fq.and("sequence <= $?", clampInt64(s.last))
+		andSegment(fq, s)
+		var query string
+		var args []any
+		if limit < 0 {
+			query, args = fq.ordered("sequence")
+		} else {
+			query, args = fq.page("sequence", limit-n)
+		}
+		if err := q.streamAuditEvents(ctx, counted, query, args...); err != nil {
+			return false, err
+		}
+		return limit < 0 || n < limit, nil
+	})
 }
 
 // filteredStream starts the query of a filtered export's stream: whole

@@ -30,18 +30,25 @@ func newFiltered(base string, args ...any) *filtered {
 	return f
 }
 
-// and adds the condition cond, in which $? stands for v's parameter.
-func (f *filtered) and(cond string, v any) {
-	f.args = append(f.args, v)
-	before, after, ok := strings.Cut(cond, "$?")
-	if !ok {
-		panic("store: filter condition without $?: " + cond)
-	}
+// and adds the condition cond, in which each $? stands, in order, for the
+// parameter of one of vs.
+func (f *filtered) and(cond string, vs ...any) {
 	f.sb.WriteString(" AND ")
-	f.sb.WriteString(before)
-	f.sb.WriteByte('$')
-	f.sb.WriteString(strconv.Itoa(len(f.args)))
-	f.sb.WriteString(after)
+	for _, v := range vs {
+		before, after, ok := strings.Cut(cond, "$?")
+		if !ok {
+			panic("store: filter condition with fewer $? than values: " + cond)
+		}
+		f.args = append(f.args, v)
+		f.sb.WriteString(before)
+		f.sb.WriteByte('$')
+		f.sb.WriteString(strconv.Itoa(len(f.args)))
+		cond = after
+	}
+	if strings.Contains(cond, "$?") || len(vs) == 0 {
+		panic("store: filter condition with more $? than values")
+	}
+	f.sb.WriteString(cond)
 }
 
 // ordered ends the query with ORDER BY orderBy and no LIMIT, for a stream,

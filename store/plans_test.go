@@ -38,14 +38,23 @@ const planProjectEvents = 200_000
 //
 // The assertions name indexes by their key columns, not their names, and
 // accept the scans of partitions under Append or MergeAppend: they hold when
-// audit_events is a partitioned table.
+// audit_events is a partitioned table. The project spans two monthly
+// partitions (the DEFAULT one, for last month, and this month's), both
+// analyzed before it was loaded, and the pages, ranges and streams that
+// cross from one to the other are asserted on each side: every statement
+// the store sends must read one partition's index.
 func TestQueryPlansDoNotNeedFreshStatistics(t *testing.T) {
 	ctx := context.Background()
 	tracer := &lastQuery{}
 	pool, st := tracedStore(t, tracer)
 
 	const tenant, project = "t-new", "p-new"
-	base := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	// Events are 100 ms apart from base, three hours before this month
+	// began: the project's first 108,000 are last month's.
+	now := time.Now().UTC()
+	month := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	base := month.Add(-3 * time.Hour)
+	const crossing = 108_000
 	fill := func(tenant, project string, n int) {
 		t.Helper()
 		_, err := pool.Exec(ctx, `INSERT INTO audit_events (tenant_id, project_id, sequence, id, action, occurred_at, recorded_at,
@@ -56,9 +65,19 @@ func TestQueryPlansDoNotNeedFreshStatistics(t *testing.T) {
 			'\x00', '\x00', 2, 'seed'
 		FROM generate_series(1, $3::int) g`, tenant, project, n, base)
 		require.NoError(t, err)
-		_, err = pool.Exec(ctx, `INSERT INTO audit_project_heads (tenant_id, project_id, last_sequence, last_hash)
-			VALUES ($1, $2, $3, $4)`, tenant, project, n, make([]byte, 32))
+		last := base.Add(time.Duration(n) * 100 * time.Millisecond)
+		_, err = pool.Exec(ctx, `INSERT INTO audit_project_heads (tenant_id, project_id, last_sequence, last_hash, last_recorded_at)
+			VALUES ($1, $2, $3, $4, $5)`, tenant, project, n, make([]byte, 32), last)
 		require.NoError(t, err)
+		// Where the project's runs of sequences start, as appends record them.
+		_, err = pool.Exec(ctx, `INSERT INTO audit_project_segments (tenant_id, project_id, first_sequence, recorded_from)
+			VALUES ($1, $2, 1, $3)`, tenant, project, month.AddDate(0, -1, 0))
+		require.NoError(t, err)
+		if n >= crossing {
+			_, err = pool.Exec(ctx, `INSERT INTO audit_project_segments (tenant_id, project_id, first_sequence, recorded_from)
+				VALUES ($1, $2, $3, $4)`, tenant, project, crossing, month)
+			require.NoError(t, err)
+		}
 	}
 	// The statistics predate the project: the table is analyzed with only
 	// another tenant's project in it, then the project is bulk-loaded.
@@ -117,6 +136,8 @@ func TestQueryPlansDoNotNeedFreshStatistics(t *testing.T) {
 		{"oldest page", page(domain.OldestFirst, nil, domain.AuditEventFilter{}), pkey},
 		{"deep page oldest-first", page(domain.OldestFirst, &deep, domain.AuditEventFilter{}), pkey},
 		{"deep page newest-first", page(domain.NewestFirst, &deep, domain.AuditEventFilter{}), pkey},
+		{"page across the month, oldest-first", page(domain.OldestFirst, u(crossing-50), domain.AuditEventFilter{}), pkey},
+		{"page across the month, newest-first", page(domain.NewestFirst, u(crossing+50), domain.AuditEventFilter{}), pkey},
 		{"live catch-up", page(domain.OldestFirst, u(head-101), domain.AuditEventFilter{}), pkey},
 		{"page by action", page(domain.OldestFirst, &deep, domain.AuditEventFilter{Action: &doc3}), keys("action", "sequence")},
 		{"page by subject", page(domain.NewestFirst, &deep, domain.AuditEventFilter{SubjectID: "u7"}), keys("subject_id", "sequence")},
@@ -124,10 +145,10 @@ func TestQueryPlansDoNotNeedFreshStatistics(t *testing.T) {
 			keys("resource_type", "resource_id", "sequence")},
 		{"page by recorder", page(domain.OldestFirst, &deep, domain.AuditEventFilter{RecordedBySubject: "seed"}),
 			keys("recorded_by_subject", "sequence")},
-		{"verification range", count(100_000, func(fn func(*domain.AuditEvent) error) error {
+		{"verification range across the month", count(100_000, func(fn func(*domain.AuditEvent) error) error {
 			return st.ScanAuditEvents(ctx, tenant, project, 50_001, 150_000, fn)
 		}), pkey},
-		{"export by sequence", count(100_000, func(fn func(*domain.AuditEvent) error) error {
+		{"export by sequence across the month", count(100_000, func(fn func(*domain.AuditEvent) error) error {
 			return st.StreamAuditEventsBySequence(ctx, tenant, project, 50_001, 150_000, nil, fn)
 		}), pkey},
 		{"export by time", count(36_000, func(fn func(*domain.AuditEvent) error) error {
@@ -142,9 +163,17 @@ func TestQueryPlansDoNotNeedFreshStatistics(t *testing.T) {
 		}, pkey},
 	} {
 		t.Run(shape.name, func(t *testing.T) {
+			tracer.reset()
 			require.NoError(t, shape.run())
-			sql, args := tracer.get()
-			requireIndexPlan(t, pool, sql, args, shape.index)
+			statements := tracer.get()
+			require.NotEmpty(t, statements, "the shape read audit_events")
+			for _, q := range statements {
+				scans := requireIndexPlan(t, pool, q.sql, q.args, shape.index)
+				if shape.index[2] == "sequence" {
+					// By sequence: each statement reads one partition.
+					require.Equal(t, 1, scans, "statement reads %d partitions: %s", scans, q.sql)
+				}
+			}
 		})
 	}
 }
@@ -162,20 +191,26 @@ func tracedStore(t *testing.T, tracer pgx.QueryTracer) (*pgxpool.Pool, *store.St
 	return pool, store.New(pool)
 }
 
-// lastQuery is a pgx tracer that keeps the last statement sent that
-// contains match (default: that reads audit_events), with its arguments.
+// lastQuery is a pgx tracer that keeps the statements sent since its last
+// reset that contain match (default: that read audit_events), with their
+// arguments.
 type lastQuery struct {
-	match string
-	mu    sync.Mutex
-	sql   string
-	args  []any
+	match      string
+	mu         sync.Mutex
+	statements []tracedQuery
+}
+
+// tracedQuery is one statement a lastQuery saw.
+type tracedQuery struct {
+	sql  string
+	args []any
 }
 
 // TraceQueryStart implements pgx.QueryTracer.
 func (l *lastQuery) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
 	if strings.Contains(data.SQL, cmp.Or(l.match, "FROM audit_events")) {
 		l.mu.Lock()
-		l.sql, l.args = data.SQL, slices.Clone(data.Args)
+		l.statements = append(l.statements, tracedQuery{data.SQL, slices.Clone(data.Args)})
 		l.mu.Unlock()
 	}
 	return ctx
@@ -184,10 +219,16 @@ func (l *lastQuery) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.T
 // TraceQueryEnd implements pgx.QueryTracer.
 func (l *lastQuery) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
-func (l *lastQuery) get() (string, []any) {
+func (l *lastQuery) reset() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.sql, l.args
+	l.statements = nil
+}
+
+func (l *lastQuery) get() []tracedQuery {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.statements)
 }
 
 // planNode is a node of EXPLAIN (FORMAT JSON).
@@ -200,16 +241,18 @@ type planNode struct {
 
 // requireIndexPlan explains sql with args as the store ran it and requires
 // that every scan of audit_events (or of one of its partitions) is an index
-// scan of an index whose key columns are index, and that no node sorts.
-func requireIndexPlan(t *testing.T, pool *pgxpool.Pool, sql string, args []any, index []string) {
+// scan of an index whose key columns are index, and that no node sorts. It
+// returns how many scans of audit_events (partitions) the plan has.
+func requireIndexPlan(t *testing.T, pool *pgxpool.Pool, sql string, args []any, index []string) int {
 	t.Helper()
-	requireIndexScans(t, pool, "audit_events", sql, args, false, [][]string{index})
+	return requireIndexScans(t, pool, "audit_events", sql, args, false, [][]string{index})
 }
 
 // requireIndexScans explains sql with args and requires that it scans
 // table (or its partitions), each time with an index scan of an index whose
-// key columns are one of keys, and, unless sorts, that no node sorts.
-func requireIndexScans(t *testing.T, pool *pgxpool.Pool, table, sql string, args []any, sorts bool, keys [][]string) {
+// key columns are one of keys, and, unless sorts, that no node sorts. It
+// returns how many scans of table (partitions) the plan has.
+func requireIndexScans(t *testing.T, pool *pgxpool.Pool, table, sql string, args []any, sorts bool, keys [][]string) int {
 	t.Helper()
 	ctx := context.Background()
 	require.NotEmpty(t, sql, "the shape read %s", table)
@@ -247,4 +290,5 @@ func requireIndexScans(t *testing.T, pool *pgxpool.Pool, table, sql string, args
 	}
 	walk(plans[0].Plan)
 	require.Positive(t, scans, "plan reads %s:\n%s", table, raw)
+	return scans
 }

@@ -25,7 +25,7 @@ const ChainHeadsTable = "audit_project_heads"
 
 // ChainHeadAppendColumns are the columns of ChainHeadsTable an append
 // updates, the only ones the runtime role may UPDATE.
-var ChainHeadAppendColumns = []string{"last_sequence", "last_hash"}
+var ChainHeadAppendColumns = []string{"last_sequence", "last_hash", "last_recorded_at"}
 
 // PurgeFunction is the SECURITY DEFINER function (migration 00012), owned
 // by the role that migrates, through which the retention purge deletes a
@@ -36,6 +36,21 @@ const PurgeFunction = "aether_purge_audit_events(text, text, timestamptz, bigint
 // chain head the caller expects (Tx.ExpectAuditHead). It runs with the
 // caller's rights; the runtime role may EXECUTE it.
 const ExpectHeadFunction = "aether_expect_audit_head(text, text, bigint, bytea, boolean)"
+
+// CreateAuditPartitionsFunction is the SECURITY DEFINER function
+// (migration 00022), owned by the role that migrates, that creates the
+// monthly partitions of audit_events ahead (Store.CreateAuditPartitions):
+// the runtime role may EXECUTE it, never create tables itself.
+const CreateAuditPartitionsFunction = "aether_create_audit_partitions(timestamptz)"
+
+// PurgeAuditPartitionFunction and DropAuditPartitionFunction are the
+// SECURITY DEFINER functions (migration 00022) of the retention purge by
+// partition (Tx.PurgeAuditPartition, Store.DropAuditPartition): the
+// runtime role may EXECUTE them.
+const (
+	PurgeAuditPartitionFunction = "aether_purge_audit_partition(timestamptz, timestamptz, timestamptz)"
+	DropAuditPartitionFunction  = "aether_drop_audit_partition(text, interval)"
+)
 
 // migrationTables record which migrations ran: the runtime role reads them
 // (readiness, River) but never writes them.
@@ -64,8 +79,11 @@ type AppRole struct {
 //   - the migration records (goose_db_version, river_migration): SELECT;
 //   - every other table (webhooks, exports, idempotency keys, River's):
 //     SELECT, INSERT, UPDATE and DELETE;
-//   - every sequence: USAGE and SELECT; PurgeFunction and
-//     ExpectHeadFunction: EXECUTE;
+//   - every sequence: USAGE and SELECT; PurgeFunction, ExpectHeadFunction
+//     and the partition functions (CreateAuditPartitionsFunction,
+//     PurgeAuditPartitionFunction, DropAuditPartitionFunction): EXECUTE;
+//   - partitions: nothing granted here (they are read and written through
+//     their partitioned table);
 //   - CONNECT on the database and USAGE on the schema;
 //   - default privileges, for tables that the connected login (the owner)
 //     creates later, by our or River's migrations: SELECT and INSERT only
@@ -134,7 +152,8 @@ func GrantAppRole(ctx context.Context, conn *pgx.Conn, role AppRole) error {
 		name := s + "." + pgx.Identifier{q}.Sanitize()
 		stmts = append(stmts, "REVOKE ALL ON SEQUENCE "+name+" FROM "+r, "GRANT USAGE, SELECT ON SEQUENCE "+name+" TO "+r)
 	}
-	for _, fn := range []string{PurgeFunction, ExpectHeadFunction} {
+	for _, fn := range []string{PurgeFunction, ExpectHeadFunction, CreateAuditPartitionsFunction,
+		PurgeAuditPartitionFunction, DropAuditPartitionFunction} {
 		var exists bool
 		if err := tx.QueryRow(ctx, "SELECT to_regprocedure($1) IS NOT NULL", s+"."+fn).Scan(&exists); err != nil {
 			return fmt.Errorf("app role: %w", err)

@@ -78,6 +78,26 @@ func TestRuntimeRoleCannotChangeHistory(t *testing.T) {
 		_, err := conn.Exec(ctx, stmt)
 		requireCode(t, err, "42501", stmt)
 	}
+	// Nor through the partition that holds the events (migration 00022),
+	// and the drop function refuses a partition with events not purged.
+	var part string
+	require.NoError(t, conn.QueryRow(ctx, "SELECT tableoid::regclass::text FROM audit_events WHERE sequence = 1").Scan(&part))
+	for _, stmt := range []string{
+		"UPDATE " + part + " SET action = 'forged' WHERE sequence = 1",
+		"DELETE FROM " + part + " WHERE sequence = 1",
+		"TRUNCATE " + part,
+		"ALTER TABLE " + part + " DISABLE TRIGGER ALL",
+		"ALTER TABLE audit_events DETACH PARTITION " + part,
+		"DROP TABLE " + part,
+		"CREATE TABLE audit_events_p999901 PARTITION OF audit_events FOR VALUES FROM ('9999-01-01') TO ('9999-02-01')",
+		"UPDATE audit_project_heads SET last_recorded_at = now(), purged_through = 2",
+	} {
+		_, err := conn.Exec(ctx, stmt)
+		requireCode(t, err, "42501", stmt)
+	}
+	var dropped bool
+	require.NoError(t, conn.QueryRow(ctx, "SELECT aether_drop_audit_partition($1, '1 s')", part).Scan(&dropped))
+	require.False(t, dropped, "a partition with events past their purged prefix stays")
 
 	// What an append does still works: a new head, the head advanced
 	// (with the row lock the append takes), an event inserted.

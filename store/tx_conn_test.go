@@ -134,7 +134,7 @@ func TestExpectAuditHeadRefusesAnotherHead(t *testing.T) {
 		}
 		var events []domain.AuditEvent
 		events, first = sealedEvents(t, head, 1)
-		return tx.AppendAuditEvents(ctx, "t1", "p1", events, first)
+		return tx.AppendAuditEvents(ctx, "t1", "p1", events, head, first)
 	}))
 	for name, tc := range map[string]struct {
 		head     domain.ChainHead
@@ -152,7 +152,7 @@ func TestExpectAuditHeadRefusesAnotherHead(t *testing.T) {
 				}
 				events, next := sealedEvents(t, tc.head, 1)
 				events[0].Sequence = first.Sequence + 1 // even where the sequence would be free
-				return tx.AppendAuditEvents(ctx, "t1", "p1", events, next)
+				return tx.AppendAuditEvents(ctx, "t1", "p1", events, tc.head, next)
 			})
 			require.Error(t, err)
 			require.True(t, st.IsRetryable(err), "%v", err)
@@ -166,7 +166,7 @@ func TestExpectAuditHeadRefusesAnotherHead(t *testing.T) {
 			return err
 		}
 		events, next := sealedEvents(t, first, 2)
-		return tx.AppendAuditEvents(ctx, "t1", "p1", events, next)
+		return tx.AppendAuditEvents(ctx, "t1", "p1", events, first, next)
 	}))
 	head, err := st.AuditHead(ctx, "t1", "p1")
 	require.NoError(t, err)
@@ -189,7 +189,7 @@ func TestQueuedAppendFailureCommitsNothing(t *testing.T) {
 		}
 		events, newHead := sealedEvents(t, head, 1)
 		first = newHead
-		return tx.AppendAuditEvents(ctx, "t1", "p1", events, newHead)
+		return tx.AppendAuditEvents(ctx, "t1", "p1", events, head, newHead)
 	}))
 
 	var stale []domain.AuditEvent
@@ -200,7 +200,7 @@ func TestQueuedAppendFailureCommitsNothing(t *testing.T) {
 		// Sealed after the zero head: sequence 1 again.
 		var newHead domain.ChainHead
 		stale, newHead = sealedEvents(t, domain.ChainHead{}, 2)
-		return tx.AppendAuditEvents(ctx, "t1", "p1", stale, newHead)
+		return tx.AppendAuditEvents(ctx, "t1", "p1", stale, domain.ChainHead{}, newHead)
 	})
 	var pgErr *pgconn.PgError
 	require.ErrorAs(t, err, &pgErr)
@@ -234,7 +234,7 @@ func TestQueuedAppendBeforeFailedStatementCommitsNothing(t *testing.T) {
 		}
 		var newHead domain.ChainHead
 		events, newHead = sealedEvents(t, head, 1)
-		if err := tx.AppendAuditEvents(ctx, "t1", "p1", events, newHead); err != nil {
+		if err := tx.AppendAuditEvents(ctx, "t1", "p1", events, head, newHead); err != nil {
 			return err
 		}
 		// The queued append goes with this read, which fails (PostgreSQL
@@ -263,7 +263,7 @@ func TestQueuedAppendIsSeenInItsTransaction(t *testing.T) {
 			return err
 		}
 		events, newHead := sealedEvents(t, head, 3)
-		if err := tx.AppendAuditEvents(ctx, "t1", "p1", events, newHead); err != nil {
+		if err := tx.AppendAuditEvents(ctx, "t1", "p1", events, head, newHead); err != nil {
 			return err
 		}
 		got, err := tx.GetAuditEventBySequence(ctx, "t1", "p1", 3)

@@ -224,17 +224,29 @@ func (q *queries) ListWebhookSubscriptions(ctx context.Context, tenantID, projec
 // tenant/project with sequence in [from, to], in sequence order, and for
 // an operational webhook event the destination it is about.
 func (q *queries) AuditEventRefs(ctx context.Context, tenantID, projectID string, from, to uint64) ([]domain.AuditEventRef, error) {
-	rows, err := q.sqlc.AuditEventRefs(ctx, dbsqlc.AuditEventRefsParams{
-		TenantID: tenantID, ProjectID: projectID, FromSequence: clampInt64(from), ToSequence: clampInt64(to)})
+	segs, err := q.auditSegments(ctx, tenantID, projectID)
 	if err != nil {
 		return nil, fmt.Errorf("reading audit event refs: %w", err)
 	}
-	out := make([]domain.AuditEventRef, len(rows))
-	for i, r := range rows {
-		out[i] = domain.AuditEventRef{ID: r.ID, Sequence: uint64(r.Sequence), Action: r.Action}
-		if r.AboutDestination != "" {
-			out[i].AboutDestination, _ = uuid.Parse(r.AboutDestination)
+	var out []domain.AuditEventRef
+	err = segmentsIn(segs, from, to, false, func(s auditSegment) (bool, error) {
+		rows, err := q.sqlc.AuditEventRefs(ctx, dbsqlc.AuditEventRefsParams{
+			TenantID: tenantID, ProjectID: projectID, FromSequence: clampInt64(s.first), ToSequence: clampInt64(s.last),
+			RecordedFrom: s.from, RecordedTo: s.to})
+		if err != nil {
+			return false, err
 		}
+		for _, r := range rows {
+			ref := domain.AuditEventRef{ID: r.ID, Sequence: uint64(r.Sequence), Action: r.Action}
+			if r.AboutDestination != "" {
+				ref.AboutDestination, _ = uuid.Parse(r.AboutDestination)
+			}
+			out = append(out, ref)
+		}
+		return true, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading audit event refs: %w", err)
 	}
 	return out, nil
 }

@@ -128,9 +128,11 @@ func measureScale(ctx context.Context, e *env, opts options, size int, analyzed 
 		return nil
 	}
 	var stats string
+	// Summed over the partitions of audit_events (the newest analyze of any).
 	if err := e.pool.QueryRow(ctx, `SELECT format('statistics of %s rows (last analyzed %s); the table holds %s',
-		c.reltuples::bigint, COALESCE(s.last_analyze::text, 'never'), s.n_live_tup)
-		FROM pg_class c JOIN pg_stat_user_tables s ON s.relid = c.oid WHERE c.oid = 'audit_events'::regclass`).Scan(&stats); err != nil {
+		sum(greatest(c.reltuples, 0))::bigint, COALESCE(max(s.last_analyze)::text, 'never'), sum(s.n_live_tup))
+		FROM pg_partition_tree('audit_events') t JOIN pg_class c ON c.oid = t.relid
+		JOIN pg_stat_user_tables s ON s.relid = c.oid WHERE t.isleaf`).Scan(&stats); err != nil {
 		return out, err
 	}
 	fmt.Fprintf(os.Stderr, "bench: %s\n", scaleLabel(size, analyzed, stats))
@@ -261,8 +263,11 @@ func scalePurgeRow(ctx context.Context, e *env, size int) (result, error) {
 		return result{}, err
 	}
 	deadTuples := func() (dead, bytes int64, err error) {
-		err = e.pool.QueryRow(ctx, `SELECT n_dead_tup, pg_table_size('audit_events')
-			FROM pg_stat_user_tables WHERE relid = 'audit_events'::regclass`).Scan(&dead, &bytes)
+		// Summed over the partitions of audit_events (a partitioned table
+		// has no rows of its own; a dropped partition leaves nothing).
+		err = e.pool.QueryRow(ctx, `SELECT COALESCE(sum(s.n_dead_tup), 0)::bigint, COALESCE(sum(pg_table_size(t.relid)), 0)::bigint
+			FROM pg_partition_tree('audit_events') t LEFT JOIN pg_stat_user_tables s ON s.relid = t.relid
+			WHERE t.isleaf`).Scan(&dead, &bytes)
 		return dead, bytes, err
 	}
 	dead0, size0, err := deadTuples()

@@ -18,6 +18,7 @@ SELECT id, sequence, action,
         ELSE '' END)::text AS about_destination
 FROM audit_events
 WHERE tenant_id = $1 AND project_id = $2 AND sequence BETWEEN $3::bigint AND $4::bigint
+    AND recorded_at >= $5 AND recorded_at < $6
 ORDER BY sequence
 `
 
@@ -26,6 +27,8 @@ type AuditEventRefsParams struct {
 	ProjectID    string
 	FromSequence int64
 	ToSequence   int64
+	RecordedFrom time.Time
+	RecordedTo   time.Time
 }
 
 type AuditEventRefsRow struct {
@@ -35,7 +38,8 @@ type AuditEventRefsRow struct {
 	AboutDestination string
 }
 
-// about_destination is, for an operational webhook event (the service's
+// One run of the project's sequences at a time, within its recorded_at
+// bounds (auditSegment). about_destination is, for an operational webhook event (the service's
 // own, subject SYSTEM), the destination it is about: the fan-out never
 // delivers it there.
 func (q *Queries) AuditEventRefs(ctx context.Context, arg AuditEventRefsParams) ([]AuditEventRefsRow, error) {
@@ -44,6 +48,8 @@ func (q *Queries) AuditEventRefs(ctx context.Context, arg AuditEventRefsParams) 
 		arg.ProjectID,
 		arg.FromSequence,
 		arg.ToSequence,
+		arg.RecordedFrom,
+		arg.RecordedTo,
 	)
 	if err != nil {
 		return nil, err
@@ -198,16 +204,25 @@ SELECT tenant_id, project_id, sequence, id, action, occurred_at, recorded_at,
     trace_id, request_id, causation_id, evidence_digests, details, input_fingerprint, chain_hash,
     chain_version, recorded_by_issuer, recorded_by_subject, recorded_by_token_id, recorded_by_client_id
 FROM audit_events WHERE tenant_id = $1 AND project_id = $2 AND sequence = $3
+    AND recorded_at >= $4 AND recorded_at < $5
 `
 
 type GetAuditEventBySequenceParams struct {
-	TenantID  string
-	ProjectID string
-	Sequence  int64
+	TenantID     string
+	ProjectID    string
+	Sequence     int64
+	RecordedFrom time.Time
+	RecordedTo   time.Time
 }
 
 func (q *Queries) GetAuditEventBySequence(ctx context.Context, arg GetAuditEventBySequenceParams) (AuditEvent, error) {
-	row := q.db.QueryRow(ctx, GetAuditEventBySequence, arg.TenantID, arg.ProjectID, arg.Sequence)
+	row := q.db.QueryRow(ctx, GetAuditEventBySequence,
+		arg.TenantID,
+		arg.ProjectID,
+		arg.Sequence,
+		arg.RecordedFrom,
+		arg.RecordedTo,
+	)
 	var i AuditEvent
 	err := row.Scan(
 		&i.TenantID,
@@ -266,96 +281,30 @@ SELECT tenant_id, project_id, sequence, id, action, occurred_at, recorded_at,
     trace_id, request_id, causation_id, evidence_digests, details, input_fingerprint, chain_hash,
     chain_version, recorded_by_issuer, recorded_by_subject, recorded_by_token_id, recorded_by_client_id
 FROM audit_events WHERE tenant_id = $1 AND project_id = $2 AND sequence BETWEEN $3 AND $4
+    AND recorded_at >= $5 AND recorded_at < $6
 ORDER BY sequence
 `
 
 type ScanAuditEventsParams struct {
-	TenantID   string
-	ProjectID  string
-	Sequence   int64
-	Sequence_2 int64
+	TenantID     string
+	ProjectID    string
+	Sequence     int64
+	Sequence_2   int64
+	RecordedAt   time.Time
+	RecordedAt_2 time.Time
 }
 
-// Streamed row by row by ScanAuditEvents (not through this function).
+// Streamed row by row by ScanAuditEvents (not through this function), one
+// run of the project's sequences at a time: $5 and $6 are the run's
+// recorded_at bounds (auditSegment), so the statement reads one partition.
 func (q *Queries) ScanAuditEvents(ctx context.Context, arg ScanAuditEventsParams) ([]AuditEvent, error) {
 	rows, err := q.db.Query(ctx, ScanAuditEvents,
 		arg.TenantID,
 		arg.ProjectID,
 		arg.Sequence,
 		arg.Sequence_2,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []AuditEvent{}
-	for rows.Next() {
-		var i AuditEvent
-		if err := rows.Scan(
-			&i.TenantID,
-			&i.ProjectID,
-			&i.Sequence,
-			&i.ID,
-			&i.Action,
-			&i.OccurredAt,
-			&i.RecordedAt,
-			&i.SubjectType,
-			&i.SubjectID,
-			&i.SubjectDisplayName,
-			&i.ResourceType,
-			&i.ResourceID,
-			&i.Outcome,
-			&i.GovernanceRisk,
-			&i.GovernanceReason,
-			&i.GovernanceTicket,
-			&i.GovernanceConfirmedBy,
-			&i.TraceID,
-			&i.RequestID,
-			&i.CausationID,
-			&i.EvidenceDigests,
-			&i.Details,
-			&i.InputFingerprint,
-			&i.ChainHash,
-			&i.ChainVersion,
-			&i.RecordedByIssuer,
-			&i.RecordedBySubject,
-			&i.RecordedByTokenID,
-			&i.RecordedByClientID,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const StreamAuditEventsByTime = `-- name: StreamAuditEventsByTime :many
-SELECT tenant_id, project_id, sequence, id, action, occurred_at, recorded_at,
-    subject_type, subject_id, subject_display_name, resource_type, resource_id, outcome,
-    governance_risk, governance_reason, governance_ticket, governance_confirmed_by,
-    trace_id, request_id, causation_id, evidence_digests, details, input_fingerprint, chain_hash,
-    chain_version, recorded_by_issuer, recorded_by_subject, recorded_by_token_id, recorded_by_client_id
-FROM audit_events WHERE tenant_id = $1 AND project_id = $2 AND occurred_at >= $3 AND occurred_at < $4
-ORDER BY occurred_at, sequence
-`
-
-type StreamAuditEventsByTimeParams struct {
-	TenantID     string
-	ProjectID    string
-	OccurredAt   time.Time
-	OccurredAt_2 time.Time
-}
-
-// Streamed row by row by StreamAuditEventsByTime (not through this function).
-func (q *Queries) StreamAuditEventsByTime(ctx context.Context, arg StreamAuditEventsByTimeParams) ([]AuditEvent, error) {
-	rows, err := q.db.Query(ctx, StreamAuditEventsByTime,
-		arg.TenantID,
-		arg.ProjectID,
-		arg.OccurredAt,
-		arg.OccurredAt_2,
+		arg.RecordedAt,
+		arg.RecordedAt_2,
 	)
 	if err != nil {
 		return nil, err

@@ -100,7 +100,7 @@ func (q *Queries) ExpectAuditHead(ctx context.Context, arg ExpectAuditHeadParams
 }
 
 const GetAuditHead = `-- name: GetAuditHead :one
-SELECT last_sequence, last_hash FROM audit_project_heads
+SELECT last_sequence, last_hash, last_recorded_at FROM audit_project_heads
 WHERE tenant_id = $1 AND project_id = $2
 `
 
@@ -110,14 +110,15 @@ type GetAuditHeadParams struct {
 }
 
 type GetAuditHeadRow struct {
-	LastSequence int64
-	LastHash     []byte
+	LastSequence   int64
+	LastHash       []byte
+	LastRecordedAt time.Time
 }
 
 func (q *Queries) GetAuditHead(ctx context.Context, arg GetAuditHeadParams) (GetAuditHeadRow, error) {
 	row := q.db.QueryRow(ctx, GetAuditHead, arg.TenantID, arg.ProjectID)
 	var i GetAuditHeadRow
-	err := row.Scan(&i.LastSequence, &i.LastHash)
+	err := row.Scan(&i.LastSequence, &i.LastHash, &i.LastRecordedAt)
 	return i, err
 }
 
@@ -144,7 +145,7 @@ func (q *Queries) GetAuditPurgedPrefix(ctx context.Context, arg GetAuditPurgedPr
 }
 
 const LockAuditHead = `-- name: LockAuditHead :one
-SELECT h.last_sequence, h.last_hash, EXISTS (SELECT 1 FROM webhook_subscriptions w
+SELECT h.last_sequence, h.last_hash, h.last_recorded_at, EXISTS (SELECT 1 FROM webhook_subscriptions w
         WHERE w.tenant_id = h.tenant_id AND w.project_id = h.project_id AND w.state = 'ACTIVE') AS webhooks
 FROM audit_project_heads h
 WHERE h.tenant_id = $1 AND h.project_id = $2 FOR UPDATE OF h
@@ -156,9 +157,10 @@ type LockAuditHeadParams struct {
 }
 
 type LockAuditHeadRow struct {
-	LastSequence int64
-	LastHash     []byte
-	Webhooks     bool
+	LastSequence   int64
+	LastHash       []byte
+	LastRecordedAt time.Time
+	Webhooks       bool
 }
 
 // Locks the head and reads, under the same lock, whether the project has an
@@ -166,7 +168,12 @@ type LockAuditHeadRow struct {
 func (q *Queries) LockAuditHead(ctx context.Context, arg LockAuditHeadParams) (LockAuditHeadRow, error) {
 	row := q.db.QueryRow(ctx, LockAuditHead, arg.TenantID, arg.ProjectID)
 	var i LockAuditHeadRow
-	err := row.Scan(&i.LastSequence, &i.LastHash, &i.Webhooks)
+	err := row.Scan(
+		&i.LastSequence,
+		&i.LastHash,
+		&i.LastRecordedAt,
+		&i.Webhooks,
+	)
 	return i, err
 }
 
@@ -240,15 +247,16 @@ func (q *Queries) TenantProjects(ctx context.Context, tenantID string) ([]string
 }
 
 const UpdateAuditHead = `-- name: UpdateAuditHead :exec
-UPDATE audit_project_heads SET last_sequence = $3, last_hash = $4
+UPDATE audit_project_heads SET last_sequence = $3, last_hash = $4, last_recorded_at = $5
 WHERE tenant_id = $1 AND project_id = $2
 `
 
 type UpdateAuditHeadParams struct {
-	TenantID     string
-	ProjectID    string
-	LastSequence int64
-	LastHash     []byte
+	TenantID       string
+	ProjectID      string
+	LastSequence   int64
+	LastHash       []byte
+	LastRecordedAt time.Time
 }
 
 // Queued by AppendAuditEvents in the batch of the append: positional
@@ -259,6 +267,7 @@ func (q *Queries) UpdateAuditHead(ctx context.Context, arg UpdateAuditHeadParams
 		arg.ProjectID,
 		arg.LastSequence,
 		arg.LastHash,
+		arg.LastRecordedAt,
 	)
 	return err
 }

@@ -71,12 +71,20 @@ type AuditEvent struct {
 }
 
 type AuditProjectHead struct {
+	TenantID       string
+	ProjectID      string
+	LastSequence   int64
+	LastHash       []byte
+	PurgedThrough  int64
+	PurgedHash     []byte
+	LastRecordedAt time.Time
+}
+
+type AuditProjectSegment struct {
 	TenantID      string
 	ProjectID     string
-	LastSequence  int64
-	LastHash      []byte
-	PurgedThrough int64
-	PurgedHash    []byte
+	FirstSequence int64
+	RecordedFrom  time.Time
 }
 
 type AuditRetentionOverride struct {

@@ -27,30 +27,25 @@ SELECT tenant_id, project_id, sequence, id, action, occurred_at, recorded_at,
     governance_risk, governance_reason, governance_ticket, governance_confirmed_by,
     trace_id, request_id, causation_id, evidence_digests, details, input_fingerprint, chain_hash,
     chain_version, recorded_by_issuer, recorded_by_subject, recorded_by_token_id, recorded_by_client_id
-FROM audit_events WHERE tenant_id = @tenant_id AND project_id = @project_id AND sequence = @sequence;
+FROM audit_events WHERE tenant_id = @tenant_id AND project_id = @project_id AND sequence = @sequence
+    AND recorded_at >= @recorded_from AND recorded_at < @recorded_to;
 
 -- name: ScanAuditEvents :many
--- Streamed row by row by ScanAuditEvents (not through this function).
+-- Streamed row by row by ScanAuditEvents (not through this function), one
+-- run of the project's sequences at a time: $5 and $6 are the run's
+-- recorded_at bounds (auditSegment), so the statement reads one partition.
 SELECT tenant_id, project_id, sequence, id, action, occurred_at, recorded_at,
     subject_type, subject_id, subject_display_name, resource_type, resource_id, outcome,
     governance_risk, governance_reason, governance_ticket, governance_confirmed_by,
     trace_id, request_id, causation_id, evidence_digests, details, input_fingerprint, chain_hash,
     chain_version, recorded_by_issuer, recorded_by_subject, recorded_by_token_id, recorded_by_client_id
 FROM audit_events WHERE tenant_id = $1 AND project_id = $2 AND sequence BETWEEN $3 AND $4
+    AND recorded_at >= $5 AND recorded_at < $6
 ORDER BY sequence;
 
--- name: StreamAuditEventsByTime :many
--- Streamed row by row by StreamAuditEventsByTime (not through this function).
-SELECT tenant_id, project_id, sequence, id, action, occurred_at, recorded_at,
-    subject_type, subject_id, subject_display_name, resource_type, resource_id, outcome,
-    governance_risk, governance_reason, governance_ticket, governance_confirmed_by,
-    trace_id, request_id, causation_id, evidence_digests, details, input_fingerprint, chain_hash,
-    chain_version, recorded_by_issuer, recorded_by_subject, recorded_by_token_id, recorded_by_client_id
-FROM audit_events WHERE tenant_id = $1 AND project_id = $2 AND occurred_at >= $3 AND occurred_at < $4
-ORDER BY occurred_at, sequence;
-
 -- name: AuditEventRefs :many
--- about_destination is, for an operational webhook event (the service's
+-- One run of the project's sequences at a time, within its recorded_at
+-- bounds (auditSegment). about_destination is, for an operational webhook event (the service's
 -- own, subject SYSTEM), the destination it is about: the fan-out never
 -- delivers it there.
 SELECT id, sequence, action,
@@ -58,6 +53,7 @@ SELECT id, sequence, action,
         ELSE '' END)::text AS about_destination
 FROM audit_events
 WHERE tenant_id = @tenant_id AND project_id = @project_id AND sequence BETWEEN @from_sequence::bigint AND @to_sequence::bigint
+    AND recorded_at >= @recorded_from AND recorded_at < @recorded_to
 ORDER BY sequence;
 
 -- name: NotifyAuditEvents :exec

@@ -1,7 +1,7 @@
 -- name: LockAuditHead :one
 -- Locks the head and reads, under the same lock, whether the project has an
 -- active webhook subscription.
-SELECT h.last_sequence, h.last_hash, EXISTS (SELECT 1 FROM webhook_subscriptions w
+SELECT h.last_sequence, h.last_hash, h.last_recorded_at, EXISTS (SELECT 1 FROM webhook_subscriptions w
         WHERE w.tenant_id = h.tenant_id AND w.project_id = h.project_id AND w.state = 'ACTIVE') AS webhooks
 FROM audit_project_heads h
 WHERE h.tenant_id = @tenant_id AND h.project_id = @project_id FOR UPDATE OF h;
@@ -20,11 +20,11 @@ ON CONFLICT (tenant_id, project_id) DO NOTHING;
 -- name: UpdateAuditHead :exec
 -- Queued by AppendAuditEvents in the batch of the append: positional
 -- parameters, in the order the batch passes them.
-UPDATE audit_project_heads SET last_sequence = $3, last_hash = $4
+UPDATE audit_project_heads SET last_sequence = $3, last_hash = $4, last_recorded_at = $5
 WHERE tenant_id = $1 AND project_id = $2;
 
 -- name: GetAuditHead :one
-SELECT last_sequence, last_hash FROM audit_project_heads
+SELECT last_sequence, last_hash, last_recorded_at FROM audit_project_heads
 WHERE tenant_id = @tenant_id AND project_id = @project_id;
 
 -- name: TenantProjects :many
