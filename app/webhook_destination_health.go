@@ -45,10 +45,9 @@ func tallyAttempts(changes []domain.WebhookDeliveryChange, saved []uuid.UUID) do
 // destination's row is locked (read for update, or updated at once when
 // its health is steady and the attempts all succeeded) for the former, as
 // the transaction's last step: its commands lock it first and then its
-// deliveries, but they touch
-// only deliveries that wait for an attempt, never the DELIVERING ones
-// this transaction moves, so the order cannot deadlock, and the row is
-// held only for the end of the transaction.
+// deliveries, but they touch only deliveries that wait for an attempt,
+// never the DELIVERING ones this transaction moves, so the order cannot
+// deadlock, and the row is held only for the end of the transaction.
 func (a *App) afterAttempts(ctx context.Context, tx Tx, dest domain.WebhookDestination, changes []domain.WebhookDeliveryChange, saved []uuid.UUID, now time.Time) error {
 	// The destination before the project's head (the events below), as
 	// its commands take them.
