@@ -29,6 +29,23 @@ func TestRecordWebhookDestinationSuccesses(t *testing.T) {
 			PrevHourSucceeded: 40, PrevHourFailed: 1}
 	}
 	policy := domain.DefaultWebhookBreakerPolicy
+	// insert stores a destination of t1 with a steady health, changed by
+	// change.
+	insert := func(t *testing.T, change func(d *domain.WebhookDestination)) domain.WebhookDestination {
+		t.Helper()
+		dest := domain.WebhookDestination{ID: uuid.Must(uuid.NewV7()), TenantID: "t1", ProjectID: "p1",
+			URL: "https://receiver.example/hook", CreatedAt: earlier, CreatedBy: "test", State: domain.WebhookDestinationEnabled,
+			Health: steady()}
+		change(&dest)
+		secret := domain.SealedWebhookSecret{ID: uuid.Must(uuid.NewV7()), Sealed: []byte("sealed"), CreatedAt: earlier}
+		require.NoError(t, st.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+			if err := tx.InsertWebhookDestination(ctx, dest, secret); err != nil {
+				return err
+			}
+			return tx.SaveWebhookDestinationState(ctx, dest)
+		}))
+		return dest
+	}
 	cases := []struct {
 		name   string
 		change func(d *domain.WebhookDestination)
@@ -50,17 +67,7 @@ func TestRecordWebhookDestinationSuccesses(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			dest := domain.WebhookDestination{ID: uuid.Must(uuid.NewV7()), TenantID: "t1", ProjectID: "p1",
-				URL: "https://receiver.example/hook", CreatedAt: earlier, CreatedBy: "test", State: domain.WebhookDestinationEnabled,
-				Health: steady()}
-			c.change(&dest)
-			secret := domain.SealedWebhookSecret{ID: uuid.Must(uuid.NewV7()), Sealed: []byte("sealed"), CreatedAt: earlier}
-			require.NoError(t, st.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
-				if err := tx.InsertWebhookDestination(ctx, dest, secret); err != nil {
-					return err
-				}
-				return tx.SaveWebhookDestinationState(ctx, dest)
-			}))
+			dest := insert(t, c.change)
 			before, err := st.GetWebhookDestination(ctx, "t1", dest.ID, false)
 			require.NoError(t, err)
 
@@ -87,16 +94,7 @@ func TestRecordWebhookDestinationSuccesses(t *testing.T) {
 
 	t.Run("OtherTenant", func(t *testing.T) {
 		t.Parallel()
-		dest := domain.WebhookDestination{ID: uuid.Must(uuid.NewV7()), TenantID: "t1", ProjectID: "p1",
-			URL: "https://receiver.example/hook", CreatedAt: earlier, CreatedBy: "test", State: domain.WebhookDestinationEnabled,
-			Health: steady()}
-		secret := domain.SealedWebhookSecret{ID: uuid.Must(uuid.NewV7()), Sealed: []byte("sealed"), CreatedAt: earlier}
-		require.NoError(t, st.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
-			if err := tx.InsertWebhookDestination(ctx, dest, secret); err != nil {
-				return err
-			}
-			return tx.SaveWebhookDestinationState(ctx, dest)
-		}))
+		dest := insert(t, func(*domain.WebhookDestination) {})
 		require.NoError(t, st.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
 			counted, err := tx.RecordWebhookDestinationSuccesses(ctx, "t2", dest.ID, 5, now)
 			require.False(t, counted)
