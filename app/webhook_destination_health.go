@@ -42,15 +42,29 @@ func tallyAttempts(changes []domain.WebhookDeliveryChange, saved []uuid.UUID) do
 // afterAttempts records, in tx, what the recorded attempt ends (changes,
 // of which saved were saved) tell beyond their deliveries: the
 // destination's health and the dead letters' operational events. The
-// destination's row is locked for the former, as the transaction's last
-// step: its commands lock it first and then its deliveries, but they touch
-// only deliveries that wait for an attempt, never the DELIVERING ones
-// this transaction moves, so the order cannot deadlock, and the row is
-// held only for the end of the transaction.
+// destination's row is locked (read for update, or updated at once when
+// its health is steady and the attempts all succeeded) for the former, as
+// the transaction's last step: its commands lock it first and then its
+// deliveries, but they touch only deliveries that wait for an attempt,
+// never the DELIVERING ones this transaction moves, so the order cannot
+// deadlock, and the row is held only for the end of the transaction.
 func (a *App) afterAttempts(ctx context.Context, tx Tx, dest domain.WebhookDestination, changes []domain.WebhookDeliveryChange, saved []uuid.UUID, now time.Time) error {
 	// The destination before the project's head (the events below), as
 	// its commands take them.
 	if t := tallyAttempts(changes, saved); t != (domain.WebhookAttemptTally{}) {
+		// Successes alone to a steady destination (the common case) are
+		// counted in one statement, which holds the row only until the
+		// commit: every job of a busy destination ends here, and each job
+		// waiting for the row holds a pool connection meanwhile.
+		if t.Failed == 0 && !t.Gone {
+			counted, err := tx.RecordWebhookDestinationSuccesses(ctx, dest.TenantID, dest.ID, t.Succeeded, now)
+			if err != nil {
+				return err
+			}
+			if counted {
+				return a.recordDeadLetters(ctx, tx, changes, saved, now)
+			}
+		}
 		d, err := tx.GetWebhookDestination(ctx, dest.TenantID, dest.ID, true)
 		switch {
 		case errors.Is(err, domain.ErrNotFound):
@@ -62,12 +76,24 @@ func (a *App) afterAttempts(ctx context.Context, tx Tx, dest domain.WebhookDesti
 			}
 		}
 	}
-	ok := make(map[uuid.UUID]bool, len(saved))
-	for _, id := range saved {
-		ok[id] = true
-	}
+	return a.recordDeadLetters(ctx, tx, changes, saved, now)
+}
+
+// recordDeadLetters records webhook.delivery.dead_lettered for the
+// deliveries among changes that were saved dead-lettered, in tx.
+func (a *App) recordDeadLetters(ctx context.Context, tx Tx, changes []domain.WebhookDeliveryChange, saved []uuid.UUID, now time.Time) error {
+	var ok map[uuid.UUID]bool
 	for _, c := range changes {
-		if ok[c.Delivery.ID] && c.Delivery.State == domain.WebhookDeliveryDeadLettered {
+		if c.Delivery.State != domain.WebhookDeliveryDeadLettered {
+			continue
+		}
+		if ok == nil {
+			ok = make(map[uuid.UUID]bool, len(saved))
+			for _, id := range saved {
+				ok[id] = true
+			}
+		}
+		if ok[c.Delivery.ID] {
 			if err := a.recordDeadLetter(ctx, tx, c.Delivery, now); err != nil {
 				return err
 			}

@@ -21,6 +21,11 @@ type WebhookLifecycleTx interface {
 	UpdateWebhookDestinationSettings(ctx context.Context, d domain.WebhookDestination, now time.Time) error
 	// SaveWebhookDestinationState stores d's lifecycle and health.
 	SaveWebhookDestinationState(ctx context.Context, d domain.WebhookDestination) error
+	// RecordWebhookDestinationSuccesses counts succeeded successful
+	// attempts at now in the health of a destination whose health is
+	// steady (domain.WebhookDestinationHealth.Steady), without reading it;
+	// false, with nothing changed, when it is not.
+	RecordWebhookDestinationSuccesses(ctx context.Context, tenantID string, destinationID uuid.UUID, succeeded int, now time.Time) (bool, error)
 	// ExpireWebhookDestinationSecrets ends every secret of a destination at.
 	ExpireWebhookDestinationSecrets(ctx context.Context, destinationID uuid.UUID, at time.Time) error
 	// ListActiveWebhookSubscriptionsOfDestination returns, locked, the

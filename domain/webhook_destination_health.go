@@ -90,6 +90,19 @@ func (h *WebhookDestinationHealth) roll(now time.Time) {
 	h.HourStart = &hour
 }
 
+// Steady reports whether the health is steady at now: breaker closed
+// and not opened since it last closed, no probe out, no failure since the
+// last success, and hour counts of now's clock hour. A tally of successes
+// alone then changes nothing but LastSuccessAt and HourSucceeded, and
+// reports nothing (see RecordAttempts): the store can count it in one
+// statement whose condition is this one, without reading the row first
+// (the store's RecordWebhookDestinationSuccesses).
+func (h WebhookDestinationHealth) Steady(now time.Time) bool {
+	return h.CircuitOpenUntil == nil && h.CircuitOpens == 0 && h.ProbeUntil == nil &&
+		h.ConsecutiveFailures == 0 && h.FailingSince == nil &&
+		h.HourStart != nil && h.HourStart.Equal(now.Truncate(time.Hour))
+}
+
 // closeCircuit closes the breaker.
 func (h *WebhookDestinationHealth) closeCircuit() {
 	h.CircuitOpenUntil, h.CircuitOpens, h.ProbeUntil = nil, 0, nil

@@ -85,6 +85,34 @@ func TestWebhookDestinationHealth(t *testing.T) {
 		require.False(t, ok, "nothing in the last hour")
 	})
 
+	t.Run("SuccessesToASteadyDestinationChangeOnlyTheirCounts", func(t *testing.T) {
+		t.Parallel()
+		d := newDest()
+		require.False(t, d.Health.Steady(t0), "no hour counts yet")
+		d.RecordAttempts(WebhookAttemptTally{Succeeded: 1}, t0, p)
+		require.True(t, d.Health.Steady(t0.Add(59*time.Minute)))
+		require.False(t, d.Health.Steady(t0.Add(time.Hour)), "the hour ends")
+		at := t0.Add(10 * time.Minute)
+		before := *d
+		require.Equal(t, WebhookHealthChange{}, d.RecordAttempts(WebhookAttemptTally{Succeeded: 4}, at, p))
+		before.Health.HourSucceeded += 4
+		before.Health.LastSuccessAt = &at
+		require.Equal(t, before, *d, "the store counts them so without reading the row")
+
+		d.RecordAttempts(WebhookAttemptTally{Failed: 1}, at, p)
+		require.False(t, d.Health.Steady(at), "failing")
+		d.RecordAttempts(WebhookAttemptTally{Succeeded: 1}, at, p)
+		require.True(t, d.Health.Steady(at))
+		for range 3 {
+			d.RecordAttempts(WebhookAttemptTally{Failed: 1}, at, p)
+		}
+		require.Equal(t, WebhookCircuitOpen, d.Health.Circuit(at))
+		d.RecordAttempts(WebhookAttemptTally{Succeeded: 1}, at.Add(time.Minute), p)
+		require.True(t, d.Health.Steady(at.Add(time.Minute)), "closed again")
+		d.Health.ProbeUntil = &at
+		require.False(t, d.Health.Steady(at), "a probe is out")
+	})
+
 	t.Run("DeletedAndDisabledDestinationsHoldTheirDeliveries", func(t *testing.T) {
 		t.Parallel()
 		d := newDest()

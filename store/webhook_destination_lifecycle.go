@@ -80,6 +80,19 @@ func (t *Tx) SaveWebhookDestinationState(ctx context.Context, d domain.WebhookDe
 	return nil
 }
 
+// RecordWebhookDestinationSuccesses counts succeeded successful attempts
+// at now in the health of a destination whose health is steady
+// (domain.WebhookDestinationHealth.Steady), in one statement; false when
+// it is not (or the destination is deleted or gone), and nothing changed.
+func (t *Tx) RecordWebhookDestinationSuccesses(ctx context.Context, tenantID string, destinationID uuid.UUID, succeeded int, now time.Time) (bool, error) {
+	n, err := t.sqlc.RecordWebhookDestinationSuccesses(ctx, dbsqlc.RecordWebhookDestinationSuccessesParams{
+		TenantID: tenantID, ID: destinationID, Now: now, Succeeded: int32(succeeded), HourStart: now.Truncate(time.Hour)})
+	if err != nil {
+		return false, fmt.Errorf("recording webhook destination successes: %w", err)
+	}
+	return n == 1, nil
+}
+
 // ExpireWebhookDestinationSecrets ends every secret of a destination at at.
 func (t *Tx) ExpireWebhookDestinationSecrets(ctx context.Context, destinationID uuid.UUID, at time.Time) error {
 	if _, err := t.tx.Exec(ctx, dbsqlc.ExpireWebhookDestinationSecrets, destinationID, at, at); err != nil {

@@ -346,6 +346,42 @@ func (q *Queries) LockWebhookDestination(ctx context.Context, arg LockWebhookDes
 	return i, err
 }
 
+const RecordWebhookDestinationSuccesses = `-- name: RecordWebhookDestinationSuccesses :execrows
+UPDATE webhook_destinations SET last_success_at = $1::timestamptz,
+    hour_succeeded = hour_succeeded + $2::int
+WHERE tenant_id = $3 AND id = $4 AND deleted_at IS NULL
+    AND circuit_open_until IS NULL AND circuit_opens = 0 AND probe_until IS NULL
+    AND consecutive_failures = 0 AND failing_since IS NULL AND hour_start = $5::timestamptz
+`
+
+type RecordWebhookDestinationSuccessesParams struct {
+	Now       time.Time
+	Succeeded int32
+	TenantID  string
+	ID        uuid.UUID
+	HourStart time.Time
+}
+
+// Counts @succeeded successful attempts at @now in the health of a
+// destination whose health is steady (domain.WebhookDestinationHealth.Steady,
+// the same condition: @hour_start is @now's clock hour), as RecordAttempts
+// would, in one statement that locks the row only until the end of the
+// transaction. No row: not steady (or deleted, or gone), the caller locks
+// the row and applies RecordAttempts.
+func (q *Queries) RecordWebhookDestinationSuccesses(ctx context.Context, arg RecordWebhookDestinationSuccessesParams) (int64, error) {
+	result, err := q.db.Exec(ctx, RecordWebhookDestinationSuccesses,
+		arg.Now,
+		arg.Succeeded,
+		arg.TenantID,
+		arg.ID,
+		arg.HourStart,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const SaveWebhookDestinationState = `-- name: SaveWebhookDestinationState :exec
 UPDATE webhook_destinations SET state = $1, disabled_reason = $2, disabled_at = $3,
     deleted_at = $4, consecutive_failures = $5, failing_since = $6,

@@ -68,6 +68,19 @@ UPDATE webhook_destinations SET state = @state, disabled_reason = @disabled_reas
     prev_hour_failed = @prev_hour_failed
 WHERE tenant_id = @tenant_id AND id = @id;
 
+-- name: RecordWebhookDestinationSuccesses :execrows
+-- Counts @succeeded successful attempts at @now in the health of a
+-- destination whose health is steady (domain.WebhookDestinationHealth.Steady,
+-- the same condition: @hour_start is @now's clock hour), as RecordAttempts
+-- would, in one statement that locks the row only until the end of the
+-- transaction. No row: not steady (or deleted, or gone), the caller locks
+-- the row and applies RecordAttempts.
+UPDATE webhook_destinations SET last_success_at = @now::timestamptz,
+    hour_succeeded = hour_succeeded + @succeeded::int
+WHERE tenant_id = @tenant_id AND id = @id AND deleted_at IS NULL
+    AND circuit_open_until IS NULL AND circuit_opens = 0 AND probe_until IS NULL
+    AND consecutive_failures = 0 AND failing_since IS NULL AND hour_start = @hour_start::timestamptz;
+
 -- name: ClaimWebhookDestinationProbe :execrows
 -- Claims the one probe of a half-open breaker (open until at most @now, no
 -- probe out) until @probe_until: one process, one job wins it.
