@@ -39,6 +39,7 @@ type Store[T Tx] interface {
 	CheckpointReads
 	WebhookSubscriptionLocker
 	AuditStreamStore
+	PartitionStore
 }
 
 // AuditReads reads audit events and chain heads: on the Store each read
@@ -97,6 +98,8 @@ type App struct {
 	checkpoints *checkpoint.KeyRing
 	// streams configures audit streams.
 	streams StreamConfig
+	// partitions configures the partitioned history tables.
+	partitions PartitionConfig
 }
 
 // Config configures an App. Zero fields take defaults.
@@ -142,6 +145,9 @@ type Config struct {
 	Streams StreamConfig
 	// Verify bounds the work of one verifyAuditChain call.
 	Verify VerifyLimits
+	// Partitions configures the partitioned history tables: retention
+	// and months created ahead.
+	Partitions PartitionConfig
 }
 
 // New returns an App over store.
@@ -160,6 +166,7 @@ func New[T Tx](store Store[T], cfg Config) *App {
 	a.exports = cfg.Exports.withDefaults()
 	a.streams = cfg.Streams.withDefaults()
 	a.verifyLimits = cfg.Verify.withDefaults()
+	a.partitions = cfg.Partitions.withDefaults()
 	a.exportWatch = cfg.ExportWatch
 	a.limits = newRateLimiter(cfg.RateLimits)
 	a.retention, a.purgeBatch = cfg.AuditRetention, cfg.PurgeBatch

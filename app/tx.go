@@ -61,6 +61,7 @@ type Tx interface {
 	RetentionTx
 	CheckpointTx
 	AuditStreamTx
+	PartitionTx
 }
 
 // maxTxAttempts bounds the retries of a transaction that lost a race (a

@@ -57,10 +57,15 @@ END
 $$;
 -- +goose StatementEnd
 
+-- Finished export rows are deleted some time after they expired
+-- (AETHER_EXPORT_RETENTION): the expiry job finds them by this index.
+CREATE INDEX data_exports_expired_idx ON data_exports (expired_at) WHERE state = 'EXPIRED';
+
 -- Only the migrations convert tables.
 DROP FUNCTION aether_partition_existing(text, text, text, text, timestamptz, text);
 
 -- +goose Down
+DROP INDEX data_exports_expired_idx;
 -- +goose StatementBegin
 DO $$
 BEGIN
