@@ -234,23 +234,22 @@ $$;
 --
 -- The fan-out's exactly-once key (subscription, event) cannot be a unique
 -- index of a table partitioned by id: the fan-out now derives the id of a
--- delivery from its subscription and event (app.fanoutDeliveryID), so the
+-- delivery from its subscription and event (domain.FanoutDeliveryID), so the
 -- primary key is that key. The legacy partition keeps its old unique
 -- index until it is dropped (INSERT ... ON CONFLICT DO NOTHING honours
 -- both).
 -- +goose StatementBegin
 DO $$
 DECLARE
+    v_analyze text := 'autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 50000, '
+        'autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 50000, '
+        'autovacuum_vacuum_insert_scale_factor = 0, autovacuum_vacuum_insert_threshold = 200000';
     v_max timestamptz;
 BEGIN
     -- The latest id's time (its first 48 bits), through the primary key.
     SELECT to_timestamp(('x' || substr(replace(id::text, '-', ''), 1, 12))::bit(48)::bigint / 1000.0)
     INTO v_max FROM webhook_deliveries ORDER BY id DESC LIMIT 1;
-    PERFORM aether_partition_existing('webhook_deliveries', 'id', 'UUIDV7',
-        'fillfactor = 50, autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 50000, '
-        'autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 50000, '
-        'autovacuum_vacuum_insert_scale_factor = 0, autovacuum_vacuum_insert_threshold = 200000',
-        v_max,
+    PERFORM aether_partition_existing('webhook_deliveries', 'id', 'UUIDV7', 'fillfactor = 50, ' || v_analyze, v_max,
         $create$
         CREATE TABLE webhook_deliveries (
             tenant_id        text COLLATE "C" NOT NULL,
@@ -282,11 +281,7 @@ BEGIN
 
     SELECT to_timestamp(('x' || substr(replace(delivery_id::text, '-', ''), 1, 12))::bit(48)::bigint / 1000.0)
     INTO v_max FROM webhook_delivery_attempts ORDER BY delivery_id DESC LIMIT 1;
-    PERFORM aether_partition_existing('webhook_delivery_attempts', 'delivery_id', 'UUIDV7',
-        'autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 50000, '
-        'autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 50000, '
-        'autovacuum_vacuum_insert_scale_factor = 0, autovacuum_vacuum_insert_threshold = 200000',
-        v_max,
+    PERFORM aether_partition_existing('webhook_delivery_attempts', 'delivery_id', 'UUIDV7', v_analyze, v_max,
         $create$
         CREATE TABLE webhook_delivery_attempts (
             delivery_id   uuid NOT NULL,
