@@ -260,3 +260,34 @@ func TestWebhookDeliveriesAcrossMonthBoundary(t *testing.T) {
 	}
 	require.Zero(t, b.fanOut(t), "the fan-out stays exactly once across the bound")
 }
+
+// TestOrderedDeliveryAcrossMonthBoundary: a SEQUENCE subscription's
+// deliveries on both sides of a partition bound are sent one after the
+// other in sequence order, a retry before the bound holding those after it.
+func TestOrderedDeliveryAcrossMonthBoundary(t *testing.T) {
+	t.Parallel()
+	b := setupOrdered(t, domain.RetrySchedule{time.Hour})
+	var bound time.Time
+	require.NoError(t, b.pool.QueryRow(context.Background(),
+		`SELECT range_to FROM aether_partitions WHERE partition_name = 'webhook_deliveries_legacy'`).Scan(&bound))
+	b.fail("device.e2", true)
+	b.clock.Set(bound.Add(-2 * time.Millisecond))
+	b.record(t, "device.e1")
+	b.record(t, "device.e2")
+	b.clock.Set(bound)
+	b.record(t, "device.e3")
+	b.record(t, "device.e4")
+	require.Equal(t, 4, b.fanOut(t))
+	require.Equal(t, "webhook_deliveries_legacy", partitionOf(t, b.pool, "webhook_deliveries", "id", b.byAction(t, "device.e2").ID))
+	require.Equal(t, "webhook_deliveries_p"+bound.Format("200601"), partitionOf(t, b.pool, "webhook_deliveries", "id", b.byAction(t, "device.e3").ID))
+
+	b.deliverOrdered(t)
+	require.Equal(t, []string{"device.e1", "device.e2"}, b.sent(), "the retry before the bound holds the deliveries after it")
+	b.fail("device.e2", false)
+	b.clock.Set(*b.byAction(t, "device.e2").NextAttemptAt)
+	b.deliverOrdered(t)
+	require.Equal(t, []string{"device.e1", "device.e2", "device.e2", "device.e3", "device.e4"}, b.sent())
+	for _, a := range []string{"device.e1", "device.e2", "device.e3", "device.e4"} {
+		require.Equal(t, domain.WebhookDeliveryDelivered, b.byAction(t, a).State, a)
+	}
+}
