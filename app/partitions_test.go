@@ -189,7 +189,7 @@ func TestMaintainPartitions(t *testing.T) {
 // TestWebhookDeliveriesAcrossMonthBoundary records events on both sides of
 // the bound between two delivery partitions: each delivery and its attempts
 // land in the partition of its event's month, and the lists (paged),
-// lookups, dead letters, redrive and replay work across both.
+// lookups, dead letters, redrive, recovery and replay work across both.
 func TestWebhookDeliveriesAcrossMonthBoundary(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -236,11 +236,15 @@ func TestWebhookDeliveriesAcrossMonthBoundary(t *testing.T) {
 	require.Len(t, second, 1)
 	require.Equal(t, before.ID, second[0].EventID)
 
+	// Redrive the one after the bound, recover the destination's others
+	// (the one before it).
 	broken = false
-	for _, d := range dead {
-		_, err := b.app.RedriveWebhookDelivery(ctx, b.admin, d.ID.String(), true)
-		require.NoError(t, err)
-	}
+	_, err = b.app.RedriveWebhookDelivery(ctx, b.admin, dead[0].ID.String(), true)
+	require.NoError(t, err)
+	recovered, err := b.app.RecoverWebhookDeliveries(ctx, b.admin, app.RecoverWebhookDeliveriesInput{
+		DestinationID: dest.Destination.ID.String(), Since: bound.Add(-time.Hour), Confirm: true})
+	require.NoError(t, err)
+	require.Equal(t, 1, recovered, "the dead letter before the bound")
 	b.deliver(t)
 	for _, d := range dead {
 		got := b.delivery(t, d.ID.String())
