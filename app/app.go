@@ -40,6 +40,7 @@ type Store[T Tx] interface {
 	CheckpointReads
 	WebhookSubscriptionLocker
 	AuditStreamStore
+	PartitionStore
 }
 
 // AuditReads reads audit events and chain heads: on the Store each read
@@ -98,6 +99,8 @@ type App struct {
 	checkpoints *checkpoint.KeyRing
 	// streams configures audit streams.
 	streams StreamConfig
+	// partitions configures the partitioned history tables.
+	partitions PartitionConfig
 }
 
 // Config configures an App. Zero fields take defaults.
@@ -143,6 +146,9 @@ type Config struct {
 	Streams StreamConfig
 	// Verify bounds the work of one verifyAuditChain call.
 	Verify VerifyLimits
+	// Partitions configures the partitioned history tables: retention
+	// and months created ahead.
+	Partitions PartitionConfig
 }
 
 // New returns an App over store.
@@ -161,6 +167,7 @@ func New[T Tx](store Store[T], cfg Config) *App {
 	a.exports = cfg.Exports.withDefaults()
 	a.streams = cfg.Streams.withDefaults()
 	a.verifyLimits = cfg.Verify.withDefaults()
+	a.partitions = cfg.Partitions.withDefaults()
 	a.exportWatch = cfg.ExportWatch
 	a.limits = newRateLimiter(cfg.RateLimits)
 	a.retention, a.purgeBatch = cfg.AuditRetention, cfg.PurgeBatch

@@ -40,6 +40,9 @@ type DataExportStore interface {
 	UpdateDataExportProgress(ctx context.Context, tenantID string, id uuid.UUID, rows, bytes uint64, now time.Time) error
 	AppendAlarmHistory(ctx context.Context, records []domain.AlarmRecord) (int64, error)
 	AppendTelemetryHistory(ctx context.Context, points []domain.TelemetryPoint) (int64, error)
+	// DeleteExpiredDataExports deletes up to limit EXPIRED exports that
+	// expired before expiredBefore.
+	DeleteExpiredDataExports(ctx context.Context, expiredBefore time.Time, limit int) (int64, error)
 }
 
 // DataExportTx is what the export use cases do in a transaction.
@@ -70,6 +73,10 @@ type ExportConfig struct {
 	MaxActive int
 	// TTL is how long a READY export lasts before it expires; default 7 days.
 	TTL time.Duration
+	// RowRetention is how long an EXPIRED export's row is kept after its
+	// expiry (its object is deleted at expiry); default
+	// DefaultExportRowRetention.
+	RowRetention time.Duration
 	// DownloadTTL is the default lifetime of a download capability; default
 	// 10 minutes (at most MaxDownloadTTL).
 	DownloadTTL time.Duration
@@ -83,6 +90,7 @@ const (
 	DefaultExportMaxBytes         = 5 << 30
 	DefaultExportMaxActive        = 3
 	DefaultExportTTL              = 7 * 24 * time.Hour
+	DefaultExportRowRetention     = 90 * 24 * time.Hour
 	DefaultDownloadTTL            = 10 * time.Minute
 	// MaxDownloadTTL bounds a download capability's lifetime.
 	MaxDownloadTTL = time.Hour
@@ -111,6 +119,9 @@ func (c ExportConfig) withDefaults() ExportConfig {
 	}
 	if c.TTL <= 0 {
 		c.TTL = DefaultExportTTL
+	}
+	if c.RowRetention <= 0 {
+		c.RowRetention = DefaultExportRowRetention
 	}
 	if c.DownloadTTL <= 0 {
 		c.DownloadTTL = DefaultDownloadTTL
@@ -467,6 +478,13 @@ func (a *App) ExpireDueDataExports(ctx context.Context, limit int) (_ int, err e
 		n++
 	}
 	return n, nil
+}
+
+// DeleteExpiredDataExportRows deletes up to limit rows of exports that
+// expired longer than the exports' RowRetention ago (the export.expired
+// event of each stays in the audit trail) and returns how many.
+func (a *App) DeleteExpiredDataExportRows(ctx context.Context, limit int) (int64, error) {
+	return a.store.DeleteExpiredDataExports(ctx, a.storedNow().Add(-a.exports.RowRetention), limit)
 }
 
 // DeleteExportObject deletes an expired export's object; an object already

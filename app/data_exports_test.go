@@ -434,3 +434,30 @@ func TestCreateDataExportDownload(t *testing.T) {
 		require.Empty(t, auditEvents(t, b.app, b.user, "p1", "export.download_created"))
 	})
 }
+
+// TestDeleteExpiredDataExportRows: the row of an export expired longer
+// than the row retention ago is deleted; one expired more recently, and
+// exports that are not EXPIRED, stay.
+func TestDeleteExpiredDataExportRows(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupExports(t, app.ExportConfig{RowRetention: 24 * time.Hour, MaxActive: 10})
+	old := b.request(t, nil)
+	_, err := b.app.ExpireDataExport(ctx, b.user, old.ID.String(), true)
+	require.NoError(t, err)
+	b.clock.Add(20 * time.Hour)
+	recent := b.request(t, func(in *app.RequestDataExportInput) { in.IdempotencyKey = "recent" })
+	_, err = b.app.ExpireDataExport(ctx, b.user, recent.ID.String(), true)
+	require.NoError(t, err)
+	queued := b.request(t, func(in *app.RequestDataExportInput) { in.IdempotencyKey = "queued" })
+
+	b.clock.Add(5 * time.Hour)
+	n, err := b.app.DeleteExpiredDataExportRows(ctx, 10)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
+	_, err = b.app.DataExport(ctx, b.user, old.ID.String())
+	requireCode(t, err, app.CodeNotFound)
+	require.Equal(t, domain.DataExportExpired, b.get(t, recent).State)
+	require.Equal(t, domain.DataExportQueued, b.get(t, queued).State)
+	require.Len(t, auditEvents(t, b.app, b.user, "p1", "export.expired"), 2, "the evidence of the expiry stays")
+}

@@ -101,6 +101,10 @@ func (a *App) ReplayWebhookEvents(ctx context.Context, id Identity, in ReplayWeb
 			return err
 		}
 		for i := range ds {
+			// A replay is a new delivery of the pair: an id of its own,
+			// of now (the fan-out's is the pair's).
+			ds[i].ID = uuid.Must(uuid.NewV7())
+			ds[i].IdempotencyKey = domain.WebhookDeliveryIdempotencyKey(ds[i].ID)
 			ds[i].ReplayOf = &event.ID
 		}
 		inserted, err := tx.InsertWebhookDeliveries(ctx, ds)

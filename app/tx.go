@@ -62,6 +62,7 @@ type Tx interface {
 	AuditPartitionTx
 	CheckpointTx
 	AuditStreamTx
+	PartitionTx
 }
 
 // maxTxAttempts bounds the retries of a transaction that lost a race (a

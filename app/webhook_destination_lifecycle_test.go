@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -220,9 +221,17 @@ func TestDisableAndEnableWebhookDestination(t *testing.T) {
 		}
 		require.Equal(t, 2, b.delivery(t, retrying.ID.String()).AttemptCount, "the retried delivery kept its place and its first attempt")
 		got := sequences(t, b.receiver.requests()[1:])
-		want := make([]string, 0, 5)
+		// The list is newest first by id, which orders deliveries by their
+		// event's recording time only to the millisecond (the fan-out's ids,
+		// domain.FanoutDeliveryID): the expected order is by sequence.
+		seqs := make([]uint64, 0, 5)
 		for _, d := range ds {
-			want = append([]string{fmt.Sprint(d.EventSequence)}, want...) // ds is newest first
+			seqs = append(seqs, d.EventSequence)
+		}
+		slices.Sort(seqs)
+		want := make([]string, 0, 5)
+		for _, s := range seqs {
+			want = append(want, fmt.Sprint(s))
 		}
 		require.Equal(t, want, got, "resumed in order of sequence")
 	})

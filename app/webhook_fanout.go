@@ -95,9 +95,10 @@ func (a *App) fanOutChunk(ctx context.Context, tx Tx, tenantID, projectID string
 	return len(inserted), append(jobs, webhookFirstAttemptJobs(rest)...), nil
 }
 
-// fanoutDelivery is a new PENDING delivery of the event ref to sub.
+// fanoutDelivery is a new PENDING delivery of the event ref to sub, with
+// the id of this (subscription, event) pair (domain.FanoutDeliveryID).
 func fanoutDelivery(sub *domain.WebhookSubscription, ref domain.AuditEventRef, now time.Time, maxAttempts int) domain.WebhookDelivery {
-	id := uuid.Must(uuid.NewV7())
+	id := domain.FanoutDeliveryID(sub.ID, ref.ID, ref.RecordedAt)
 	return domain.WebhookDelivery{
 		ID: id, TenantID: sub.TenantID, ProjectID: sub.ProjectID, SubscriptionID: sub.ID,
 		DestinationID: sub.DestinationID, EventID: ref.ID, EventSequence: ref.Sequence,

@@ -48,6 +48,7 @@ var ServiceActions = []string{
 	"webhook.destination.circuit_closed",
 	"export.ready",
 	"export.failed",
+	"retention.partitions.dropped",
 }
 
 // OperationalActions are the service actions that report the service's own
@@ -60,6 +61,7 @@ var OperationalActions = []string{
 	"webhook.destination.circuit_closed",
 	"export.ready",
 	"export.failed",
+	"retention.partitions.dropped",
 }
 
 // IsOperationalAction reports whether action is in OperationalActions.

@@ -408,6 +408,9 @@ type AuditEventRef struct {
 	ID       uuid.UUID
 	Sequence uint64
 	Action   string
+	// RecordedAt is when the event was recorded: the time of the ids of
+	// its fan-out deliveries (FanoutDeliveryID).
+	RecordedAt time.Time
 	// AboutDestination is, for an operational webhook event (the service's
 	// own), the destination it is about; uuid.Nil otherwise.
 	AboutDestination uuid.UUID

@@ -13,3 +13,10 @@ type PruneIdempotencyKeysArgs struct{}
 
 // Kind implements river.JobArgs.
 func (PruneIdempotencyKeysArgs) Kind() string { return "prune_idempotency_keys" }
+
+// MaintainPartitionsArgs is the periodic job that creates the partitions
+// of the months ahead and drops those past retention (app.MaintainPartitions).
+type MaintainPartitionsArgs struct{}
+
+// Kind implements river.JobArgs.
+func (MaintainPartitionsArgs) Kind() string { return "maintain_partitions" }

@@ -51,7 +51,8 @@ func (w *DeleteExportObjectWorker) Work(ctx context.Context, job *river.Job[joba
 	return w.App.DeleteExportObject(ctx, job.Args.ObjectRef)
 }
 
-// ExpireDataExportsWorker expires due exports in batches until none remain.
+// ExpireDataExportsWorker expires due exports in batches until none remain,
+// then deletes the rows of exports expired longer than their retention.
 type ExpireDataExportsWorker struct {
 	river.WorkerDefaults[jobargs.ExpireDataExportsArgs]
 	App *app.App
@@ -67,7 +68,16 @@ func (w *ExpireDataExportsWorker) Work(ctx context.Context, job *river.Job[jobar
 	const batch = 100
 	for {
 		n, err := w.App.ExpireDueDataExports(ctx, batch)
-		if err != nil || n < batch {
+		if err != nil {
+			return err
+		}
+		if n < batch {
+			break
+		}
+	}
+	for {
+		n, err := w.App.DeleteExpiredDataExportRows(ctx, 10*batch)
+		if err != nil || n < 10*batch {
 			return err
 		}
 	}

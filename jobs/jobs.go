@@ -58,6 +58,9 @@ type ClientConfig struct {
 	// RetentionInterval is how often audit events past their retention
 	// window are purged; default one hour.
 	RetentionInterval time.Duration
+	// PartitionInterval is how often the partitions of the months ahead
+	// are created and those past retention dropped; default one hour.
+	PartitionInterval time.Duration
 	// CheckpointInterval is how often a checkpoint is signed for every
 	// project with new events; default one hour.
 	CheckpointInterval time.Duration
@@ -108,6 +111,9 @@ func NewClient(pool *pgxpool.Pool, store Store, cfg ClientConfig) (*river.Client
 	if cfg.RetentionInterval <= 0 {
 		cfg.RetentionInterval = time.Hour
 	}
+	if cfg.PartitionInterval <= 0 {
+		cfg.PartitionInterval = time.Hour
+	}
 	if cfg.CheckpointInterval <= 0 {
 		cfg.CheckpointInterval = time.Hour
 	}
@@ -131,6 +137,7 @@ func NewClient(pool *pgxpool.Pool, store Store, cfg ClientConfig) (*river.Client
 		river.AddWorkerSafely(workers, &ExpireDataExportsWorker{App: cfg.App}),
 		river.AddWorkerSafely(workers, &PurgeAuditEventsWorker{App: cfg.App}),
 		river.AddWorkerSafely(workers, &CreateAuditPartitionsWorker{App: cfg.App}),
+		river.AddWorkerSafely(workers, &MaintainPartitionsWorker{App: cfg.App}),
 		river.AddWorkerSafely(workers, &SignAuditCheckpointsWorker{App: cfg.App}),
 		river.AddWorkerSafely(workers, &WriteCheckpointObjectWorker{App: cfg.App}),
 	)
@@ -175,6 +182,9 @@ func NewClient(pool *pgxpool.Pool, store Store, cfg ClientConfig) (*river.Client
 			river.NewPeriodicJob(river.PeriodicInterval(auditPartitionInterval),
 				func() (river.JobArgs, *river.InsertOpts) { return jobargs.CreateAuditPartitionsArgs{}, nil },
 				&river.PeriodicJobOpts{ID: "create_audit_partitions", RunOnStart: true}),
+			river.NewPeriodicJob(river.PeriodicInterval(cfg.PartitionInterval),
+				func() (river.JobArgs, *river.InsertOpts) { return jobargs.MaintainPartitionsArgs{}, nil },
+				&river.PeriodicJobOpts{ID: "maintain_partitions", RunOnStart: true}),
 			river.NewPeriodicJob(river.PeriodicInterval(cfg.CheckpointInterval),
 				func() (river.JobArgs, *river.InsertOpts) { return jobargs.SignAuditCheckpointsArgs{}, nil },
 				&river.PeriodicJobOpts{ID: "sign_audit_checkpoints", RunOnStart: true}),

@@ -265,6 +265,17 @@ func (q *queries) DueDataExportExpiries(ctx context.Context, now, failedBefore t
 	return dataExportsFromRows(rows)
 }
 
+// DeleteExpiredDataExports deletes up to limit EXPIRED exports (of any
+// tenant) that expired before expiredBefore and returns how many.
+func (q *queries) DeleteExpiredDataExports(ctx context.Context, expiredBefore time.Time, limit int) (int64, error) {
+	n, err := q.sqlc.DeleteExpiredDataExports(ctx, dbsqlc.DeleteExpiredDataExportsParams{
+		ExpiredBefore: expiredBefore, RowLimit: int64(limit)})
+	if err != nil {
+		return 0, fmt.Errorf("deleting expired exports: %w", err)
+	}
+	return n, nil
+}
+
 // StreamAuditEventsBySequence calls fn for each audit event of
 // tenant/project with sequence in [from, to] that passes f (nil: every
 // event), in sequence order, streaming as StreamAuditEventsByTime does (fn

@@ -76,12 +76,14 @@ type AppRole struct {
 //
 //   - EvidenceTables: SELECT and INSERT;
 //   - ChainHeadsTable: SELECT, INSERT and UPDATE of ChainHeadAppendColumns;
-//   - the migration records (goose_db_version, river_migration): SELECT;
+//   - the migration records (goose_db_version, river_migration) and the
+//     partition registry (PartitionTables): SELECT;
 //   - every other table (webhooks, exports, idempotency keys, River's):
 //     SELECT, INSERT, UPDATE and DELETE;
-//   - every sequence: USAGE and SELECT; PurgeFunction, ExpectHeadFunction
-//     and the partition functions (CreateAuditPartitionsFunction,
-//     PurgeAuditPartitionFunction, DropAuditPartitionFunction): EXECUTE;
+//   - every sequence: USAGE and SELECT; PurgeFunction, ExpectHeadFunction,
+//     the audit partition functions (CreateAuditPartitionsFunction,
+//     PurgeAuditPartitionFunction, DropAuditPartitionFunction) and the
+//     other tables' (CreatePartitionFunction, DropPartitionsFunction): EXECUTE;
 //   - partitions: nothing granted here (they are read and written through
 //     their partitioned table);
 //   - CONNECT on the database and USAGE on the schema;
@@ -138,7 +140,7 @@ func GrantAppRole(ctx context.Context, conn *pgx.Conn, role AppRole) error {
 			}
 			stmts = append(stmts, "GRANT SELECT, INSERT ON TABLE "+name+" TO "+r,
 				"GRANT UPDATE ("+strings.Join(cols, ", ")+") ON TABLE "+name+" TO "+r)
-		case contains(migrationTables, t):
+		case contains(migrationTables, t) || contains(PartitionTables, t):
 			stmts = append(stmts, "GRANT SELECT ON TABLE "+name+" TO "+r)
 		default:
 			stmts = append(stmts, "GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE "+name+" TO "+r)
@@ -153,7 +155,7 @@ func GrantAppRole(ctx context.Context, conn *pgx.Conn, role AppRole) error {
 		stmts = append(stmts, "REVOKE ALL ON SEQUENCE "+name+" FROM "+r, "GRANT USAGE, SELECT ON SEQUENCE "+name+" TO "+r)
 	}
 	for _, fn := range []string{PurgeFunction, ExpectHeadFunction, CreateAuditPartitionsFunction,
-		PurgeAuditPartitionFunction, DropAuditPartitionFunction} {
+		PurgeAuditPartitionFunction, DropAuditPartitionFunction, CreatePartitionFunction, DropPartitionsFunction} {
 		var exists bool
 		if err := tx.QueryRow(ctx, "SELECT to_regprocedure($1) IS NOT NULL", s+"."+fn).Scan(&exists); err != nil {
 			return fmt.Errorf("app role: %w", err)

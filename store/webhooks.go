@@ -237,7 +237,7 @@ func (q *queries) AuditEventRefs(ctx context.Context, tenantID, projectID string
 			return false, err
 		}
 		for _, r := range rows {
-			ref := domain.AuditEventRef{ID: r.ID, Sequence: uint64(r.Sequence), Action: r.Action}
+			ref := domain.AuditEventRef{ID: r.ID, Sequence: uint64(r.Sequence), Action: r.Action, RecordedAt: r.RecordedAt}
 			if r.AboutDestination != "" {
 				ref.AboutDestination, _ = uuid.Parse(r.AboutDestination)
 			}
@@ -251,9 +251,12 @@ func (q *queries) AuditEventRefs(ctx context.Context, tenantID, projectID string
 	return out, nil
 }
 
-// InsertWebhookDeliveries stores new deliveries, skipping any whose
-// (subscription, event) already has one, and returns the ids of those it
-// inserted. This is what makes the fan-out exactly-once.
+// InsertWebhookDeliveries stores new deliveries, skipping any whose id
+// exists already, and returns the ids of those it inserted. The fan-out's
+// ids derive from (subscription, event) (domain.FanoutDeliveryID): this is
+// what makes it exactly-once. ON CONFLICT names no index: the legacy
+// partition of migration 00024 also skips by its old (subscription, event)
+// index.
 //
 // Hand-written, not in queries/: sqlc cannot type its multi-argument unnest.
 func (t *Tx) InsertWebhookDeliveries(ctx context.Context, ds []domain.WebhookDelivery) ([]uuid.UUID, error) {
@@ -285,7 +288,7 @@ func (t *Tx) InsertWebhookDeliveries(ctx context.Context, ds []domain.WebhookDel
 		FROM unnest($1::text[], $2::text[], $3::uuid[], $4::uuid[], $5::uuid[], $6::uuid[], $7::bigint[],
 			$8::text[], $9::text[], $10::text[], $11::int[], $12::timestamptz[], $13::uuid[], $14::boolean[])
 			AS u(t, p, i, s, d, e, q, y, k, st, m, c, r, o)
-		ON CONFLICT (subscription_id, event_id) WHERE replay_of IS NULL DO NOTHING
+		ON CONFLICT DO NOTHING
 		RETURNING id`,
 		tenants, projects, ids, subs, dests, events, seqs, types, keys, states, maxAttempts, created, replayOf, ordered)
 	out, err := pgx.CollectRows(rows, rowToUUID)

@@ -75,9 +75,17 @@ func (d *daysFlag) UnmarshalText(b []byte) error {
 
 // retentionFlags configure audit retention.
 type retentionFlags struct {
-	AuditRetention    daysFlag      `name:"audit-retention" env:"AETHER_AUDIT_RETENTION" default:"400d" help:"Days audit events are kept (e.g. 400d); older ones are purged by a periodic job, each purge audited. An admin can set a tenant's own window with setAuditRetention."`
-	AuditRetentionMin daysFlag      `name:"audit-retention-min" env:"AETHER_AUDIT_RETENTION_MIN" default:"30d" help:"Shortest window (days, e.g. 30d) a tenant's admin may set with setAuditRetention; shorter ones are refused with BAD_USER_INPUT."`
-	RetentionInterval time.Duration `name:"retention-interval" env:"AETHER_RETENTION_INTERVAL" default:"1h" help:"How often audit events past their retention window are purged."`
+	AuditRetention           daysFlag      `name:"audit-retention" env:"AETHER_AUDIT_RETENTION" default:"400d" help:"Days audit events are kept (e.g. 400d); older ones are purged by a periodic job, each purge audited. An admin can set a tenant's own window with setAuditRetention."`
+	AuditRetentionMin        daysFlag      `name:"audit-retention-min" env:"AETHER_AUDIT_RETENTION_MIN" default:"30d" help:"Shortest window (days, e.g. 30d) a tenant's admin may set with setAuditRetention; shorter ones are refused with BAD_USER_INPUT."`
+	RetentionInterval        time.Duration `name:"retention-interval" env:"AETHER_RETENTION_INTERVAL" default:"1h" help:"How often audit events past their retention window are purged."`
+	WebhookDeliveryRetention daysFlag      `name:"webhook-delivery-retention" env:"AETHER_WEBHOOK_DELIVERY_RETENTION" default:"90d" help:"Days webhook deliveries and their attempts (dead letters included) are kept (e.g. 90d); each month's partition is dropped once wholly older, the drop audited."`
+	HistoryRetention         daysFlag      `name:"history-retention" env:"AETHER_HISTORY_RETENTION" default:"400d" help:"Days alarm and telemetry history is kept (e.g. 400d), by occurredAt; each month's partition is dropped once wholly older, the drop audited."`
+}
+
+// partitions returns the configuration of the partitioned history tables.
+func (f retentionFlags) partitions() app.PartitionConfig {
+	return app.PartitionConfig{WebhookDeliveryRetention: time.Duration(f.WebhookDeliveryRetention) * 24 * time.Hour,
+		HistoryRetention: time.Duration(f.HistoryRetention) * 24 * time.Hour}
 }
 
 // retention returns the default retention window.

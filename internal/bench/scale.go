@@ -425,7 +425,10 @@ var scaleTemplates = sync.OnceValues(func() ([]domain.AuditEvent, error) {
 })
 
 // loadDeliveries grows webhook_deliveries' scale rows (DELIVERED, of one
-// disabled subscription of bench/scale-one) to n.
+// disabled subscription of bench/scale-one) to n. Their ids are UUIDv7s of
+// now, as the service's: webhook_deliveries is partitioned by the month of
+// its ids (migration 00024), and random ids would fill its default
+// partition.
 func loadDeliveries(ctx context.Context, e *env, n int64) error {
 	var dest, sub uuid.UUID
 	err := e.pool.QueryRow(ctx, `SELECT destination_id, id FROM webhook_subscriptions
@@ -458,7 +461,9 @@ func loadDeliveries(ctx context.Context, e *env, n int64) error {
 		k := min(n-have, 1_000_000)
 		if _, err := e.pool.Exec(ctx, `INSERT INTO webhook_deliveries (tenant_id, project_id, id, subscription_id, destination_id,
 			event_id, event_sequence, event_type, idempotency_key, state, attempt_count, max_attempts, created_at, updated_at, delivered_at)
-			SELECT $1, $2, gen_random_uuid(), $3, $4, gen_random_uuid(), $5 + g, 'scale.loaded', 'msg_' || ($5 + g), 'DELIVERED', 1, 8,
+			SELECT $1, $2, (lpad(to_hex((extract(epoch FROM now()) * 1000)::bigint), 12, '0') || '7'
+					|| substr(md5(g::text || random()::text), 1, 3) || '8' || substr(md5(random()::text), 1, 15))::uuid,
+				$3, $4, gen_random_uuid(), $5 + g, 'scale.loaded', 'msg_' || ($5 + g), 'DELIVERED', 1, 8,
 				now(), now(), now()
 			FROM generate_series(1, $6::bigint) g`, benchTenant, scaleOneProject, sub, dest, have, k); err != nil {
 			return err

@@ -13,7 +13,7 @@ import (
 )
 
 const AuditEventRefs = `-- name: AuditEventRefs :many
-SELECT id, sequence, action,
+SELECT id, sequence, action, recorded_at,
     (CASE WHEN subject_type = 'SYSTEM' AND action LIKE 'webhook.%' THEN COALESCE(details->>'destinationId', '')
         ELSE '' END)::text AS about_destination
 FROM audit_events
@@ -35,13 +35,15 @@ type AuditEventRefsRow struct {
 	ID               uuid.UUID
 	Sequence         int64
 	Action           string
+	RecordedAt       time.Time
 	AboutDestination string
 }
 
 // One run of the project's sequences at a time, within its recorded_at
 // bounds (auditSegment). about_destination is, for an operational webhook event (the service's
 // own, subject SYSTEM), the destination it is about: the fan-out never
-// delivers it there.
+// delivers it there. recorded_at dates the fan-out's delivery ids
+// (domain.FanoutDeliveryID).
 func (q *Queries) AuditEventRefs(ctx context.Context, arg AuditEventRefsParams) ([]AuditEventRefsRow, error) {
 	rows, err := q.db.Query(ctx, AuditEventRefs,
 		arg.TenantID,
@@ -62,6 +64,7 @@ func (q *Queries) AuditEventRefs(ctx context.Context, arg AuditEventRefsParams) 
 			&i.ID,
 			&i.Sequence,
 			&i.Action,
+			&i.RecordedAt,
 			&i.AboutDestination,
 		); err != nil {
 			return nil, err

@@ -23,6 +23,28 @@ func (q *Queries) CountActiveDataExports(ctx context.Context, tenantID string) (
 	return count, err
 }
 
+const DeleteExpiredDataExports = `-- name: DeleteExpiredDataExports :execrows
+DELETE FROM data_exports WHERE id IN (
+    SELECT id FROM data_exports WHERE state = 'EXPIRED' AND expired_at < $1::timestamptz
+    ORDER BY expired_at LIMIT $2::bigint)
+`
+
+type DeleteExpiredDataExportsParams struct {
+	ExpiredBefore time.Time
+	RowLimit      int64
+}
+
+// Deletes up to row_limit EXPIRED exports that expired before
+// expired_before (their objects were deleted at expiry): the retention of
+// finished export rows (data_exports_expired_idx).
+func (q *Queries) DeleteExpiredDataExports(ctx context.Context, arg DeleteExpiredDataExportsParams) (int64, error) {
+	result, err := q.db.Exec(ctx, DeleteExpiredDataExports, arg.ExpiredBefore, arg.RowLimit)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const DueDataExportExpiries = `-- name: DueDataExportExpiries :many
 (SELECT tenant_id, project_id, id, kind, format, compression, range_from, range_to, state,
     requested_by, requested_at, started_at, progress_rows, progress_bytes, object_ref, content_digest, byte_length,

@@ -10,6 +10,20 @@ import (
 	"github.com/google/uuid"
 )
 
+type AetherPartition struct {
+	PartitionName string
+	TableName     string
+	RangeFrom     time.Time
+	RangeTo       time.Time
+	CreatedAt     time.Time
+}
+
+type AetherPartitionedTable struct {
+	TableName      string
+	BoundKind      string
+	StorageOptions string
+}
+
 type AlarmHistory struct {
 	TenantID   string
 	ProjectID  string

@@ -47,8 +47,9 @@ ORDER BY sequence;
 -- One run of the project's sequences at a time, within its recorded_at
 -- bounds (auditSegment). about_destination is, for an operational webhook event (the service's
 -- own, subject SYSTEM), the destination it is about: the fan-out never
--- delivers it there.
-SELECT id, sequence, action,
+-- delivers it there. recorded_at dates the fan-out's delivery ids
+-- (domain.FanoutDeliveryID).
+SELECT id, sequence, action, recorded_at,
     (CASE WHEN subject_type = 'SYSTEM' AND action LIKE 'webhook.%' THEN COALESCE(details->>'destinationId', '')
         ELSE '' END)::text AS about_destination
 FROM audit_events

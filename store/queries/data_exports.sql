@@ -67,3 +67,11 @@ UNION ALL
     row_count, ready_at, expires_at, failed_at, failure_reason, expired_at, updated_at,
     from_sequence, to_sequence, checkpoint_sequence, checkpoint_jws, filter
     FROM data_exports WHERE state = 'FAILED' AND failed_at <= @failed_before::timestamptz ORDER BY failed_at LIMIT @row_limit::bigint);
+
+-- name: DeleteExpiredDataExports :execrows
+-- Deletes up to row_limit EXPIRED exports that expired before
+-- expired_before (their objects were deleted at expiry): the retention of
+-- finished export rows (data_exports_expired_idx).
+DELETE FROM data_exports WHERE id IN (
+    SELECT id FROM data_exports WHERE state = 'EXPIRED' AND expired_at < @expired_before::timestamptz
+    ORDER BY expired_at LIMIT @row_limit::bigint);

@@ -1,0 +1,110 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/aetheriot/aether-audit/domain"
+	"github.com/aetheriot/aether-audit/store/dbsqlc"
+	"github.com/aetheriot/aether-audit/store/storetest"
+)
+
+// partitionScans explains sql with args and returns the partitions of
+// root its plan reads, with the plan's node types.
+func partitionScans(t *testing.T, pool *pgxpool.Pool, root, sql string, args ...any) (map[string]string, map[string]bool) {
+	t.Helper()
+	ctx := context.Background()
+	var raw []byte
+	require.NoError(t, pool.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+sql, args...).Scan(&raw))
+	var plans []struct {
+		Plan planNode `json:"Plan"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &plans))
+	scans, nodes := map[string]string{}, map[string]bool{}
+	var walk func(n planNode)
+	walk = func(n planNode) {
+		nodes[n.NodeType] = true
+		if n.Relation != "" && n.NodeType != "ModifyTable" {
+			var r string
+			require.NoError(t, pool.QueryRow(ctx, `SELECT COALESCE(pg_partition_root(to_regclass($1)), to_regclass($1))::text`,
+				n.Relation).Scan(&r))
+			if r == root {
+				scans[n.Relation] = n.NodeType
+			}
+		}
+		for _, c := range n.Plans {
+			walk(c)
+		}
+	}
+	walk(plans[0].Plan)
+	return scans, nodes
+}
+
+// TestWebhookPlansPruneToOnePartition: with deliveries in three monthly
+// partitions, every lookup by delivery id (a delivery, a job's packed ids,
+// the attempts of a page) reads only the partition of that id (how it
+// reads it, the planner picks by the partition's size), and the
+// newest-first page of a project reads its partitions in
+// order through the project index, without a sort.
+func TestWebhookPlansPruneToOnePartition(t *testing.T) {
+	ctx := context.Background()
+	pool := storetest.NewPool(t)
+	var bound time.Time
+	require.NoError(t, pool.QueryRow(ctx, `SELECT range_to FROM aether_partitions WHERE partition_name = 'webhook_deliveries_legacy'`).Scan(&bound))
+	months := []time.Time{bound.Add(-24 * time.Hour), bound.Add(24 * time.Hour), bound.AddDate(0, 1, 1)}
+	var ids []uuid.UUID
+	for _, at := range months {
+		for range 200 {
+			id := domain.FanoutDeliveryID(uuid.New(), uuid.New(), at)
+			ids = append(ids, id)
+			_, err := pool.Exec(ctx, `INSERT INTO webhook_deliveries (tenant_id, project_id, id, subscription_id, destination_id,
+				event_id, event_sequence, event_type, idempotency_key, state, max_attempts, created_at, updated_at)
+				VALUES ('t1', 'p1', $1, gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 1, 'a.b', 'k', 'PENDING', 3, $2, $2)`, id, at)
+			require.NoError(t, err)
+			_, err = pool.Exec(ctx, `INSERT INTO webhook_delivery_attempts (delivery_id, number, outcome, started_at) VALUES ($1, 1, 'FAILED', $2)`, id, at)
+			require.NoError(t, err)
+		}
+	}
+	_, err := pool.Exec(ctx, "ANALYZE webhook_deliveries, webhook_delivery_attempts")
+	require.NoError(t, err)
+	one := ids[250] // the second month's
+	month := "webhook_deliveries_p" + bound.Format("200601")
+	attempts := "webhook_delivery_attempts_p" + bound.Format("200601")
+
+	for _, c := range []struct {
+		name, root, sql, partition string
+		args                       []any
+	}{
+		{"GetWebhookDelivery", "webhook_deliveries", dbsqlc.GetWebhookDelivery, month, []any{"t1", one}},
+		{"LockWebhookDelivery", "webhook_deliveries", dbsqlc.LockWebhookDelivery, month, []any{"t1", one}},
+		{"BatchSendWebhookDeliveries", "webhook_deliveries", dbsqlc.BatchSendWebhookDeliveries, month,
+			[]any{"t1", [][16]byte{one, ids[260]}, uuid.New()}},
+		{"UpdateWebhookDelivery", "webhook_deliveries", dbsqlc.UpdateWebhookDelivery, month,
+			[]any{"PENDING", 0, 3, nil, time.Now(), nil, nil, "", "t1", one}},
+		{"ListWebhookDeliveryAttempts", "webhook_delivery_attempts", dbsqlc.ListWebhookDeliveryAttempts, attempts,
+			[]any{[]uuid.UUID{one, ids[201]}}},
+	} {
+		scans, _ := partitionScans(t, pool, c.root, c.sql, c.args...)
+		require.Len(t, scans, 1, "%s reads one partition: %v", c.name, scans)
+		require.Contains(t, scans, c.partition, c.name)
+	}
+
+	// The newest-first page: partitions in order, no sort.
+	page := `SELECT id FROM webhook_deliveries WHERE tenant_id = $1 AND project_id = $2 ORDER BY id DESC LIMIT 51`
+	scans, nodes := partitionScans(t, pool, "webhook_deliveries", page, "t1", "p1")
+	require.False(t, nodes["Sort"], "no sort: %v", nodes)
+	for rel, node := range scans {
+		require.Contains(t, []string{"Index Scan", "Index Only Scan", "Index Scan Backward", "Index Only Scan Backward"}, node, rel)
+	}
+	// A deep page prunes the partitions after its cursor.
+	scans, _ = partitionScans(t, pool, "webhook_deliveries", `SELECT id FROM webhook_deliveries
+		WHERE tenant_id = $1 AND project_id = $2 AND id < $3 ORDER BY id DESC LIMIT 51`, "t1", "p1", ids[10])
+	require.Len(t, scans, 1, "only partitions before the cursor: %v", scans)
+	require.Contains(t, scans, "webhook_deliveries_legacy")
+}
