@@ -557,7 +557,9 @@ func (q *queries) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.
 	// primary-key lookup per change. With w.tenant_id = $1, a tenant the
 	// statistics do not know yet (or know smaller than it is) was read
 	// whole through webhook_deliveries_event_idx on every call (see
-	// docs/benchmarks.md, "Trickle rows: plans").
+	// docs/benchmarks.md, "Trickle rows: plans"). w.id = ANY($2) repeats
+	// the ids as a condition on the partition key, so that only the
+	// partitions of those ids are read (migration 00024).
 	const deliveries = `WITH c AS MATERIALIZED (
 			SELECT $1::text AS tenant_id, u.* FROM unnest($2::uuid[], $3::text[], $4::int[], $5::text[], $6::int[], $7::int[],
 				$8::timestamptz[], $9::timestamptz[], $10::timestamptz[], $11::timestamptz[], $12::text[])
@@ -569,6 +571,7 @@ func (q *queries) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.
 				dead_lettered_at = c.dead_lettered_at, last_error = c.last_error
 			FROM c
 			WHERE w.tenant_id = c.tenant_id AND w.id = c.id AND w.state = c.prev_state AND w.attempt_count = c.prev_attempts
+				AND w.id = ANY($2::uuid[])
 			RETURNING w.id
 		)`
 	args := []any{tenantID, ids, prevStates, prevAttempts, states, counts, maxAttempts, nextAt, updatedAt, deliveredAt, deadAt, lastErrors}
