@@ -22,7 +22,7 @@ type exportFlags struct {
 	ExportMaxActive  int           `name:"export-max-active" env:"AETHER_EXPORT_MAX_ACTIVE" default:"3" help:"Most queued or running exports per tenant."`
 	ExportTTL        time.Duration `name:"export-ttl" env:"AETHER_EXPORT_TTL" default:"168h" help:"How long a ready export lasts before it expires and its object is deleted."`
 	ExportJobTimeout time.Duration `name:"export-job-timeout" env:"AETHER_EXPORT_JOB_TIMEOUT" default:"1h" help:"Bound on one run of an export; the run of a process that died is retried no sooner than this after it started."`
-	ExportRetention  time.Duration `name:"export-retention" env:"AETHER_EXPORT_RETENTION" default:"2160h" help:"How long an expired export's row is kept (default 90 days) before the expiry job deletes it; its object goes at expiry."`
+	ExportRetention  daysFlag      `name:"export-retention" env:"AETHER_EXPORT_RETENTION" default:"90d" help:"Days an expired export's row is kept (e.g. 90d), as the other retention settings are written, before the expiry job deletes it; its object goes at expiry."`
 	DownloadTTL      time.Duration `name:"export-download-ttl" env:"AETHER_EXPORT_DOWNLOAD_TTL" default:"10m" help:"Default lifetime of an export download link (at most 1h)."`
 }
 
@@ -49,6 +49,6 @@ func (f exportFlags) config(ctx context.Context, dir dataDirFlags, masterKey []b
 	return app.ExportConfig{
 		Bucket: bucket, DownloadKey: mac.Sum(nil), MaxRange: f.ExportMaxRange, MaxBytes: f.ExportMaxBytes,
 		MaxActive: f.ExportMaxActive, TTL: f.ExportTTL, DownloadTTL: min(f.DownloadTTL, app.MaxDownloadTTL),
-		RowRetention: f.ExportRetention,
+		RowRetention: time.Duration(f.ExportRetention) * 24 * time.Hour,
 	}, nil
 }
