@@ -246,15 +246,19 @@ func TestSendCallerDeadlineIsATimeout(t *testing.T) {
 func TestSendCanceledByCaller(t *testing.T) {
 	t.Parallel()
 	arrived := make(chan struct{})
+	// The handler answers only once the client has gone (or the test is
+	// over, so that the server's close does not hang on it): a response
+	// can never overtake the cancellation, however slow the machine.
+	release := make(chan struct{})
 	srv := newTLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		close(arrived)
-		// Bounded: the server's close must not hang on this handler.
 		select {
 		case <-r.Context().Done():
-		case <-time.After(5 * time.Second):
+		case <-release:
 		}
 	}))
+	t.Cleanup(func() { close(release) }) // runs before the server's own cleanup
 	s := newTestSender(t, srv, nil)
 	req, _ := testRequest(t, srv.URL)
 
