@@ -80,6 +80,7 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 	await(t, 30*time.Second, "recording fails while PostgreSQL is down", func() bool { return rec.failed.Load() > failedBefore })
 
 	pg.start(t)
+	d.pool.Reset() // the test's own connections died with the server
 	s.awaitReadyz(t, http.StatusOK, time.Minute)
 	okAfter := rec.ok.Load()
 	await(t, time.Minute, "recording succeeds again", func() bool { return rec.ok.Load() >= okAfter+10 })

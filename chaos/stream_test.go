@@ -251,6 +251,7 @@ func streamChaos(t *testing.T, rcv chaosSink, env []string) {
 	pg.stop(t)
 	b.awaitReadyz(t, http.StatusServiceUnavailable, 30*time.Second)
 	pg.start(t)
+	d.pool.Reset() // the test's own connections died with the server
 	b.awaitReadyz(t, http.StatusOK, time.Minute)
 	for _, p := range projects {
 		recordIn(t, b, token, p, 500)
