@@ -109,7 +109,7 @@ func (c *serveCmd) Run() error {
 	if err != nil {
 		return err
 	}
-	webhooks, err := c.webhookFlags.config(masterKey, logger)
+	webhooks, sender, err := c.webhookFlags.config(masterKey, logger)
 	if err != nil {
 		return err
 	}
@@ -130,7 +130,7 @@ func (c *serveCmd) Run() error {
 	application := app.New(st, app.Config{Logger: logger, Live: hub, Webhooks: webhooks, Exports: exports, ExportWatch: hub,
 		Observer: obs.metrics, Tracer: obs.appTracer(),
 		RateLimits: c.limitFlags.config(), AuditRetention: c.retention(), MinAuditRetention: c.minRetention(),
-		Checkpoints: checkpoints, Streams: c.streamFlags.config(), Partitions: c.partitions()})
+		Checkpoints: checkpoints, Streams: c.streamFlags.config(sender), Partitions: c.partitions()})
 	obs.metrics.ObserveStreams(st.AllAuditStreamLag, 5*time.Second)
 	river, err := jobs.NewClient(db.Pool, st, jobs.ClientConfig{
 		Logger:               logger,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aetheriot/aether-audit/app"
 	"github.com/aetheriot/aether-audit/export"
+	"github.com/aetheriot/aether-audit/webhook"
 )
 
 // streamFlags configure audit streams (docs/streams.md).
@@ -21,11 +22,15 @@ type streamFlags struct {
 }
 
 // config builds the stream configuration: S3 sinks open their bucket URL
-// with export.OpenBucket (gocloud: s3:// with the AWS credentials chain).
-func (f streamFlags) config() app.StreamConfig {
+// with export.OpenGuardedBucket (gocloud: s3:// with the AWS credentials
+// chain), whose requests go through sender's SSRF-guarded transport, the
+// webhooks' own: a tenant's endpoint is checked at every dial, as a
+// webhook's URL is.
+func (f streamFlags) config(sender *webhook.Sender) app.StreamConfig {
+	client := sender.GuardedClient()
 	return app.StreamConfig{
 		OpenBucket: func(ctx context.Context, rawURL string) (*blob.Bucket, error) {
-			return export.OpenBucket(ctx, rawURL)
+			return export.OpenGuardedBucket(ctx, rawURL, client)
 		},
 		Workers: f.StreamWorkers, BatchEvents: f.StreamBatchEvents, ObjectEvents: f.StreamObjectEvents,
 		ObjectMaxAge: f.StreamObjectMaxAge, Lease: f.StreamLease, MaxBackoff: f.StreamMaxBackoff,

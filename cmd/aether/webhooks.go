@@ -47,21 +47,22 @@ func (f webhookFlags) masterKey(dir dataDirFlags) ([]byte, error) {
 }
 
 // config builds the app's webhook configuration: the master key's box, the
-// retry schedule and the sender.
-func (f webhookFlags) config(key []byte, logger *slog.Logger) (app.WebhookConfig, error) {
+// retry schedule and the sender, which it also returns as itself (the audit
+// streams' S3 requests share its SSRF-guarded transport).
+func (f webhookFlags) config(key []byte, logger *slog.Logger) (app.WebhookConfig, *webhook.Sender, error) {
 	box, err := secrets.NewBox(key)
 	if err != nil {
-		return app.WebhookConfig{}, err
+		return app.WebhookConfig{}, nil, err
 	}
 	schedule, err := domain.ParseRetrySchedule(f.WebhookRetrySchedule)
 	if err != nil {
-		return app.WebhookConfig{}, err
+		return app.WebhookConfig{}, nil, err
 	}
 	var prefixes []netip.Prefix
 	for _, c := range f.WebhookAllowCIDRs {
 		p, err := netip.ParsePrefix(c)
 		if err != nil {
-			return app.WebhookConfig{}, fmt.Errorf("--webhook-allow-cidrs: %w", err)
+			return app.WebhookConfig{}, nil, fmt.Errorf("--webhook-allow-cidrs: %w", err)
 		}
 		prefixes = append(prefixes, p)
 	}
@@ -69,18 +70,19 @@ func (f webhookFlags) config(key []byte, logger *slog.Logger) (app.WebhookConfig
 		logger.Warn("WEBHOOK SSRF DEFENCE RELAXED: for local development only, never in production",
 			"allow_cidrs", f.WebhookAllowCIDRs, "allow_http", f.WebhookAllowHTTP)
 	}
+	sender := webhook.NewSender(webhook.SenderConfig{
+		ConnectTimeout: f.WebhookConnectTimeout,
+		Timeout:        f.WebhookTimeout,
+		AllowHTTP:      f.WebhookAllowHTTP,
+		AllowPrefixes:  prefixes,
+	})
 	return app.WebhookConfig{
-		Box:           box,
-		RetrySchedule: schedule,
-		URLPolicy:     webhook.URLPolicy{AllowHTTP: f.WebhookAllowHTTP, AllowPrefixes: prefixes},
-		Sender: webhook.NewSender(webhook.SenderConfig{
-			ConnectTimeout: f.WebhookConnectTimeout,
-			Timeout:        f.WebhookTimeout,
-			AllowHTTP:      f.WebhookAllowHTTP,
-			AllowPrefixes:  prefixes,
-		}),
+		Box:                       box,
+		RetrySchedule:             schedule,
+		URLPolicy:                 webhook.URLPolicy{AllowHTTP: f.WebhookAllowHTTP, AllowPrefixes: prefixes},
+		Sender:                    sender,
 		MaxInFlightPerDestination: f.WebhookMaxPerDestination,
 		Breaker: domain.WebhookBreakerPolicy{Failures: f.WebhookBreakerFailures, Backoff: f.WebhookBreakerBackoff,
 			MaxBackoff: f.WebhookBreakerMaxBackoff, AutoDisableAfter: f.WebhookAutoDisableAfter},
-	}, nil
+	}, sender, nil
 }
