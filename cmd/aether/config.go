@@ -80,6 +80,7 @@ func (f *databaseFlags) openDatabase(ctx context.Context, logger *slog.Logger) (
 	if cfg.MaxConns < 16 {
 		cfg.MaxConns = 16
 	}
+	store.ConfigurePool(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		db.close(ctx)

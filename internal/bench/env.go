@@ -98,6 +98,7 @@ func newEnv(ctx context.Context, databaseURL string) (_ *env, err error) {
 	}
 	cfg.MaxConns = max(cfg.MaxConns, oursMaxConns)
 	cfg.ConnConfig.RuntimeParams["application_name"] = benchApplicationName(e.runID)
+	store.ConfigurePool(cfg) // as the service's pools
 	if e.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", benchDatabase, err)
 	}
@@ -228,6 +229,9 @@ func (e *env) baselinePool(ctx context.Context, conns int) (*pgxpool.Pool, error
 	}
 	cfg.MaxConns, cfg.MinConns = int32(conns), int32(conns)
 	cfg.ConnConfig.RuntimeParams["application_name"] = benchApplicationName(e.runID)
+	// The baselines get the same uuid codec: what a competent pgx user
+	// registers, so that it is not ours alone that skips the string form.
+	store.ConfigurePool(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err

@@ -231,6 +231,7 @@ func NewPool(t testing.TB) *pgxpool.Pool {
 		t.Fatalf("test database: %v", err)
 	}
 	cfg.MaxConns = 20
+	store.ConfigurePool(cfg)
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("test database: %v", err)
