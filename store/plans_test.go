@@ -57,7 +57,10 @@ const (
 //     the store): the store cannot bound their reads by a month. p-bulk is
 //     in this month's partition, analyzed when it held a tenth of p-bulk
 //     (estimates of sequence > a deep cursor are then a few rows); p-fresh
-//     in a month's partition created after the ANALYZE, never analyzed.
+//     in a month's partition created after the ANALYZE, never analyzed;
+//   - p-gap has a run last month and the next in the month after next:
+//     its first run's events are all last month's (an append that moved
+//     it on would have started a run), so its reads end with that month.
 func TestQueryPlansDoNotNeedFreshStatistics(t *testing.T) {
 	ctx := context.Background()
 	tracer := &lastQuery{}
@@ -129,6 +132,15 @@ func TestQueryPlansDoNotNeedFreshStatistics(t *testing.T) {
 	require.Equal(t, float64(-1), analyzed, "p-fresh's partition was never analyzed")
 	load("t-fresh", "p-fresh", 1, bulkProjectEvents, freshAt.Add(time.Hour))
 	setHead("t-fresh", "p-fresh", bulkProjectEvents, time.Time{})
+	// p-gap: a run last month, none this month or the next, a run the
+	// month after (its events recorded from gapAt).
+	gapAt := month.AddDate(0, 2, 0).Add(time.Hour)
+	load("t-gap", "p-gap", 1, 5_000, base)
+	load("t-gap", "p-gap", 5_001, 20_000, gapAt)
+	setHead("t-gap", "p-gap", 20_000, gapAt.Add(20_000*100*time.Millisecond))
+	_, err = pool.Exec(ctx, `INSERT INTO audit_project_segments (tenant_id, project_id, first_sequence, recorded_from)
+		VALUES ('t-gap', 'p-gap', 1, $1), ('t-gap', 'p-gap', 5001, $2)`, month.AddDate(0, -1, 0), month.AddDate(0, 2, 0))
+	require.NoError(t, err)
 
 	// A few more through the service, on top of the bulk.
 	a := app.New(st, app.Config{})
@@ -154,6 +166,7 @@ func TestQueryPlansDoNotNeedFreshStatistics(t *testing.T) {
 		{"t-old", "p-old", 20_000, base, 0, true},
 		{"t-bulk", "p-bulk", bulkProjectEvents, bulkAt, 0, false},
 		{"t-fresh", "p-fresh", bulkProjectEvents, freshAt.Add(time.Hour), 0, false},
+		{"t-gap", "p-gap", 20_000, gapAt, 5_001, false},
 	} {
 		t.Run(p.project, func(t *testing.T) {
 			for _, shape := range planShapes(ctx, st, p.tenant, p.project, p.head, p.at, p.crossing) {
