@@ -349,15 +349,6 @@ type planNode struct {
 	Plans     []planNode `json:"Plans"`
 }
 
-// requireIndexPlan explains sql with args as the store ran it and requires
-// that every scan of audit_events (or of one of its partitions) is an index
-// scan of an index whose key columns are index, and that no node sorts. It
-// returns how many scans of audit_events (partitions) the plan has.
-func requireIndexPlan(t *testing.T, pool *pgxpool.Pool, sql string, args []any, index []string) int {
-	t.Helper()
-	return requireIndexScans(t, pool, "audit_events", sql, args, false, [][]string{index})
-}
-
 // requireIndexScans explains sql with args and requires that it scans
 // table (or its partitions), each time with an index scan of an index whose
 // key columns are one of keys, and, unless sorts, that no node sorts. It
