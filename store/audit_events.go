@@ -242,19 +242,27 @@ func (q *queries) GetAuditEvent(ctx context.Context, tenantID, projectID string,
 }
 
 // GetAuditEventBySequence returns the event of tenant/project at seq, or
-// ErrNotFound.
+// ErrNotFound. It is read as the range [seq, seq] of ScanAuditEvents, so
+// that it takes the range's plan (the primary key, in sequence order): an
+// equality on sequence makes the order moot, and at a one-row estimate of
+// an unknown project any index that starts with (tenant_id, project_id)
+// then costs the same, one that reads the whole project included.
 func (q *queries) GetAuditEventBySequence(ctx context.Context, tenantID, projectID string, seq uint64) (domain.AuditEvent, error) {
-	segs, err := q.auditSegments(ctx, tenantID, projectID)
+	var (
+		e     domain.AuditEvent
+		found bool
+	)
+	err := q.ScanAuditEvents(ctx, tenantID, projectID, seq, seq, func(got *domain.AuditEvent) error {
+		e, found = *got, true
+		return nil
+	})
 	if err != nil {
 		return domain.AuditEvent{}, fmt.Errorf("getting audit event: %w", err)
 	}
-	seg, ok := segmentOf(segs, seq)
-	if !ok {
+	if !found {
 		return domain.AuditEvent{}, ErrNotFound
 	}
-	row, err := q.sqlc.GetAuditEventBySequence(ctx, dbsqlc.GetAuditEventBySequenceParams{
-		TenantID: tenantID, ProjectID: projectID, Sequence: clampInt64(seq), RecordedFrom: seg.from, RecordedTo: seg.to})
-	return gotAuditEvent(&row, err)
+	return e, nil
 }
 
 // gotAuditEvent is the event of a read of one event: ErrNotFound without

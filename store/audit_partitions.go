@@ -42,6 +42,18 @@ type auditSegment struct {
 // none for a project without events. The newest run ends at the head's
 // sequence as read, but its last is left open (a later append of the same
 // month belongs to it); its to is the month after the head's.
+//
+// Each run is returned with recorded_at bounds that lie in one partition,
+// so that every statement by sequence reads exactly one partition: a plan
+// over several (an Append) is what goes wrong without fresh statistics
+// (docs/architecture.md, "Query plans without fresh statistics"). A run
+// that starts at a recorded month holds only that month's events (an
+// append that moves the project into another month starts a new run), so
+// its bounds end with the month. A run with no recorded start (events
+// stored before partitioning, or loaded without their runs) is cut at
+// every partition bound within it (auditPartitionBounds): it becomes
+// several runs, in time order, each of which carries the whole run's
+// sequences (which of them each part holds is not known).
 func (q *queries) auditSegments(ctx context.Context, tenantID, projectID string) ([]auditSegment, error) {
 	rows, err := q.sqlc.AuditProjectSegments(ctx, dbsqlc.AuditProjectSegmentsParams{TenantID: tenantID, ProjectID: projectID})
 	if err != nil {
@@ -75,7 +87,71 @@ func (q *queries) auditSegments(ctx context.Context, tenantID, projectID string)
 		}
 		segs = append(segs, auditSegment{first: uint64(r.FirstSequence), from: r.RecordedFrom})
 	}
-	return segs, nil
+	var open bool
+	for i := range segs {
+		if s := &segs[i]; s.from.Equal(unboundedBefore) {
+			open = true
+		} else if end := monthStart(s.from).AddDate(0, 1, 0); s.to.After(end) {
+			// The project recorded nothing in the months up to the next
+			// run (it would have started one): they are not read.
+			s.to = end
+		}
+	}
+	if !open {
+		return segs, nil
+	}
+	bounds, err := q.auditPartitionBounds(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return splitSegments(segs, bounds), nil
+}
+
+// splitSegments cuts each run of segs that starts at unboundedBefore at
+// every instant of bounds (ascending) within its recorded_at bounds.
+func splitSegments(segs []auditSegment, bounds []time.Time) []auditSegment {
+	out := make([]auditSegment, 0, len(segs)+len(bounds))
+	for _, s := range segs {
+		if !s.from.Equal(unboundedBefore) {
+			out = append(out, s)
+			continue
+		}
+		for _, b := range bounds {
+			if b.After(s.from) && b.Before(s.to) {
+				part := s
+				part.to = b
+				out = append(out, part)
+				s.from = b
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// auditPartitionBoundsSQL lists the instants at which a partition of
+// audit_events starts or ends, ascending (MINVALUE and MAXVALUE are not
+// instants; the DEFAULT partition has no bounds). Hand-written, not in
+// queries/: sqlc does not know pg_inherits.
+const auditPartitionBoundsSQL = `SELECT DISTINCT b.at FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid,
+    LATERAL (VALUES (substring(pg_get_expr(c.relpartbound, c.oid) FROM 'FROM \(''([^'']+)''\)')::timestamptz),
+        (substring(pg_get_expr(c.relpartbound, c.oid) FROM 'TO \(''([^'']+)''\)')::timestamptz)) AS b(at)
+WHERE i.inhparent = 'audit_events'::regclass AND b.at IS NOT NULL
+ORDER BY b.at`
+
+// auditPartitionBounds returns the instants at which a partition of
+// audit_events starts or ends, ascending: between two consecutive ones,
+// recorded_at lies in one partition (a bounded one, or the DEFAULT one).
+func (q *queries) auditPartitionBounds(ctx context.Context) ([]time.Time, error) {
+	rows, err := q.db.Query(ctx, auditPartitionBoundsSQL)
+	if err != nil {
+		return nil, fmt.Errorf("reading audit partition bounds: %w", err)
+	}
+	bounds, err := pgx.CollectRows(rows, pgx.RowTo[time.Time])
+	if err != nil {
+		return nil, fmt.Errorf("reading audit partition bounds: %w", err)
+	}
+	return bounds, nil
 }
 
 // segmentsIn calls fn for each run that holds sequences in [from, to], in
@@ -97,16 +173,6 @@ func segmentsIn(segs []auditSegment, from, to uint64, desc bool, fn func(s audit
 		}
 	}
 	return nil
-}
-
-// segmentOf returns the run that holds seq, if any.
-func segmentOf(segs []auditSegment, seq uint64) (auditSegment, bool) {
-	for _, s := range segs {
-		if s.first <= seq && seq <= s.last {
-			return s, true
-		}
-	}
-	return auditSegment{}, false
 }
 
 // monthStart is the first instant of t's month, in UTC: the lower bound

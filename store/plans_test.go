@@ -22,55 +22,87 @@ import (
 )
 
 // planProjectEvents is how many events the test's new project holds before
-// the few recorded through the service.
-const planProjectEvents = 200_000
+// the few recorded through the service; bulkProjectEvents, how many each
+// of its projects loaded without their runs holds.
+const (
+	planProjectEvents = 200_000
+	bulkProjectEvents = 50_000
+)
 
-// TestQueryPlansDoNotNeedFreshStatistics records a project of a few hundred
-// thousand events into a table whose statistics predate it (analyzed when
-// only another, smaller project existed; autovacuum never runs in tests),
-// then runs every query shape of audit_events through the store and asserts
-// the plan PostgreSQL chose for exactly the statement and arguments the store
-// sent: each reads the one index that serves both its conditions and its
-// order, with no Sort and no sequential or bitmap scan. With the 1-row
-// estimate of an unknown project every index of the project costs the same,
-// so a shape that needed a sort whichever index it read (the export by time,
-// before migration 00021) got any of them plus a sort of the whole range.
+// TestQueryPlansDoNotNeedFreshStatistics records projects into a table
+// whose statistics predate them (autovacuum never runs in tests), then runs
+// every query shape of audit_events through the store and asserts the plan
+// PostgreSQL chose for exactly the statement and arguments the store sent:
+// each reads one partition, through the one index that serves both its
+// conditions and its order, with no Sort and no sequential or bitmap scan.
+// With the 1-row estimate of an unknown project every index of the project
+// costs the same, so a shape that needed a sort whichever index it read (the
+// export by time, before migration 00021) got any of them plus a sort of the
+// whole range; and a statement over several partitions got a Sort over an
+// Append of them (the empty months ahead cost nothing to scan unordered)
+// that read the whole project after a deep page's cursor (the scale
+// benchmark's deep page at 10M, issue 19).
 //
 // The assertions name indexes by their key columns, not their names, and
-// accept the scans of partitions under Append or MergeAppend: they hold when
-// audit_events is a partitioned table. The project spans two monthly
-// partitions (the DEFAULT one, for last month, and this month's), both
-// analyzed before it was loaded, and the pages, ranges and streams that
-// cross from one to the other are asserted on each side: every statement
-// the store sends must read one partition's index.
+// accept a sequential scan of an empty partition (a month ahead). The
+// projects:
+//   - p-new spans two monthly partitions (the DEFAULT one, for last month,
+//     and this month's), both analyzed before it was loaded; the pages,
+//     ranges and streams that cross from one to the other are asserted on
+//     each side;
+//   - p-old, a small project the statistics know (analyzed);
+//   - p-bulk and p-fresh were loaded without their runs
+//     (audit_project_segments) and with a head that knows no time, as
+//     events stored before partitioning are (or a bulk load that bypasses
+//     the store): the store cannot bound their reads by a month. p-bulk is
+//     in this month's partition, analyzed when it held a tenth of p-bulk
+//     (estimates of sequence > a deep cursor are then a few rows); p-fresh
+//     in a month's partition created after the ANALYZE, never analyzed;
+//   - p-gap has a run last month and the next in the month after next:
+//     its first run's events are all last month's (an append that moved
+//     it on would have started a run), so its reads end with that month.
 func TestQueryPlansDoNotNeedFreshStatistics(t *testing.T) {
 	ctx := context.Background()
 	tracer := &lastQuery{}
 	pool, st := tracedStore(t, tracer)
 
-	const tenant, project = "t-new", "p-new"
 	// Events are 100 ms apart from base, three hours before this month
-	// began: the project's first 108,000 are last month's.
+	// began: p-new's first 108,000 are last month's.
 	now := time.Now().UTC()
 	month := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
 	base := month.Add(-3 * time.Hour)
 	const crossing = 108_000
-	fill := func(tenant, project string, n int) {
+	// load inserts events from..to of tenant/project, event g recorded
+	// (and occurred) at at + g × 100 ms.
+	load := func(tenant, project string, from, to int, at time.Time) {
 		t.Helper()
 		_, err := pool.Exec(ctx, `INSERT INTO audit_events (tenant_id, project_id, sequence, id, action, occurred_at, recorded_at,
 			subject_type, subject_id, resource_type, resource_id, outcome, details, input_fingerprint, chain_hash,
 			chain_version, recorded_by_subject)
-		SELECT $1, $2, g, gen_random_uuid(), 'doc.k' || (g % 7), $4::timestamptz + g * interval '100 ms',
-			$4::timestamptz + g * interval '100 ms', 'USER', 'u' || (g % 50), 'doc', 'd' || (g % 1000), 'SUCCESS', '{}',
+		SELECT $1, $2, g, gen_random_uuid(), 'doc.k' || (g % 7), $5::timestamptz + g * interval '100 ms',
+			$5::timestamptz + g * interval '100 ms', 'USER', 'u' || (g % 50), 'doc', 'd' || (g % 1000), 'SUCCESS', '{}',
 			'\x00', '\x00', 2, 'seed'
-		FROM generate_series(1, $3::int) g`, tenant, project, n, base)
+		FROM generate_series($3::int, $4::int) g`, tenant, project, from, to, at)
 		require.NoError(t, err)
-		last := base.Add(time.Duration(n) * 100 * time.Millisecond)
-		_, err = pool.Exec(ctx, `INSERT INTO audit_project_heads (tenant_id, project_id, last_sequence, last_hash, last_recorded_at)
-			VALUES ($1, $2, $3, $4, $5)`, tenant, project, n, make([]byte, 32), last)
+	}
+	// setHead sets the head of tenant/project at sequence n, recorded at
+	// last (the zero time: a head that knows no time).
+	setHead := func(tenant, project string, n int, last time.Time) {
+		t.Helper()
+		if last.IsZero() {
+			last = time.Time{}.UTC()
+		}
+		_, err := pool.Exec(ctx, `INSERT INTO audit_project_heads (tenant_id, project_id, last_sequence, last_hash, last_recorded_at)
+			VALUES ($1, $2, $3, $4, $5) ON CONFLICT (tenant_id, project_id) DO UPDATE SET last_sequence = EXCLUDED.last_sequence`,
+			tenant, project, n, make([]byte, 32), last)
 		require.NoError(t, err)
+	}
+	fill := func(tenant, project string, n int) {
+		t.Helper()
+		load(tenant, project, 1, n, base)
+		setHead(tenant, project, n, base.Add(time.Duration(n)*100*time.Millisecond))
 		// Where the project's runs of sequences start, as appends record them.
-		_, err = pool.Exec(ctx, `INSERT INTO audit_project_segments (tenant_id, project_id, first_sequence, recorded_from)
+		_, err := pool.Exec(ctx, `INSERT INTO audit_project_segments (tenant_id, project_id, first_sequence, recorded_from)
 			VALUES ($1, $2, 1, $3)`, tenant, project, month.AddDate(0, -1, 0))
 		require.NoError(t, err)
 		if n >= crossing {
@@ -79,42 +111,125 @@ func TestQueryPlansDoNotNeedFreshStatistics(t *testing.T) {
 			require.NoError(t, err)
 		}
 	}
-	// The statistics predate the project: the table is analyzed with only
-	// another tenant's project in it, then the project is bulk-loaded.
+	// The statistics predate the projects: the table is analyzed with only
+	// another tenant's project and a tenth of p-bulk in it, then the
+	// projects are bulk-loaded.
 	fill("t-old", "p-old", 20_000)
+	bulkAt := month.Add(time.Hour)
+	load("t-bulk", "p-bulk", 1, bulkProjectEvents/10, bulkAt)
 	_, err := pool.Exec(ctx, "ANALYZE audit_events")
 	require.NoError(t, err)
-	fill(tenant, project, planProjectEvents)
+	fill("t-new", "p-new", planProjectEvents)
+	load("t-bulk", "p-bulk", bulkProjectEvents/10+1, bulkProjectEvents, bulkAt)
+	setHead("t-bulk", "p-bulk", bulkProjectEvents, time.Time{})
+	// p-fresh: in a month's partition created after the ANALYZE.
+	freshAt := month.AddDate(0, 6, 0)
+	_, err = st.CreateAuditPartitions(ctx, freshAt)
+	require.NoError(t, err)
+	var analyzed float64
+	require.NoError(t, pool.QueryRow(ctx, `SELECT reltuples FROM pg_class WHERE oid = to_regclass($1)`,
+		"audit_events_p"+freshAt.Format("200601")).Scan(&analyzed))
+	require.Equal(t, float64(-1), analyzed, "p-fresh's partition was never analyzed")
+	load("t-fresh", "p-fresh", 1, bulkProjectEvents, freshAt.Add(time.Hour))
+	setHead("t-fresh", "p-fresh", bulkProjectEvents, time.Time{})
+	// p-gap: a run last month, none this month or the next, a run the
+	// month after (its events recorded from gapAt).
+	gapAt := month.AddDate(0, 2, 0).Add(time.Hour)
+	load("t-gap", "p-gap", 1, 5_000, base)
+	load("t-gap", "p-gap", 5_001, 20_000, gapAt)
+	setHead("t-gap", "p-gap", 20_000, gapAt.Add(20_000*100*time.Millisecond))
+	_, err = pool.Exec(ctx, `INSERT INTO audit_project_segments (tenant_id, project_id, first_sequence, recorded_from)
+		VALUES ('t-gap', 'p-gap', 1, $1), ('t-gap', 'p-gap', 5001, $2)`, month.AddDate(0, -1, 0), month.AddDate(0, 2, 0))
+	require.NoError(t, err)
 
 	// A few more through the service, on top of the bulk.
 	a := app.New(st, app.Config{})
-	id := app.Identity{Subject: "seed", TenantID: tenant, ProjectIDs: []string{project},
+	id := app.Identity{Subject: "seed", TenantID: "t-new", ProjectIDs: []string{"p-new"},
 		Permissions: []app.Permission{app.PermissionAuditWrite}}
 	var drafts []domain.AuditEventDraft
 	for i := range 5 {
-		drafts = append(drafts, domain.AuditEventDraft{ProjectID: project, Action: "doc.k3", OccurredAt: base.Add(time.Duration(i) * time.Second),
+		drafts = append(drafts, domain.AuditEventDraft{ProjectID: "p-new", Action: "doc.k3", OccurredAt: base.Add(time.Duration(i) * time.Second),
 			Subject: domain.Subject{Type: domain.SubjectUser, ID: "u3"}, Resource: domain.Resource{Type: "doc", ID: "d3"},
 			Outcome: domain.OutcomeSuccess})
 	}
 	_, err = a.RecordAuditEvents(ctx, id, app.RecordAuditEventsInput{Events: drafts})
 	require.NoError(t, err)
-	head := uint64(planProjectEvents + len(drafts))
 
+	for _, p := range []struct {
+		tenant, project string
+		head            uint64
+		at              time.Time // event g was recorded at at + g × 100 ms
+		crossing        uint64    // the first sequence of a second run, 0 for none
+		known           bool      // analyzed: filtered pages may read the primary key
+	}{
+		{"t-new", "p-new", uint64(planProjectEvents + len(drafts)), base, crossing, false},
+		{"t-old", "p-old", 20_000, base, 0, true},
+		{"t-bulk", "p-bulk", bulkProjectEvents, bulkAt, 0, false},
+		{"t-fresh", "p-fresh", bulkProjectEvents, freshAt.Add(time.Hour), 0, false},
+		{"t-gap", "p-gap", 20_000, gapAt, 5_001, false},
+	} {
+		t.Run(p.project, func(t *testing.T) {
+			for _, shape := range planShapes(ctx, st, p.tenant, p.project, p.head, p.at, p.crossing) {
+				t.Run(shape.name, func(t *testing.T) {
+					tracer.reset()
+					require.NoError(t, shape.run())
+					statements := tracer.get()
+					require.NotEmpty(t, statements, "the shape read audit_events")
+					for _, q := range statements {
+						indexes := [][]string{shape.index}
+						if p.known && shape.filtered {
+							// The statistics know every event matches: reading
+							// the primary key in order and filtering is as good.
+							indexes = append(indexes, []string{"tenant_id", "project_id", "sequence"})
+						}
+						scans := requireIndexScans(t, pool, "audit_events", q.sql, q.args, false, indexes)
+						require.Equal(t, 1, scans, "statement reads %d partitions: %s", scans, q.sql)
+					}
+				})
+			}
+		})
+	}
+}
+
+// planShape is a query shape of audit_events: run reads through the store,
+// and each statement it sends must read index (key columns); filtered: a
+// page filtered by a column other than sequence.
+type planShape struct {
+	name     string
+	run      func() error
+	index    []string
+	filtered bool
+}
+
+// planShapes returns every query shape of audit_events on tenant/project,
+// whose events 1..head were recorded 100 ms apart from at (after the
+// first); with crossing, the pages and ranges that cross from the run
+// before crossing to the run from it.
+func planShapes(ctx context.Context, st *store.Store, tenant, project string, head uint64, at time.Time, crossing uint64) []planShape {
 	keys := func(cols ...string) []string { return append([]string{"tenant_id", "project_id"}, cols...) }
 	pkey := keys("sequence")
 	u := func(v uint64) *uint64 { return &v }
 	doc3, err := domain.ParseActionPattern("action", "doc.k3")
-	require.NoError(t, err)
-	deep := uint64(planProjectEvents / 2)
-	page := func(order domain.SortOrder, after *uint64, f domain.AuditEventFilter) func() error {
+	if err != nil {
+		panic(err)
+	}
+	deep := head / 2
+	// pageOf reads a page of at most 101 events and requires want.
+	pageOf := func(want int, order domain.SortOrder, after *uint64, f domain.AuditEventFilter) func() error {
 		return func() error {
 			events, err := st.SearchAuditEvents(ctx, tenant, project, f, domain.AuditEventPage{Order: order, After: after, Limit: 101})
-			if err == nil && len(events) != 101 {
-				err = fmt.Errorf("page of %d events, want 101", len(events))
+			if err == nil && len(events) != want {
+				err = fmt.Errorf("page of %d events, want %d", len(events), want)
 			}
 			return err
 		}
 	}
+	page := func(order domain.SortOrder, after *uint64, f domain.AuditEventFilter) func() error {
+		return pageOf(101, order, after, f)
+	}
+	// Resource d7 is that of events 7, 1007, 2007, …
+	d7After := head / 20
+	d7 := min(101, int((head-7)/1000-(d7After-7)/1000))
 	count := func(want uint64, run func(fn func(*domain.AuditEvent) error) error) func() error {
 		return func() error {
 			var n uint64
@@ -127,55 +242,50 @@ func TestQueryPlansDoNotNeedFreshStatistics(t *testing.T) {
 			return nil
 		}
 	}
-	for _, shape := range []struct {
-		name  string
-		run   func() error
-		index []string
-	}{
-		{"newest page", page(domain.NewestFirst, nil, domain.AuditEventFilter{}), pkey},
-		{"oldest page", page(domain.OldestFirst, nil, domain.AuditEventFilter{}), pkey},
-		{"deep page oldest-first", page(domain.OldestFirst, &deep, domain.AuditEventFilter{}), pkey},
-		{"deep page newest-first", page(domain.NewestFirst, &deep, domain.AuditEventFilter{}), pkey},
-		{"page across the month, oldest-first", page(domain.OldestFirst, u(crossing-50), domain.AuditEventFilter{}), pkey},
-		{"page across the month, newest-first", page(domain.NewestFirst, u(crossing+50), domain.AuditEventFilter{}), pkey},
-		{"live catch-up", page(domain.OldestFirst, u(head-101), domain.AuditEventFilter{}), pkey},
-		{"page by action", page(domain.OldestFirst, &deep, domain.AuditEventFilter{Action: &doc3}), keys("action", "sequence")},
-		{"page by subject", page(domain.NewestFirst, &deep, domain.AuditEventFilter{SubjectID: "u7"}), keys("subject_id", "sequence")},
-		{"page by resource", page(domain.OldestFirst, u(10_000), domain.AuditEventFilter{ResourceType: "doc", ResourceID: "d7"}),
-			keys("resource_type", "resource_id", "sequence")},
+	// Ranges: half the project from its first quarter (across the runs,
+	// with a crossing).
+	from, to := head/4+1, head/4+head/2
+	shapes := []planShape{
+		{"newest page", page(domain.NewestFirst, nil, domain.AuditEventFilter{}), pkey, false},
+		{"oldest page", page(domain.OldestFirst, nil, domain.AuditEventFilter{}), pkey, false},
+		{"deep page oldest-first", page(domain.OldestFirst, &deep, domain.AuditEventFilter{}), pkey, false},
+		{"deep page newest-first", page(domain.NewestFirst, &deep, domain.AuditEventFilter{}), pkey, false},
+		{"live catch-up", page(domain.OldestFirst, u(head-101), domain.AuditEventFilter{}), pkey, false},
+		{"page by action", page(domain.OldestFirst, &deep, domain.AuditEventFilter{Action: &doc3}), keys("action", "sequence"), true},
+		{"page by subject", page(domain.NewestFirst, &deep, domain.AuditEventFilter{SubjectID: "u7"}), keys("subject_id", "sequence"), true},
+		{"page by resource", pageOf(d7, domain.OldestFirst, &d7After, domain.AuditEventFilter{ResourceType: "doc", ResourceID: "d7"}),
+			keys("resource_type", "resource_id", "sequence"), true},
 		{"page by recorder", page(domain.OldestFirst, &deep, domain.AuditEventFilter{RecordedBySubject: "seed"}),
-			keys("recorded_by_subject", "sequence")},
-		{"verification range across the month", count(100_000, func(fn func(*domain.AuditEvent) error) error {
-			return st.ScanAuditEvents(ctx, tenant, project, 50_001, 150_000, fn)
-		}), pkey},
-		{"export by sequence across the month", count(100_000, func(fn func(*domain.AuditEvent) error) error {
-			return st.StreamAuditEventsBySequence(ctx, tenant, project, 50_001, 150_000, nil, fn)
-		}), pkey},
-		{"export by time", count(36_000, func(fn func(*domain.AuditEvent) error) error {
-			return st.StreamAuditEventsByTime(ctx, tenant, project, base.Add(time.Hour), base.Add(2*time.Hour), nil, fn)
-		}), keys("occurred_at", "sequence")},
+			keys("recorded_by_subject", "sequence"), true},
+		{"event by sequence", func() error {
+			_, err := st.GetAuditEventBySequence(ctx, tenant, project, deep)
+			return err
+		}, pkey, false},
+		{"verification range", count(to-from+1, func(fn func(*domain.AuditEvent) error) error {
+			return st.ScanAuditEvents(ctx, tenant, project, from, to, fn)
+		}), pkey, false},
+		{"export by sequence", count(to-from+1, func(fn func(*domain.AuditEvent) error) error {
+			return st.StreamAuditEventsBySequence(ctx, tenant, project, from, to, nil, fn)
+		}), pkey, false},
+		// Events 6,000 to 11,999 occurred in the window.
+		{"export by time", count(6_000, func(fn func(*domain.AuditEvent) error) error {
+			return st.StreamAuditEventsByTime(ctx, tenant, project, at.Add(10*time.Minute), at.Add(20*time.Minute), nil, fn)
+		}), keys("occurred_at", "sequence"), false},
 		{"webhook fan-out refs", func() error {
 			refs, err := st.AuditEventRefs(ctx, tenant, project, deep, deep+99)
 			if err == nil && len(refs) != 100 {
 				err = fmt.Errorf("%d refs, want 100", len(refs))
 			}
 			return err
-		}, pkey},
-	} {
-		t.Run(shape.name, func(t *testing.T) {
-			tracer.reset()
-			require.NoError(t, shape.run())
-			statements := tracer.get()
-			require.NotEmpty(t, statements, "the shape read audit_events")
-			for _, q := range statements {
-				scans := requireIndexPlan(t, pool, q.sql, q.args, shape.index)
-				if shape.index[2] == "sequence" {
-					// By sequence: each statement reads one partition.
-					require.Equal(t, 1, scans, "statement reads %d partitions: %s", scans, q.sql)
-				}
-			}
-		})
+		}, pkey, false},
 	}
+	if crossing > 0 {
+		shapes = append(shapes,
+			planShape{"page across the month, oldest-first", page(domain.OldestFirst, u(crossing-50), domain.AuditEventFilter{}), pkey, false},
+			planShape{"page across the month, newest-first", page(domain.NewestFirst, u(crossing+50), domain.AuditEventFilter{}), pkey, false},
+		)
+	}
+	return shapes
 }
 
 // tracedStore returns a pool on a new test database whose statements go
@@ -239,15 +349,6 @@ type planNode struct {
 	Plans     []planNode `json:"Plans"`
 }
 
-// requireIndexPlan explains sql with args as the store ran it and requires
-// that every scan of audit_events (or of one of its partitions) is an index
-// scan of an index whose key columns are index, and that no node sorts. It
-// returns how many scans of audit_events (partitions) the plan has.
-func requireIndexPlan(t *testing.T, pool *pgxpool.Pool, sql string, args []any, index []string) int {
-	t.Helper()
-	return requireIndexScans(t, pool, "audit_events", sql, args, false, [][]string{index})
-}
-
 // requireIndexScans explains sql with args and requires that it scans
 // table (or its partitions), each time with an index scan of an index whose
 // key columns are one of keys, and, unless sorts, that no node sorts. It
@@ -266,7 +367,8 @@ func requireIndexScans(t *testing.T, pool *pgxpool.Pool, table, sql string, args
 	scans := 0
 	var walk func(n planNode)
 	walk = func(n planNode) {
-		if !sorts {
+		if !sorts && !onlyEmptyScans(t, pool, n) {
+			// A sort of what an empty partition holds sorts nothing.
 			require.NotContains(t, []string{"Sort", "Incremental Sort"}, n.NodeType, "plan sorts:\n%s", raw)
 		}
 		if n.Relation != "" && n.NodeType != "ModifyTable" {
@@ -297,6 +399,21 @@ func requireIndexScans(t *testing.T, pool *pgxpool.Pool, table, sql string, args
 	walk(plans[0].Plan)
 	require.Positive(t, scans, "plan reads %s:\n%s", table, raw)
 	return scans
+}
+
+// onlyEmptyScans reports whether every scan under n is a sequential scan
+// of an empty relation (and there is one).
+func onlyEmptyScans(t *testing.T, pool *pgxpool.Pool, n planNode) bool {
+	t.Helper()
+	if n.Relation != "" {
+		return n.NodeType == "Seq Scan" && len(n.Plans) == 0 && emptyRelation(t, pool, n.Relation)
+	}
+	for _, c := range n.Plans {
+		if !onlyEmptyScans(t, pool, c) {
+			return false
+		}
+	}
+	return len(n.Plans) > 0
 }
 
 // emptyRelation reports whether the table rel holds no row.

@@ -200,67 +200,6 @@ func (q *Queries) GetAuditEvent(ctx context.Context, arg GetAuditEventParams) (A
 	return i, err
 }
 
-const GetAuditEventBySequence = `-- name: GetAuditEventBySequence :one
-SELECT tenant_id, project_id, sequence, id, action, occurred_at, recorded_at,
-    subject_type, subject_id, subject_display_name, resource_type, resource_id, outcome,
-    governance_risk, governance_reason, governance_ticket, governance_confirmed_by,
-    trace_id, request_id, causation_id, evidence_digests, details, input_fingerprint, chain_hash,
-    chain_version, recorded_by_issuer, recorded_by_subject, recorded_by_token_id, recorded_by_client_id
-FROM audit_events WHERE tenant_id = $1 AND project_id = $2 AND sequence = $3
-    AND recorded_at >= $4 AND recorded_at < $5
-`
-
-type GetAuditEventBySequenceParams struct {
-	TenantID     string
-	ProjectID    string
-	Sequence     int64
-	RecordedFrom time.Time
-	RecordedTo   time.Time
-}
-
-func (q *Queries) GetAuditEventBySequence(ctx context.Context, arg GetAuditEventBySequenceParams) (AuditEvent, error) {
-	row := q.db.QueryRow(ctx, GetAuditEventBySequence,
-		arg.TenantID,
-		arg.ProjectID,
-		arg.Sequence,
-		arg.RecordedFrom,
-		arg.RecordedTo,
-	)
-	var i AuditEvent
-	err := row.Scan(
-		&i.TenantID,
-		&i.ProjectID,
-		&i.Sequence,
-		&i.ID,
-		&i.Action,
-		&i.OccurredAt,
-		&i.RecordedAt,
-		&i.SubjectType,
-		&i.SubjectID,
-		&i.SubjectDisplayName,
-		&i.ResourceType,
-		&i.ResourceID,
-		&i.Outcome,
-		&i.GovernanceRisk,
-		&i.GovernanceReason,
-		&i.GovernanceTicket,
-		&i.GovernanceConfirmedBy,
-		&i.TraceID,
-		&i.RequestID,
-		&i.CausationID,
-		&i.EvidenceDigests,
-		&i.Details,
-		&i.InputFingerprint,
-		&i.ChainHash,
-		&i.ChainVersion,
-		&i.RecordedByIssuer,
-		&i.RecordedBySubject,
-		&i.RecordedByTokenID,
-		&i.RecordedByClientID,
-	)
-	return i, err
-}
-
 const NotifyAuditEvents = `-- name: NotifyAuditEvents :exec
 SELECT pg_notify($1::text, $2::text)
 `

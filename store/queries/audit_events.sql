@@ -21,15 +21,6 @@ SELECT tenant_id, project_id, sequence, id, action, occurred_at, recorded_at,
     chain_version, recorded_by_issuer, recorded_by_subject, recorded_by_token_id, recorded_by_client_id
 FROM audit_events WHERE tenant_id = @tenant_id AND project_id = @project_id AND id = @id;
 
--- name: GetAuditEventBySequence :one
-SELECT tenant_id, project_id, sequence, id, action, occurred_at, recorded_at,
-    subject_type, subject_id, subject_display_name, resource_type, resource_id, outcome,
-    governance_risk, governance_reason, governance_ticket, governance_confirmed_by,
-    trace_id, request_id, causation_id, evidence_digests, details, input_fingerprint, chain_hash,
-    chain_version, recorded_by_issuer, recorded_by_subject, recorded_by_token_id, recorded_by_client_id
-FROM audit_events WHERE tenant_id = @tenant_id AND project_id = @project_id AND sequence = @sequence
-    AND recorded_at >= @recorded_from AND recorded_at < @recorded_to;
-
 -- name: ScanAuditEvents :many
 -- Streamed row by row by ScanAuditEvents (not through this function), one
 -- run of the project's sequences at a time: $5 and $6 are the run's
