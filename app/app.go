@@ -86,6 +86,8 @@ type App struct {
 	limits *rateLimiter
 	// verifyLimits bounds one chain verification.
 	verifyLimits VerifyLimits
+	// verifications counts the running verification streams.
+	verifications verificationSlots
 	// retention is the default audit retention window, minRetention the
 	// shortest a tenant may set; purgeBatch the most events one purge
 	// transaction removes.
@@ -144,7 +146,8 @@ type Config struct {
 	Checkpoints *checkpoint.KeyRing
 	// Streams configures audit streams and their worker.
 	Streams StreamConfig
-	// Verify bounds the work of one verifyAuditChain call.
+	// Verify bounds the work of one verifyAuditChain call, and the
+	// verification streams.
 	Verify VerifyLimits
 	// Partitions configures the partitioned history tables: retention
 	// and months created ahead.

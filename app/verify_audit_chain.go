@@ -2,11 +2,8 @@ package app
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
-	"github.com/aetheriot/aether-audit/checkpoint"
 	"github.com/aetheriot/aether-audit/domain"
 )
 
@@ -20,16 +17,38 @@ const MaxVerifyRange = 1_000_000
 // events before it stops and returns a resume token.
 const DefaultVerifyTimeBudget = 10 * time.Second
 
-// VerifyLimits bounds the work of one VerifyAuditChain call; a call that
-// reaches either bound stops after the chunk it is reading and returns a
-// resume token.
+// DefaultVerifyProgressInterval is how often a verification stream
+// (StreamAuditChainVerification) yields a progress item.
+const DefaultVerifyProgressInterval = time.Second
+
+// Defaults of VerifyLimits' bounds on concurrent verification streams.
+const (
+	DefaultVerifyStreamsPerTenant     = 4
+	DefaultVerifyStreamsPerConnection = 2
+)
+
+// VerifyLimits bounds the work of one VerifyAuditChain call, and of each
+// step of a verification stream; a call that reaches either bound stops
+// after the chunk it is reading and returns a resume token. It also bounds
+// how many verification streams run at once.
 type VerifyLimits struct {
-	// MaxEvents is the most events a call recomputes; default and
-	// ceiling MaxVerifyRange.
+	// MaxEvents is the most events a call (or a stream's step) recomputes;
+	// default and ceiling MaxVerifyRange.
 	MaxEvents uint64
 	// MaxDuration is how long a call starts new chunks for; default
 	// DefaultVerifyTimeBudget.
 	MaxDuration time.Duration
+	// ProgressInterval is how long a stream's step starts new chunks for
+	// before it yields a progress item (at most MaxDuration); default
+	// DefaultVerifyProgressInterval.
+	ProgressInterval time.Duration
+	// StreamsPerTenant is how many verification streams a tenant may run
+	// at once; default DefaultVerifyStreamsPerTenant.
+	StreamsPerTenant int
+	// StreamsPerConnection is how many verification streams one client
+	// connection (ContextWithConnection) may run at once; default
+	// DefaultVerifyStreamsPerConnection.
+	StreamsPerConnection int
 }
 
 func (l VerifyLimits) withDefaults() VerifyLimits {
@@ -38,6 +57,16 @@ func (l VerifyLimits) withDefaults() VerifyLimits {
 	}
 	if l.MaxDuration <= 0 {
 		l.MaxDuration = DefaultVerifyTimeBudget
+	}
+	if l.ProgressInterval <= 0 {
+		l.ProgressInterval = DefaultVerifyProgressInterval
+	}
+	l.ProgressInterval = min(l.ProgressInterval, l.MaxDuration)
+	if l.StreamsPerTenant <= 0 {
+		l.StreamsPerTenant = DefaultVerifyStreamsPerTenant
+	}
+	if l.StreamsPerConnection <= 0 {
+		l.StreamsPerConnection = DefaultVerifyStreamsPerConnection
 	}
 	return l
 }
@@ -49,7 +78,9 @@ func (l VerifyLimits) chunk() uint64 {
 	return min(max(l.MaxEvents/16, 1024), 65_536)
 }
 
-// ChainVerification is the result of VerifyAuditChain.
+// ChainVerification is the result of VerifyAuditChain, and each item of a
+// verification stream (StreamAuditChainVerification): progress items are
+// not Complete, the last is.
 type ChainVerification struct {
 	// Valid is true when the whole range was verified (Complete) and every
 	// event of it recomputes to its stored chain hash, sequences are
@@ -66,6 +97,13 @@ type ChainVerification struct {
 	// CheckedCount is how many events were recomputed, across the calls
 	// of a resumed verification.
 	CheckedCount uint64
+	// SequenceReached is the last sequence of the range recomputed and
+	// found matching, so far (the sequence before the range's first when
+	// none was yet): a resume token continues after it.
+	SequenceReached uint64
+	// EventsPerSecond is the rate this call (or stream, since it started)
+	// recomputed events at; 0 before any.
+	EventsPerSecond float64
 	// FirstInvalidSequence is the first sequence that failed, when !Valid.
 	FirstInvalidSequence *uint64
 	// HeadSequence and HeadHash are the project's committed head.
@@ -99,9 +137,6 @@ type VerifyAuditChainInput struct {
 	ResumeToken string
 }
 
-// maxVerifiedCheckpoints bounds the checkpoints one verification reads.
-const maxVerifiedCheckpoints = 100_000
-
 // VerifyAuditChain recomputes the hash chain of a project's events with
 // sequence in [from, to] (defaults: the first event retention kept and the
 // head) and reports the first event whose content no longer matches its
@@ -129,188 +164,40 @@ func (a *App) VerifyAuditChainResumable(ctx context.Context, id Identity, in Ver
 	if err := allow(a.limits.verificationsIdentity, nil, id, "chain verifications", a.now()); err != nil {
 		return ChainVerification{}, err
 	}
-	var resume *verifyResume
-	if in.ResumeToken != "" {
-		if in.FromSequence != nil || in.ToSequence != nil {
-			return ChainVerification{}, badInput("resumeToken", "continues the range it was issued for: give it without fromSequence and toSequence")
-		}
-		r, err := decodeVerifyResume(in.ResumeToken, in.ProjectID)
+	resume, err := in.resume()
+	if err != nil {
+		return ChainVerification{}, err
+	}
+	for attempt := 0; ; attempt++ {
+		v, err := a.startChainVerifier(ctx, id, in, resume)
 		if err != nil {
 			return ChainVerification{}, err
 		}
-		resume = &r
-	}
-	for attempt := 0; ; attempt++ {
-		res, err := a.verifyAuditChain(ctx, id, in, resume)
-		if err != nil || res.Valid || !res.Complete || attempt > 0 {
-			return res, err
+		if err := v.advance(ctx, a.verifyLimits.MaxEvents, a.verifyLimits.MaxDuration); err != nil {
+			return ChainVerification{}, err
 		}
-		purged, err := a.store.AuditPurgedPrefix(ctx, id.TenantID, in.ProjectID)
-		if err != nil || purged.Through == res.PurgedThrough {
-			return res, err
-		}
-	}
-}
-
-func (a *App) verifyAuditChain(ctx context.Context, id Identity, in VerifyAuditChainInput, resume *verifyResume) (ChainVerification, error) {
-	projectID, from, to := in.ProjectID, in.FromSequence, in.ToSequence
-	head, err := a.store.AuditHead(ctx, id.TenantID, projectID)
-	if err != nil {
-		return ChainVerification{}, err
-	}
-	purged, err := a.store.AuditPurgedPrefix(ctx, id.TenantID, projectID)
-	if err != nil {
-		return ChainVerification{}, err
-	}
-	res := ChainVerification{Valid: true, Complete: true, HeadSequence: head.Sequence, HeadHash: head.Hash, PurgedThrough: purged.Through}
-	lo, hi := purged.Through+1, head.Sequence
-	if resume != nil {
-		if resume.Next <= purged.Through {
-			return res, badInput("resumeToken", fmt.Sprintf("events through %d were purged by retention: verify from %d", purged.Through, purged.Through+1))
-		}
-		lo, hi = resume.Next, min(resume.To, head.Sequence)
-		res.CheckedCount, res.CheckpointsChecked = resume.Checked, resume.Checkpoints
-	}
-	if from != nil {
-		if *from < 1 {
-			return res, badInput("fromSequence", "must be at least 1")
-		}
-		if *from <= purged.Through {
-			return res, badInput("fromSequence", fmt.Sprintf("events through %d were purged by retention: verify from %d", purged.Through, purged.Through+1))
-		}
-		lo = *from
-	}
-	if to != nil {
-		hi = min(*to, head.Sequence)
-	}
-	if from != nil && to != nil && *from > *to {
-		return res, badInput("toSequence", "must not be below fromSequence")
-	}
-	if lo > hi {
-		return res, nil // nothing committed in the range
-	}
-
-	// The range chains on the event before it, or on the purged prefix's
-	// anchor when it starts right after it (the zero hash at genesis); a
-	// resumed one on the hash the previous call recomputed.
-	prev := purged.Hash
-	switch {
-	case resume != nil:
-		prev = resume.Prev
-	case lo > purged.Through+1:
-		before, err := a.store.GetAuditEventBySequence(ctx, id.TenantID, projectID, lo-1)
-		if errors.Is(err, domain.ErrNotFound) {
-			s := lo - 1
-			res.Valid, res.FirstInvalidSequence = false, &s
+		res := v.result()
+		if attempt > 0 {
 			return res, nil
 		}
-		if err != nil {
+		if again, err := v.purgedSince(ctx); err != nil || !again {
 			return res, err
 		}
-		prev = before.ChainHash
-	}
-	// This call recomputes at most limits.MaxEvents of the range.
-	limits := a.verifyLimits
-	last := hi
-	if hi-lo >= limits.MaxEvents {
-		last = lo + limits.MaxEvents - 1
-	}
-	var checkpoints []domain.StoredCheckpoint
-	if a.checkpoints != nil {
-		if checkpoints, err = a.store.AuditCheckpointsInRange(ctx, id.TenantID, projectID, lo, last, maxVerifiedCheckpoints); err != nil {
-			return res, err
-		}
-	}
-	// recomputed holds the recomputed hash at each checkpoint's sequence.
-	recomputed := make(map[uint64]domain.Hash, len(checkpoints))
-	for _, c := range checkpoints {
-		recomputed[c.Sequence] = domain.Hash{}
-	}
-	next := lo
-	errStop := errors.New("stop")
-	fail := func(seq uint64) error {
-		res.Valid, res.FirstInvalidSequence = false, &seq
-		return errStop
-	}
-	check := func(e *domain.AuditEvent) error {
-		if e.Sequence != next {
-			return fail(next) // a missing event
-		}
-		// Up to the first mismatch the recomputed and stored hashes agree,
-		// so chaining on either is the same.
-		got := e.ComputeChainHash(prev)
-		if got != e.ChainHash {
-			return fail(e.Sequence)
-		}
-		prev = got
-		if _, ok := recomputed[e.Sequence]; ok {
-			recomputed[e.Sequence] = got
-		}
-		res.CheckedCount++
-		next++
-		return nil
-	}
-	// Chunk by chunk, each a short ordered range of the primary key; the
-	// time budget is checked between chunks, and every call makes progress.
-	started := time.Now()
-	for res.Valid && next <= last && (next == lo || time.Since(started) < limits.MaxDuration) {
-		end := min(last, next+limits.chunk()-1)
-		err = a.store.ScanAuditEvents(ctx, id.TenantID, projectID, next, end, check)
-		if err != nil && !errors.Is(err, errStop) {
-			return res, err
-		}
-		if res.Valid && next <= end {
-			_ = fail(next) // events missing at the end of the chunk
-		}
-	}
-	// Checkpoints up to the last event that recomputed are checked against
-	// the recomputed chain.
-	a.verifyCheckpoints(&res, id.TenantID, projectID, checkpoints, recomputed, next)
-	if res.Valid && next <= hi {
-		// Stopped at the budget: not valid yet, but resumable.
-		token := verifyResume{Project: projectID, Next: next, To: hi, Prev: prev,
-			Checked: res.CheckedCount, Checkpoints: res.CheckpointsChecked}.encode()
-		res.Valid, res.Complete, res.ResumeToken = false, false, &token
-		return res, nil
-	}
-	if res.Valid && hi == head.Sequence && prev != head.Hash {
-		_ = fail(hi)
-	}
-	return res, nil
-}
-
-// verifyCheckpoints checks the stored checkpoints below sequence next (the
-// recomputed part of the range), in sequence order: each must verify with
-// the key ring, sign this project's sequence and the chain hash recomputed
-// there, and link to the checkpoint issued before it (none for the first).
-// The first that fails makes res invalid.
-func (a *App) verifyCheckpoints(res *ChainVerification, tenantID, projectID string, cs []domain.StoredCheckpoint, recomputed map[uint64]domain.Hash, next uint64) {
-	for _, c := range cs {
-		if c.Sequence >= next {
-			return
-		}
-		if !a.checkpointMatches(c, tenantID, projectID, recomputed[c.Sequence]) {
-			seq := c.Sequence
-			res.Valid, res.FirstInvalidCheckpointSequence = false, &seq
-			return
-		}
-		res.CheckpointsChecked++
 	}
 }
 
-// checkpointMatches reports whether a stored checkpoint verifies and
-// signs hash at its sequence, linked to the checkpoint issued before it.
-func (a *App) checkpointMatches(c domain.StoredCheckpoint, tenantID, projectID string, hash domain.Hash) bool {
-	p, _, err := a.checkpoints.Verify(c.JWS)
+// resume decodes in's resume token: nil without one, BAD_USER_INPUT when
+// it is not a token of in's project or comes with a range.
+func (in VerifyAuditChainInput) resume() (*verifyResume, error) {
+	if in.ResumeToken == "" {
+		return nil, nil
+	}
+	if in.FromSequence != nil || in.ToSequence != nil {
+		return nil, badInput("resumeToken", "continues the range it was issued for: give it without fromSequence and toSequence")
+	}
+	r, err := decodeVerifyResume(in.ResumeToken, in.ProjectID)
 	if err != nil {
-		return false
+		return nil, err
 	}
-	f, err := p.Fields()
-	if err != nil || f.TenantID != tenantID || f.ProjectID != projectID || f.Sequence != c.Sequence || f.ChainHash != hash {
-		return false
-	}
-	if c.IssueNumber == 1 {
-		return f.Previous == nil
-	}
-	return f.Previous != nil && c.PreviousJWS != nil && *f.Previous == checkpoint.Digest(*c.PreviousJWS)
+	return &r, nil
 }

@@ -44,13 +44,11 @@ func Complexity() generated.ComplexityRoot {
 	// A call recomputes at most app.MaxVerifyRange events whatever its
 	// range (a longer one resumes), which bounds an open range or a resume
 	// token.
-	c.Query.VerifyAuditChain = func(child int, _ string, from, to *uint64, _ *string) int {
-		events := uint64(app.MaxVerifyRange)
-		if from != nil && to != nil && *to >= *from && *to-*from < app.MaxVerifyRange {
-			events = *to - *from + 1
-		}
-		return 1 + child + int((events+VerifyEventsPerComplexity-1)/VerifyEventsPerComplexity)
-	}
+	c.Query.VerifyAuditChain = verifyComplexity
+	// A verification stream's steps are each bounded like a call, and a
+	// tenant runs few at once (app.VerifyLimits): it costs what a call of
+	// its range does.
+	c.Subscription.AuditChainVerification = verifyComplexity
 	// A delivery's attempts are bounded by the retry schedule (at most 21
 	// per budget); count a typical handful.
 	c.WebhookDelivery.Attempts = func(child int) int { return 1 + 5*child }
@@ -61,6 +59,15 @@ func Complexity() generated.ComplexityRoot {
 // cost one unit of complexity: a whole project (up to app.MaxVerifyRange
 // events) costs 20,000 of the default limit of 25,000.
 const VerifyEventsPerComplexity = 50
+
+// verifyComplexity is the complexity of verifying a chain's range.
+func verifyComplexity(child int, _ string, from, to *uint64, _ *string) int {
+	events := uint64(app.MaxVerifyRange)
+	if from != nil && to != nil && *to >= *from && *to-*from < app.MaxVerifyRange {
+		events = *to - *from + 1
+	}
+	return 1 + child + int((events+VerifyEventsPerComplexity-1)/VerifyEventsPerComplexity)
+}
 
 func idPageSize(first *int) int {
 	if first != nil && *first > 0 && *first <= app.MaxWebhookPageSize {

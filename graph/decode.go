@@ -118,3 +118,12 @@ func secondsDuration(n int) time.Duration {
 	}
 	return time.Duration(n) * time.Second
 }
+
+// verifyInput is the input of verifyAuditChain and auditChainVerification.
+func verifyInput(projectID string, from, to *uint64, resumeToken *string) app.VerifyAuditChainInput {
+	in := app.VerifyAuditChainInput{ProjectID: projectID, FromSequence: from, ToSequence: to}
+	if resumeToken != nil {
+		in.ResumeToken = *resumeToken
+	}
+	return in
+}

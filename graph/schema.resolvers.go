@@ -87,11 +87,7 @@ func (r *queryResolver) AuditEvent(ctx context.Context, projectID string, id str
 
 // VerifyAuditChain is the resolver for the verifyAuditChain field.
 func (r *queryResolver) VerifyAuditChain(ctx context.Context, projectID string, fromSequence *uint64, toSequence *uint64, resumeToken *string) (*app.ChainVerification, error) {
-	in := app.VerifyAuditChainInput{ProjectID: projectID, FromSequence: fromSequence, ToSequence: toSequence}
-	if resumeToken != nil {
-		in.ResumeToken = *resumeToken
-	}
-	v, err := r.App.VerifyAuditChainResumable(ctx, app.IdentityFromContext(ctx), in)
+	v, err := r.App.VerifyAuditChainResumable(ctx, app.IdentityFromContext(ctx), verifyInput(projectID, fromSequence, toSequence, resumeToken))
 	if err != nil {
 		return nil, r.fail(ctx, err)
 	}

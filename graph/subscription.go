@@ -7,7 +7,8 @@ import (
 	"github.com/aetheriot/aether-audit/app"
 )
 
-// stream is what pump reads: app.AuditEventStream, *app.DataExportStream.
+// stream is what pump reads: app.AuditEventStream, *app.DataExportStream,
+// *app.ChainVerificationStream.
 type stream[T any] interface {
 	Next(ctx context.Context) (*T, error)
 	Close()

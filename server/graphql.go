@@ -213,7 +213,8 @@ func (d depthLimit) MutateOperationContext(_ context.Context, oc *graphql.Operat
 // webSocketConfig completes the WebSocket transport's configuration: the
 // origin check from AllowedOrigins and authentication from the
 // connection_init payload's Authorization (or the upgrade request's header),
-// closing with 4403 when the token is missing, invalid or expires.
+// closing with 4403 when the token is missing, invalid or expires. The
+// operations of a connection run under one app.ContextWithConnection.
 func (s *Server) webSocketConfig() wsgraphql.Config {
 	cfg := s.cfg.WebSocket
 	if cfg.Logger == nil {
@@ -229,7 +230,9 @@ func (s *Server) webSocketConfig() wsgraphql.Config {
 		if err != nil {
 			return ctx, time.Time{}, err
 		}
-		return app.ContextWithIdentity(ctx, id), id.ExpiresAt, nil
+		// The connection's operations share its limits (chain
+		// verifications per connection).
+		return app.ContextWithConnection(app.ContextWithIdentity(ctx, id)), id.ExpiresAt, nil
 	}
 	cfg.OnConnect = s.countWebSocket
 	return cfg

@@ -181,6 +181,7 @@ const (
 	// isoOwnerRetentionDays is the owner's tenant's retention; it is owner
 	// data.
 	isoOwnerRetentionDays = 3650
+	isoVerificationSub    = `subscription($p: ID!) { auditChainVerification(projectId: $p) { valid complete checkedCount headSequence headHash } }`
 	isoRecordedSub        = `subscription($p: ID!, $after: Uint64) {
   auditEventRecorded(projectId: $p, afterSequence: $after) { id tenantId projectId sequence action chainHash }
 }`
@@ -366,6 +367,8 @@ func isoRows() []isoRow {
 		{name: "dataExportUpdated", perm: app.PermissionExportsRead, doc: exportUpdatedSubscription,
 			vars:        func(r isoResources) map[string]any { return map[string]any{"id": r.exportID} },
 			otherTenant: isoNotFound, otherProject: isoNotFound, malformedIDs: true},
+		{name: "auditChainVerification", perm: app.PermissionAuditRead, doc: isoVerificationSub, vars: project,
+			otherTenant: isoOwnWith(isoVerificationCheck), otherProject: isoNotFound},
 
 		// REST and SSE.
 		{name: "list", perm: app.PermissionAuditRead, route: "GET /api/v1/audit/events",
@@ -740,6 +743,10 @@ func TestTenantIsolationMatrix(t *testing.T) {
 		case got.ws != nil:
 			msg := got.ws.read()
 			require.Equal(t, "next", msg["type"], "%s: %v", row.name, msg)
+			if row.name == "auditChainVerification" { // the owner's head hash
+				require.True(t, e.hasMarker([]byte(mustJSON(t, msg["payload"]))), "%s: no owner data in %v", row.name, msg)
+				continue
+			}
 			want := e.res.eventID
 			if row.name == "dataExportUpdated" {
 				want = e.res.exportID
@@ -1028,6 +1035,26 @@ func isoLiveGraphQLCheck(t *testing.T, e *isoEnv, got *isoGot) {
 		if p.Data.AuditEventRecorded.Action == marker {
 			return
 		}
+	}
+}
+
+// isoVerificationCheck: tenant B's verification of its own project of the
+// owner's project's name verifies tenant B's chain (its probe events) and
+// says nothing of the owner's.
+func isoVerificationCheck(t *testing.T, e *isoEnv, got *isoGot) {
+	t.Helper()
+	require.NotNil(t, got.ws)
+	var last string
+	for {
+		msg := got.ws.read()
+		if msg["type"] == "complete" {
+			require.Contains(t, last, `"complete":true,`)
+			require.Contains(t, last, `"valid":true`)
+			return
+		}
+		require.Equal(t, "next", msg["type"], "%v", msg)
+		last = mustJSON(t, msg["payload"])
+		e.requireNoLeak(t, []byte(last), nil)
 	}
 }
 

@@ -124,6 +124,9 @@ type testBundle struct {
 	ready *atomic.Pointer[error]
 	// hub is the app's live hub.
 	hub *live.Hub
+	// pool is the database's, for what a test does behind the service's
+	// back (locks, tampering).
+	pool *pgxpool.Pool
 }
 
 // setup serves a fresh server over a fresh database on a real socket.
@@ -141,7 +144,7 @@ func setupApp(t *testing.T, appCfg app.Config, mutate func(*server.Config)) *tes
 	secret := []byte("0123456789abcdef0123456789abcdef-server-test")
 	verifier := testVerifier(t, secret)
 
-	b := &testBundle{secret: secret, ready: &atomic.Pointer[error]{}}
+	b := &testBundle{secret: secret, ready: &atomic.Pointer[error]{}, pool: pool}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	hub := testHub(t, pool, store.New(pool), live.Config{Logger: logger})
 	appCfg.Logger, appCfg.Live, appCfg.ExportWatch = logger, hub, hub

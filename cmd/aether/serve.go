@@ -55,6 +55,7 @@ type serveCmd struct {
 	exportFlags
 	streamFlags
 	limitFlags
+	verifyFlags
 	retentionFlags
 	checkpointFlags
 	httpTimeoutFlags
@@ -130,7 +131,7 @@ func (c *serveCmd) Run() error {
 	application := app.New(st, app.Config{Logger: logger, Live: hub, Webhooks: webhooks, Exports: exports, ExportWatch: hub,
 		Observer: obs.metrics, Tracer: obs.appTracer(),
 		RateLimits: c.limitFlags.config(), AuditRetention: c.retention(), MinAuditRetention: c.minRetention(),
-		Checkpoints: checkpoints, Streams: c.streamFlags.config(sender), Partitions: c.partitions()})
+		Checkpoints: checkpoints, Streams: c.streamFlags.config(sender), Partitions: c.partitions(), Verify: c.verifyLimits()})
 	obs.metrics.ObserveStreams(st.AllAuditStreamLag, 5*time.Second)
 	river, err := jobs.NewClient(db.Pool, st, jobs.ClientConfig{
 		Logger:               logger,

@@ -54,12 +54,14 @@ type ComplexityRoot struct {
 		CheckedCount                   func(childComplexity int) int
 		CheckpointsChecked             func(childComplexity int) int
 		Complete                       func(childComplexity int) int
+		EventsPerSecond                func(childComplexity int) int
 		FirstInvalidCheckpointSequence func(childComplexity int) int
 		FirstInvalidSequence           func(childComplexity int) int
 		HeadHash                       func(childComplexity int) int
 		HeadSequence                   func(childComplexity int) int
 		PurgedThrough                  func(childComplexity int) int
 		ResumeToken                    func(childComplexity int) int
+		SequenceReached                func(childComplexity int) int
 		Valid                          func(childComplexity int) int
 	}
 
@@ -372,8 +374,9 @@ type ComplexityRoot struct {
 	}
 
 	Subscription struct {
-		AuditEventRecorded func(childComplexity int, projectID string, afterSequence *uint64, filter *model.AuditEventFilter) int
-		DataExportUpdated  func(childComplexity int, exportID string) int
+		AuditChainVerification func(childComplexity int, projectID string, fromSequence *uint64, toSequence *uint64, resumeToken *string) int
+		AuditEventRecorded     func(childComplexity int, projectID string, afterSequence *uint64, filter *model.AuditEventFilter) int
+		DataExportUpdated      func(childComplexity int, exportID string) int
 	}
 
 	WebhookDelivery struct {
@@ -561,6 +564,7 @@ type QueryResolver interface {
 type SubscriptionResolver interface {
 	AuditEventRecorded(ctx context.Context, projectID string, afterSequence *uint64, filter *model.AuditEventFilter) (<-chan *domain.AuditEvent, error)
 	DataExportUpdated(ctx context.Context, exportID string) (<-chan *domain.DataExport, error)
+	AuditChainVerification(ctx context.Context, projectID string, fromSequence *uint64, toSequence *uint64, resumeToken *string) (<-chan *app.ChainVerification, error)
 }
 type WebhookDeliveryAttemptResolver interface {
 	LatencyMs(ctx context.Context, obj *domain.WebhookDeliveryAttempt) (*float64, error)
@@ -615,6 +619,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.AuditChainVerification.Complete(childComplexity), true
+	case "AuditChainVerification.eventsPerSecond":
+		if e.ComplexityRoot.AuditChainVerification.EventsPerSecond == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditChainVerification.EventsPerSecond(childComplexity), true
 	case "AuditChainVerification.firstInvalidCheckpointSequence":
 		if e.ComplexityRoot.AuditChainVerification.FirstInvalidCheckpointSequence == nil {
 			break
@@ -651,6 +661,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.AuditChainVerification.ResumeToken(childComplexity), true
+	case "AuditChainVerification.sequenceReached":
+		if e.ComplexityRoot.AuditChainVerification.SequenceReached == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditChainVerification.SequenceReached(childComplexity), true
 	case "AuditChainVerification.valid":
 		if e.ComplexityRoot.AuditChainVerification.Valid == nil {
 			break
@@ -2049,6 +2065,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.SendWebhookTestEventPayload.WebhookID(childComplexity), true
 
+	case "Subscription.auditChainVerification":
+		if e.ComplexityRoot.Subscription.AuditChainVerification == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_auditChainVerification_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.AuditChainVerification(childComplexity, args["projectId"].(string), args["fromSequence"].(*uint64), args["toSequence"].(*uint64), args["resumeToken"].(*string)), true
 	case "Subscription.auditEventRecorded":
 		if e.ComplexityRoot.Subscription.AuditEventRecorded == nil {
 			break
@@ -3554,6 +3581,39 @@ type AuditStreamEdge {
   node: AuditStream!
 }
 `, BuiltIn: false},
+	{Name: "../../schema/verification.graphqls", Input: `extend type Subscription {
+  """
+  Verifies a project's hash chain over the range verifyAuditChain takes, to
+  its end, in one call whatever its length. The server recomputes the range
+  step by step (each step the work of one verifyAuditChain call, at most a
+  second by default) and sends after each a progress item: complete false,
+  valid false, checkedCount and sequenceReached so far, and a resumeToken
+  valid at that point (give it to this subscription or to verifyAuditChain,
+  with the same projectId and without fromSequence and toSequence, to go on
+  after a dropped connection). The last item is complete, with the verdict
+  of verifyAuditChain (valid, firstInvalidSequence, head, checkpoints), and
+  the subscription then completes.
+
+  Needs audit:read and the project. Starts count against the subscription
+  rate limits; a tenant runs at most 4 verifications at once and a
+  WebSocket connection 2 (QUOTA_EXCEEDED beyond); the work stops when the
+  client goes away. Bad input is BAD_USER_INPUT, as verifyAuditChain
+  answers it. See docs/audit-chain.md.
+  """
+  auditChainVerification(projectId: ID!, fromSequence: Uint64, toSequence: Uint64, resumeToken: String): AuditChainVerification!
+}
+
+extend type AuditChainVerification {
+  """
+  The range is verified through this sequence: its events up to it
+  recomputed and matched (the sequence before the range's first when none
+  was yet). A resumeToken continues after it.
+  """
+  sequenceReached: Uint64!
+  "Events recomputed per second by this call, or by the subscription since it started."
+  eventsPerSecond: Float!
+}
+`, BuiltIn: false},
 	{Name: "../../schema/webhook_lifecycle.graphqls", Input: `# The lifecycle, limits, custom headers and health of webhook destinations
 # (docs/webhooks.md, "Destination lifecycle" and "Health").
 
@@ -4096,6 +4156,10 @@ func (ec *executionContext) childFields_AuditChainVerification(ctx context.Conte
 		return ec.fieldContext_AuditChainVerification_checkpointsChecked(ctx, field)
 	case "firstInvalidCheckpointSequence":
 		return ec.fieldContext_AuditChainVerification_firstInvalidCheckpointSequence(ctx, field)
+	case "sequenceReached":
+		return ec.fieldContext_AuditChainVerification_sequenceReached(ctx, field)
+	case "eventsPerSecond":
+		return ec.fieldContext_AuditChainVerification_eventsPerSecond(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type AuditChainVerification", field.Name)
 }
@@ -5702,6 +5766,44 @@ func (ec *executionContext) field_Query_webhookSubscriptions_args(ctx context.Co
 	return args, nil
 }
 
+func (ec *executionContext) field_Subscription_auditChainVerification_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "projectId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["projectId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "fromSequence",
+		func(ctx context.Context, v any) (*uint64, error) {
+			return ec.unmarshalOUint642ᚖuint64(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["fromSequence"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "toSequence",
+		func(ctx context.Context, v any) (*uint64, error) {
+			return ec.unmarshalOUint642ᚖuint64(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["toSequence"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "resumeToken",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["resumeToken"] = arg3
+	return args, nil
+}
+
 func (ec *executionContext) field_Subscription_auditEventRecorded_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -6071,6 +6173,52 @@ func (ec *executionContext) _AuditChainVerification_firstInvalidCheckpointSequen
 }
 func (ec *executionContext) fieldContext_AuditChainVerification_firstInvalidCheckpointSequence(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("AuditChainVerification", field, false, false, "Uint64")
+}
+
+func (ec *executionContext) _AuditChainVerification_sequenceReached(ctx context.Context, field graphql.CollectedField, obj *app.ChainVerification) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditChainVerification_sequenceReached(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SequenceReached, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v uint64) graphql.Marshaler {
+			return ec.marshalNUint642uint64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditChainVerification_sequenceReached(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditChainVerification", field, false, false, "Uint64")
+}
+
+func (ec *executionContext) _AuditChainVerification_eventsPerSecond(ctx context.Context, field graphql.CollectedField, obj *app.ChainVerification) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditChainVerification_eventsPerSecond(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EventsPerSecond, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditChainVerification_eventsPerSecond(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditChainVerification", field, false, false, "Float")
 }
 
 func (ec *executionContext) _AuditCheckpoint_sequence(ctx context.Context, field graphql.CollectedField, obj *domain.AuditCheckpoint) (ret graphql.Marshaler) {
@@ -11788,6 +11936,50 @@ func (ec *executionContext) fieldContext_Subscription_dataExportUpdated(ctx cont
 	return fc, nil
 }
 
+func (ec *executionContext) _Subscription_auditChainVerification(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_auditChainVerification(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().AuditChainVerification(ctx, fc.Args["projectId"].(string), fc.Args["fromSequence"].(*uint64), fc.Args["toSequence"].(*uint64), fc.Args["resumeToken"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *app.ChainVerification) graphql.Marshaler {
+			return ec.marshalNAuditChainVerification2ᚖgithubᚗcomᚋaetheriotᚋaetherᚑauditᚋappᚐChainVerification(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_auditChainVerification(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuditChainVerification(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_auditChainVerification_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _WebhookDelivery_id(ctx context.Context, field graphql.CollectedField, obj *domain.WebhookDelivery) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -17097,6 +17289,16 @@ func (ec *executionContext) _AuditChainVerification(ctx context.Context, sel ast
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
+		case "sequenceReached":
+			out.Values[i] = ec._AuditChainVerification_sequenceReached(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "eventsPerSecond":
+			out.Values[i] = ec._AuditChainVerification_eventsPerSecond(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -19287,6 +19489,8 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 		return ec._Subscription_auditEventRecorded(ctx, fields[0])
 	case "dataExportUpdated":
 		return ec._Subscription_dataExportUpdated(ctx, fields[0])
+	case "auditChainVerification":
+		return ec._Subscription_auditChainVerification(ctx, fields[0])
 	default:
 		panic("unknown field " + strconv.Quote(fields[0].Name))
 	}
