@@ -81,6 +81,13 @@ func runScale(ctx context.Context, e *env, opts options) ([]result, error) {
 			return out, fmt.Errorf("loading %d events: %w", size, err)
 		}
 		fmt.Fprintf(os.Stderr, "bench: scale %d: loaded in %s\n", size, time.Since(t0).Round(time.Second))
+		r, err := scaleDiskRow(ctx, e)
+		if err != nil {
+			return out, err
+		}
+		r.Scenario = scaleLabel(size, false, r.Scenario)
+		out = append(out, r)
+		fmt.Fprintf(os.Stderr, "bench: %s: %s\n", r.Scenario, r.Note)
 		for _, analyzed := range []bool{false, true} {
 			if analyzed {
 				if _, err := e.pool.Exec(ctx, "ANALYZE audit_events, webhook_deliveries"); err != nil {
@@ -95,6 +102,44 @@ func runScale(ctx context.Context, e *env, opts options) ([]result, error) {
 		}
 	}
 	return out, nil
+}
+
+// scaleDiskRow measures what the layout takes on disk: audit_events and
+// webhook_deliveries with their indexes (pg_total_relation_size over their
+// partitions), per row, and what the largest size of the issue (50M events,
+// 40M deliveries) would take at those rates.
+func scaleDiskRow(ctx context.Context, e *env) (result, error) {
+	var events, eventBytes, deliveries, deliveryBytes int64
+	if err := e.pool.QueryRow(ctx, `SELECT
+		(SELECT sum(greatest(c.reltuples, 0))::bigint FROM pg_partition_tree('audit_events') t JOIN pg_class c ON c.oid = t.relid WHERE t.isleaf),
+		(SELECT sum(pg_total_relation_size(t.relid))::bigint FROM pg_partition_tree('audit_events') t WHERE t.isleaf),
+		(SELECT sum(greatest(c.reltuples, 0))::bigint FROM pg_partition_tree('webhook_deliveries') t JOIN pg_class c ON c.oid = t.relid WHERE t.isleaf),
+		(SELECT sum(pg_total_relation_size(t.relid))::bigint FROM pg_partition_tree('webhook_deliveries') t WHERE t.isleaf)`).
+		Scan(&events, &eventBytes, &deliveries, &deliveryBytes); err != nil {
+		return result{}, err
+	}
+	// Without statistics, count (the sizes are exact either way).
+	if events == 0 {
+		if err := e.pool.QueryRow(ctx, "SELECT count(*) FROM audit_events").Scan(&events); err != nil {
+			return result{}, err
+		}
+	}
+	if deliveries == 0 {
+		if err := e.pool.QueryRow(ctx, "SELECT count(*) FROM webhook_deliveries").Scan(&deliveries); err != nil {
+			return result{}, err
+		}
+	}
+	perEvent := float64(eventBytes) / float64(max(events, 1))
+	perDelivery := float64(deliveryBytes) / float64(max(deliveries, 1))
+	at50M := (50e6*perEvent + 40e6*perDelivery) / 1e9
+	return newResult("disk", measurement{}, measurement{}, fmt.Sprintf(
+		"audit_events %d rows in %.1f GB, webhook_deliveries %d rows in %.1f GB, indexes included (pg_total_relation_size over the partitions); "+
+			"at these rates 50M events and 40M deliveries take %.0f GB", events, float64(eventBytes)/1e9, deliveries,
+		float64(deliveryBytes)/1e9, at50M),
+		metric{Name: "bytes/event", Ours: round(perEvent, 0)},
+		metric{Name: "bytes/delivery", Ours: round(perDelivery, 0)},
+		metric{Name: "GB at 50M events", Ours: round(at50M, 1)},
+	), nil
 }
 
 // scaleLabel names a row of the scale scenario.
