@@ -110,12 +110,13 @@ func runScale(ctx context.Context, e *env, opts options) ([]result, error) {
 // 40M deliveries) would take at those rates.
 func scaleDiskRow(ctx context.Context, e *env) (result, error) {
 	var events, eventBytes, deliveries, deliveryBytes int64
-	// Rows by the statistics views' live tuples (counted as written, not
-	// estimated by the last ANALYZE); sizes exact.
+	// Events by the chain heads (each project's events past its purged
+	// prefix: exact, without a scan), deliveries counted (the statistics
+	// views lag the loader's backends by seconds); sizes exact.
 	if err := e.pool.QueryRow(ctx, `SELECT
-		(SELECT COALESCE(sum(s.n_live_tup), 0)::bigint FROM pg_partition_tree('audit_events') t JOIN pg_stat_user_tables s ON s.relid = t.relid WHERE t.isleaf),
+		(SELECT COALESCE(sum(last_sequence - purged_through), 0)::bigint FROM audit_project_heads),
 		(SELECT sum(pg_total_relation_size(t.relid))::bigint FROM pg_partition_tree('audit_events') t WHERE t.isleaf),
-		(SELECT COALESCE(sum(s.n_live_tup), 0)::bigint FROM pg_partition_tree('webhook_deliveries') t JOIN pg_stat_user_tables s ON s.relid = t.relid WHERE t.isleaf),
+		(SELECT count(*) FROM webhook_deliveries),
 		(SELECT sum(pg_total_relation_size(t.relid))::bigint FROM pg_partition_tree('webhook_deliveries') t WHERE t.isleaf)`).
 		Scan(&events, &eventBytes, &deliveries, &deliveryBytes); err != nil {
 		return result{}, err
