@@ -72,17 +72,11 @@ func TestCreatePastAuditPartitions(t *testing.T) {
 	conn, err := pgx.Connect(ctx, appURL)
 	require.NoError(t, err)
 	defer conn.Close(ctx)
-	_, err = store.New(mustPool(t, appURL)).CreatePastAuditPartitions(ctx, old.AddDate(0, -1, 0), old.AddDate(0, -1, 0))
+	appPool, err := pgxpool.New(ctx, appURL)
+	require.NoError(t, err)
+	t.Cleanup(appPool.Close)
+	_, err = store.New(appPool).CreatePastAuditPartitions(ctx, old.AddDate(0, -1, 0), old.AddDate(0, -1, 0))
 	requireCode(t, err, "42501", "the runtime role creating a past month")
 	require.NoError(t, conn.QueryRow(ctx, "SELECT aether_create_audit_partitions(now() + interval '2 months')").Scan(&n))
 	require.Zero(t, n, "the months ahead exist")
-}
-
-// mustPool opens a pool on url, closed when the test ends.
-func mustPool(t *testing.T, url string) *pgxpool.Pool {
-	t.Helper()
-	p, err := pgxpool.New(context.Background(), url)
-	require.NoError(t, err)
-	t.Cleanup(p.Close)
-	return p
 }
