@@ -194,6 +194,24 @@ func (s *Store) CreateAuditPartitions(ctx context.Context, through time.Time) (i
 	return int(n), nil
 }
 
+// CreatePastAuditPartitions creates the monthly partitions of audit_events
+// from the month of from through the month of through, past months
+// included, that no partition covers yet, and returns how many it created:
+// what a load of old history (an import, the scale benchmark) needs before
+// it writes, so that no event lands in the DEFAULT partition. It goes
+// through the SECURITY DEFINER function of migration 00026, which only the
+// owner (the login that migrates) may execute: the runtime role gets an
+// insufficient_privilege error. A range of more than 240 months, one that
+// ends more than ten years ahead, or one that ends before it starts, is
+// refused (invalid_parameter_value).
+func (s *Store) CreatePastAuditPartitions(ctx context.Context, from, through time.Time) (int, error) {
+	n, err := s.queries.sqlc.CreatePastAuditPartitions(ctx, dbsqlc.CreatePastAuditPartitionsParams{FromTime: from, Through: through})
+	if err != nil {
+		return 0, fmt.Errorf("creating past audit partitions: %w", err)
+	}
+	return int(n), nil
+}
+
 // expiredAuditPartitionsSQL lists the bounded partitions of audit_events
 // whose upper bound is at or before $1, oldest first. Hand-written, not in
 // queries/: sqlc does not know pg_inherits.

@@ -7,18 +7,23 @@ package main
 // (the bench runs no ANALYZE first; autovacuum is off on this machine), and
 // again after an ANALYZE.
 //
-// Layout, in the bench database, kept for reruns (a rerun loads only what
-// a larger size adds):
-//   - half the events in one project, bench/scale-one (tenant bench, so
-//     that the bench's token reads it), recorded over the last 300 days,
-//     with valid hash chains (verification is measured on it);
-//   - the other half over 1,000 tenants × 5 projects (scale-tNNNN/pN),
-//     also chained;
+// Layout, in the bench database, kept for reruns (scale_load.go; a rerun
+// loads only what a size not loaded yet adds, so that the table holds about
+// that many events):
+//   - half of each size's events in one project of its own,
+//     bench/scale-one-<size> (tenant bench, so that the bench's token reads
+//     it), with a valid hash chain (verification is measured on it);
+//   - the rest, less what the sizes loaded before hold, over 1,000 tenants
+//     × 5 projects of the size (scale-tNNNN/pN-<size>), also chained;
+//   - every project's events recorded evenly over the last scaleHistory,
+//     in monthly partitions created for them first, never in the DEFAULT
+//     partition, with the runs by month the store's reads prune by;
 //   - webhook deliveries in proportion: 0.8 per event (40M at 50M), all
-//     DELIVERED, of one disabled subscription of bench/scale-one;
-//   - for each purge row, a month of a new project of tenant scale-purge
-//     (at the one project's monthly rate), 31 to 60 days old, under a
-//     30-day tenant retention, which the row removes.
+//     DELIVERED, of one disabled subscription of bench/scale-one, with
+//     UUIDv7 ids of the last 60 days (deliveries are partitioned by the
+//     month of their id);
+//   - for each pass, two months of new projects of tenant scale-purge,
+//     which the purge rows remove (scale_purge.go).
 //
 // Events and deliveries are written with COPY and INSERT … SELECT (the path
 // under test is not ingest); ingest is measured by the ingest-batch
@@ -32,11 +37,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
-
-	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/aetheriot/aether-audit/app"
 	"github.com/aetheriot/aether-audit/domain"
@@ -44,8 +45,9 @@ import (
 )
 
 const (
-	// scaleOneProject is the bench tenant's project holding half of each
-	// size.
+	// scaleOneProject names the bench tenant's projects holding half of
+	// each size (scaleOneProjectOf) and is the project of the scale
+	// deliveries' subscription.
 	scaleOneProject = "scale-one"
 	// scalePurgeTenant holds the months the purge rows remove, each in a
 	// project named after scalePurgeProject; scalePurgeRetentionDays is the
@@ -56,7 +58,8 @@ const (
 	// scaleTenants × scaleProjectsPerTenant projects share the other half.
 	scaleTenants           = 1000
 	scaleProjectsPerTenant = 5
-	// scaleHistory is the time the one project's events are spread over.
+	// scaleHistory is the time every scale project's events are spread
+	// over.
 	scaleHistory = 300 * 24 * time.Hour
 	// scaleDeliveriesPerEvent is the delivery rows loaded per event.
 	scaleDeliveriesPerEvent = 0.8
@@ -78,6 +81,13 @@ func runScale(ctx context.Context, e *env, opts options) ([]result, error) {
 			return out, fmt.Errorf("loading %d events: %w", size, err)
 		}
 		fmt.Fprintf(os.Stderr, "bench: scale %d: loaded in %s\n", size, time.Since(t0).Round(time.Second))
+		r, err := scaleDiskRow(ctx, e)
+		if err != nil {
+			return out, err
+		}
+		r.Scenario = scaleLabel(size, false, r.Scenario)
+		out = append(out, r)
+		fmt.Fprintf(os.Stderr, "bench: %s: %s\n", r.Scenario, r.Note)
 		for _, analyzed := range []bool{false, true} {
 			if analyzed {
 				if _, err := e.pool.Exec(ctx, "ANALYZE audit_events, webhook_deliveries"); err != nil {
@@ -92,6 +102,36 @@ func runScale(ctx context.Context, e *env, opts options) ([]result, error) {
 		}
 	}
 	return out, nil
+}
+
+// scaleDiskRow measures what the layout takes on disk: audit_events and
+// webhook_deliveries with their indexes (pg_total_relation_size over their
+// partitions), per row, and what the largest size of the issue (50M events,
+// 40M deliveries) would take at those rates.
+func scaleDiskRow(ctx context.Context, e *env) (result, error) {
+	var events, eventBytes, deliveries, deliveryBytes int64
+	// Events by the chain heads (each project's events past its purged
+	// prefix: exact, without a scan), deliveries counted (the statistics
+	// views lag the loader's backends by seconds); sizes exact.
+	if err := e.pool.QueryRow(ctx, `SELECT
+		(SELECT COALESCE(sum(last_sequence - purged_through), 0)::bigint FROM audit_project_heads),
+		(SELECT sum(pg_total_relation_size(t.relid))::bigint FROM pg_partition_tree('audit_events') t WHERE t.isleaf),
+		(SELECT count(*) FROM webhook_deliveries),
+		(SELECT sum(pg_total_relation_size(t.relid))::bigint FROM pg_partition_tree('webhook_deliveries') t WHERE t.isleaf)`).
+		Scan(&events, &eventBytes, &deliveries, &deliveryBytes); err != nil {
+		return result{}, err
+	}
+	perEvent := float64(eventBytes) / float64(max(events, 1))
+	perDelivery := float64(deliveryBytes) / float64(max(deliveries, 1))
+	at50M := (50e6*perEvent + 40e6*perDelivery) / 1e9
+	return newResult("disk", measurement{}, measurement{}, fmt.Sprintf(
+		"audit_events %d rows in %.1f GB, webhook_deliveries %d rows in %.1f GB, indexes included (pg_total_relation_size over the partitions); "+
+			"at these rates 50M events and 40M deliveries take %.0f GB", events, float64(eventBytes)/1e9, deliveries,
+		float64(deliveryBytes)/1e9, at50M),
+		metric{Name: "bytes/event", Ours: round(perEvent, 0)},
+		metric{Name: "bytes/delivery", Ours: round(perDelivery, 0)},
+		metric{Name: "GB at 50M events", Ours: round(at50M, 1)},
+	), nil
 }
 
 // scaleLabel names a row of the scale scenario.
@@ -143,7 +183,8 @@ func measureScale(ctx context.Context, e *env, opts options, size int, analyzed 
 	}
 
 	st := store.New(e.pool)
-	head, err := st.AuditHead(ctx, benchTenant, scaleOneProject)
+	one := scaleOneProjectOf(size)
+	head, err := st.AuditHead(ctx, benchTenant, one)
 	if err != nil {
 		return out, err
 	}
@@ -162,14 +203,14 @@ func measureScale(ctx context.Context, e *env, opts options, size int, analyzed 
 		{"query-page newest-first", newestQuery, newestSQL, true},
 		{"query-page random deep page", pageQuery, pageSQL, false},
 	} {
-		r, err := queryPageRow(ctx, e, opts, pool, pageTarget{project: scaleOneProject, total: head.Sequence, newest: row.newest},
-			row.name, row.query, row.sql, " of "+scaleOneProject, nil, pageTargets{})
+		r, err := queryPageRow(ctx, e, opts, pool, pageTarget{project: one, total: head.Sequence, newest: row.newest},
+			row.name, row.query, row.sql, " of "+one, nil, pageTargets{})
 		if err := add(row.name, []result{r}, err); err != nil {
 			return out, err
 		}
 	}
 
-	r, err := scaleVerifyRow(ctx, e, head.Sequence)
+	r, err := scaleVerifyRow(ctx, e, one, head.Sequence)
 	if err := add("verify", []result{r}, err); err != nil {
 		return out, err
 	}
@@ -191,8 +232,8 @@ func measureScale(ctx context.Context, e *env, opts options, size int, analyzed 
 		return out, err
 	}
 
-	r, err = scalePurgeRow(ctx, e, size)
-	if err := add("purge", []result{r}, err); err != nil {
+	rs, err = scalePurgeRows(ctx, e, size)
+	if err := add("purge", rs, err); err != nil {
 		return out, err
 	}
 	return out, nil
@@ -201,13 +242,13 @@ func measureScale(ctx context.Context, e *env, opts options, size int, analyzed 
 // scaleVerifyRow times verifyAuditChain over the one project's first
 // scaleVerifyEvents events (one call) against pgx streaming the same rows
 // and SHA-256-free decoding, so that the ratio is the cost of recomputing.
-func scaleVerifyRow(ctx context.Context, e *env, head uint64) (result, error) {
+func scaleVerifyRow(ctx context.Context, e *env, project string, head uint64) (result, error) {
 	n := min(head, scaleVerifyEvents)
 	from, to := uint64(1), n
-	id := app.Identity{Subject: "bench", TenantID: benchTenant, ProjectIDs: []string{scaleOneProject},
+	id := app.Identity{Subject: "bench", TenantID: benchTenant, ProjectIDs: []string{project},
 		Permissions: []app.Permission{app.PermissionAuditRead}}
 	t0 := time.Now()
-	in := app.VerifyAuditChainInput{ProjectID: scaleOneProject, FromSequence: &from, ToSequence: &to}
+	in := app.VerifyAuditChainInput{ProjectID: project, FromSequence: &from, ToSequence: &to}
 	var v app.ChainVerification
 	calls := 0
 	for {
@@ -219,7 +260,7 @@ func scaleVerifyRow(ctx context.Context, e *env, head uint64) (result, error) {
 		if v.Complete || v.ResumeToken == nil {
 			break
 		}
-		in = app.VerifyAuditChainInput{ProjectID: scaleOneProject, ResumeToken: *v.ResumeToken}
+		in = app.VerifyAuditChainInput{ProjectID: project, ResumeToken: *v.ResumeToken}
 	}
 	ours := time.Since(t0)
 	if !v.Valid || v.CheckedCount != n {
@@ -227,7 +268,7 @@ func scaleVerifyRow(ctx context.Context, e *env, head uint64) (result, error) {
 	}
 	t0 = time.Now()
 	var read uint64
-	err := store.New(e.pool).ScanAuditEvents(ctx, benchTenant, scaleOneProject, from, to, func(*domain.AuditEvent) error {
+	err := store.New(e.pool).ScanAuditEvents(ctx, benchTenant, project, from, to, func(*domain.AuditEvent) error {
 		read++
 		return nil
 	})
@@ -239,236 +280,6 @@ func scaleVerifyRow(ctx context.Context, e *env, head uint64) (result, error) {
 	b := measurement{units: int64(read), ops: 1, elapsed: base}
 	return newResult("verifyAuditChain", o, b,
 		fmt.Sprintf("events 1..%d of %s in %d call(s) (each at most %d events or %s); baseline: the store's scan of the same rows, decoded, no hashing",
-			n, scaleOneProject, calls, app.MaxVerifyRange, app.DefaultVerifyTimeBudget),
+			n, project, calls, app.MaxVerifyRange, app.DefaultVerifyTimeBudget),
 		throughput("events/s", o, b, 0)), nil
-}
-
-// scalePurgeRow loads a month of a new scale-purge project (at the one project's
-// monthly rate at this size, 31 to 60 days old) and times the retention
-// purge that removes it, with audit_events' dead tuples and size before
-// and after.
-func scalePurgeRow(ctx context.Context, e *env, size int) (result, error) {
-	month := max(size/2*30/300, 1000)
-	if _, err := e.pool.Exec(ctx, `INSERT INTO audit_retention_overrides (tenant_id, retention_days, updated_at, updated_by)
-		VALUES ($1, $2, now(), 'bench-scale') ON CONFLICT (tenant_id) DO UPDATE SET retention_days = EXCLUDED.retention_days`,
-		scalePurgeTenant, scalePurgeRetentionDays); err != nil {
-		return result{}, err
-	}
-	// A project of its own each time: a purge records its audit event
-	// (audit.events.purged) in the purged project, so an older month can
-	// never follow it there.
-	project := fmt.Sprintf("%s-%s-%d", scalePurgeProject, randomHex(4), size)
-	if err := copyChained(ctx, e, scalePurgeTenant, project, 0, uint64(month),
-		time.Now().Add(-60*24*time.Hour), 29*24*time.Hour, false); err != nil {
-		return result{}, err
-	}
-	deadTuples := func() (dead, bytes int64, err error) {
-		// Summed over the partitions of audit_events (a partitioned table
-		// has no rows of its own; a dropped partition leaves nothing).
-		err = e.pool.QueryRow(ctx, `SELECT COALESCE(sum(s.n_dead_tup), 0)::bigint, COALESCE(sum(pg_table_size(t.relid)), 0)::bigint
-			FROM pg_partition_tree('audit_events') t LEFT JOIN pg_stat_user_tables s ON s.relid = t.relid
-			WHERE t.isleaf`).Scan(&dead, &bytes)
-		return dead, bytes, err
-	}
-	dead0, size0, err := deadTuples()
-	if err != nil {
-		return result{}, err
-	}
-	purger := app.New(store.New(e.pool), app.Config{AuditRetention: 10 * 365 * 24 * time.Hour})
-	t0 := time.Now()
-	var purged int64
-	for {
-		ps, err := purger.PurgeExpiredAuditEvents(ctx, 100)
-		if err != nil {
-			return result{}, err
-		}
-		if len(ps) == 0 {
-			break
-		}
-		for _, p := range ps {
-			purged += p.Count
-		}
-	}
-	took := time.Since(t0)
-	// The purging backends report their deletes to the statistics views
-	// within seconds of committing: wait for them (or 15 s).
-	var dead1, size1 int64
-	for wait := time.Now(); ; {
-		if dead1, size1, err = deadTuples(); err != nil {
-			return result{}, err
-		}
-		if dead1-dead0 >= purged || time.Since(wait) > 15*time.Second {
-			break
-		}
-		if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
-			return result{}, err
-		}
-	}
-	if purged < int64(month) {
-		return result{}, fmt.Errorf("purged %d events, want at least %d", purged, month)
-	}
-	o := measurement{units: purged, ops: purged, elapsed: took}
-	return newResult("purge of one month", o, measurement{}, fmt.Sprintf(
-		"%d events of %s/%s older than its %d-day retention, through PurgeExpiredAuditEvents (batches of %d); "+
-			"audit_events dead tuples %d before, %d after; table %d MB before, %d MB after",
-		purged, scalePurgeTenant, project, scalePurgeRetentionDays, app.DefaultPurgeBatch,
-		dead0, dead1, size0>>20, size1>>20),
-		metric{Name: "seconds", Ours: round(took.Seconds(), 2)},
-		metric{Name: "events/s", Ours: round(float64(purged)/took.Seconds(), 0)},
-		metric{Name: "dead tuples added", Ours: float64(dead1 - dead0)},
-		metric{Name: "table MB added", Ours: float64((size1 - size0) >> 20)},
-	), nil
-}
-
-// loadScale grows the layout to size events (and its deliveries).
-func loadScale(ctx context.Context, e *env, size int) error {
-	half := uint64(size / 2)
-	// Projects start scaleHistory ago; a project grown again continues
-	// after its newest event, so recorded times keep the sequence order.
-	start := time.Now().Add(-scaleHistory)
-	if err := growProject(ctx, e, benchTenant, scaleOneProject, half, start); err != nil {
-		return err
-	}
-	per := half / (scaleTenants * scaleProjectsPerTenant)
-	if per > 0 {
-		fmt.Fprintf(os.Stderr, "bench: scale: %d projects to %d events each\n", scaleTenants*scaleProjectsPerTenant, per)
-		for t := range scaleTenants {
-			for p := range scaleProjectsPerTenant {
-				if err := growProject(ctx, e, scaleTenantID(t), "p"+strconv.Itoa(p), per, start); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	return loadDeliveries(ctx, e, int64(float64(size)*scaleDeliveriesPerEvent))
-}
-
-// growProject appends events to tenant/project, chained on its head, up
-// to target events, recorded evenly from start (or after its newest event)
-// to now.
-func growProject(ctx context.Context, e *env, tenant, project string, target uint64, start time.Time) error {
-	st := store.New(e.pool)
-	head, err := st.AuditHead(ctx, tenant, project)
-	if err != nil {
-		return err
-	}
-	if head.Sequence >= target {
-		return nil
-	}
-	if target >= 1_000_000 {
-		fmt.Fprintf(os.Stderr, "bench: scale: %s/%s from %d to %d events\n", tenant, project, head.Sequence, target)
-	}
-	from := start
-	if head.Sequence > 0 {
-		last, err := st.GetAuditEventBySequence(ctx, tenant, project, head.Sequence)
-		if err != nil {
-			return err
-		}
-		from = last.RecordedAt.Add(time.Microsecond)
-	}
-	return copyChained(ctx, e, tenant, project, head.Sequence, target-head.Sequence, from, time.Since(from), target >= 1_000_000)
-}
-
-// copyChained appends n events to tenant/project after its head seq (its
-// chain read from the head row), recorded evenly over [from, from+span),
-// with COPY in transactions of scaleCopyBatch, moving the head with each.
-// With progress, it reports every 10 transactions.
-func copyChained(ctx context.Context, e *env, tenant, project string, seq, n uint64, from time.Time, span time.Duration, progress bool) error {
-	templates, err := scaleTemplates()
-	if err != nil {
-		return err
-	}
-	st := store.New(e.pool)
-	head, err := st.AuditHead(ctx, tenant, project)
-	if err != nil {
-		return err
-	}
-	prev := head.Hash
-	step := span / time.Duration(max(n, 1))
-	rows := make([][]any, 0, scaleCopyBatch)
-	for done, tx := uint64(0), 0; done < n; tx++ {
-		rows = rows[:0]
-		for i := uint64(0); i < min(scaleCopyBatch, n-done); i++ {
-			k := done + i
-			ev := restamp(&templates[k%uint64(len(templates))], project, seq+k+1)
-			ev.TenantID = tenant
-			ev.RecordedAt = from.Add(time.Duration(k) * step).UTC().Truncate(time.Microsecond)
-			ev.OccurredAt = ev.RecordedAt
-			ev.ChainHash = ev.ComputeChainHash(prev)
-			prev = ev.ChainHash
-			rows = append(rows, rowValues(&ev))
-		}
-		last := seq + done + uint64(len(rows))
-		err := pgx.BeginFunc(ctx, e.pool, func(t pgx.Tx) error {
-			if _, err := t.CopyFrom(ctx, pgx.Identifier{"audit_events"}, eventColumns, pgx.CopyFromRows(rows)); err != nil {
-				return err
-			}
-			_, err := t.Exec(ctx, `INSERT INTO audit_project_heads (tenant_id, project_id, last_sequence, last_hash) VALUES ($1, $2, $3, $4)
-				ON CONFLICT (tenant_id, project_id) DO UPDATE SET last_sequence = EXCLUDED.last_sequence, last_hash = EXCLUDED.last_hash`,
-				tenant, project, int64(last), prev[:])
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("copying events of %s/%s: %w", tenant, project, err)
-		}
-		done += uint64(len(rows))
-		if progress && tx%10 == 9 {
-			fmt.Fprintf(os.Stderr, "bench: scale: %s/%s at %d events\n", tenant, project, last)
-		}
-	}
-	return nil
-}
-
-// scaleTemplates returns the demo events copyChained restamps, made once.
-var scaleTemplates = sync.OnceValues(func() ([]domain.AuditEvent, error) {
-	return sealedEvents(19, scaleOneProject, 1000)
-})
-
-// loadDeliveries grows webhook_deliveries' scale rows (DELIVERED, of one
-// disabled subscription of bench/scale-one) to n. Their ids are UUIDv7s of
-// now, as the service's: webhook_deliveries is partitioned by the month of
-// its ids (migration 00024), and random ids would fill its default
-// partition.
-func loadDeliveries(ctx context.Context, e *env, n int64) error {
-	var dest, sub uuid.UUID
-	err := e.pool.QueryRow(ctx, `SELECT destination_id, id FROM webhook_subscriptions
-		WHERE tenant_id = $1 AND project_id = $2 AND created_by = 'bench-scale'`, benchTenant, scaleOneProject).Scan(&dest, &sub)
-	if err == pgx.ErrNoRows {
-		dest, sub = uuid.New(), uuid.New()
-		err = pgx.BeginFunc(ctx, e.pool, func(t pgx.Tx) error {
-			if _, err := t.Exec(ctx, `INSERT INTO webhook_destinations (tenant_id, project_id, id, url, created_at, created_by)
-				VALUES ($1, $2, $3, 'https://scale.invalid/hook', now(), 'bench-scale')`, benchTenant, scaleOneProject, dest); err != nil {
-				return err
-			}
-			_, err := t.Exec(ctx, `INSERT INTO webhook_subscriptions (tenant_id, project_id, id, destination_id, event_types, state,
-				after_sequence, created_at, created_by, disabled_at)
-				VALUES ($1, $2, $3, $4, ARRAY['scale.loaded'], 'DISABLED', 0, now(), 'bench-scale', now())`, benchTenant, scaleOneProject, sub, dest)
-			return err
-		})
-	}
-	if err != nil {
-		return err
-	}
-	var have int64
-	if err := e.pool.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE subscription_id = $1`, sub).Scan(&have); err != nil {
-		return err
-	}
-	if have >= n {
-		return nil
-	}
-	fmt.Fprintf(os.Stderr, "bench: scale: webhook deliveries from %d to %d\n", have, n)
-	for have < n {
-		k := min(n-have, 1_000_000)
-		if _, err := e.pool.Exec(ctx, `INSERT INTO webhook_deliveries (tenant_id, project_id, id, subscription_id, destination_id,
-			event_id, event_sequence, event_type, idempotency_key, state, attempt_count, max_attempts, created_at, updated_at, delivered_at)
-			SELECT $1, $2, (lpad(to_hex((extract(epoch FROM now()) * 1000)::bigint), 12, '0') || '7'
-					|| substr(md5(g::text || random()::text), 1, 3) || '8' || substr(md5(random()::text), 1, 15))::uuid,
-				$3, $4, gen_random_uuid(), $5 + g, 'scale.loaded', 'msg_' || ($5 + g), 'DELIVERED', 1, 8,
-				now(), now(), now()
-			FROM generate_series(1, $6::bigint) g`, benchTenant, scaleOneProject, sub, dest, have, k); err != nil {
-			return err
-		}
-		have += k
-	}
-	return nil
 }

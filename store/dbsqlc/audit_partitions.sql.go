@@ -69,6 +69,25 @@ func (q *Queries) CreateAuditPartitions(ctx context.Context, through time.Time) 
 	return created, err
 }
 
+const CreatePastAuditPartitions = `-- name: CreatePastAuditPartitions :one
+SELECT aether_create_audit_partitions($1::timestamptz, $2::timestamptz)::integer AS created
+`
+
+type CreatePastAuditPartitionsParams struct {
+	FromTime time.Time
+	Through  time.Time
+}
+
+// The monthly partitions of audit_events from the month of from_time
+// through the month of through, past months included, through the SECURITY
+// DEFINER function of migration 00026 (the owner's connection only).
+func (q *Queries) CreatePastAuditPartitions(ctx context.Context, arg CreatePastAuditPartitionsParams) (int32, error) {
+	row := q.db.QueryRow(ctx, CreatePastAuditPartitions, arg.FromTime, arg.Through)
+	var created int32
+	err := row.Scan(&created)
+	return created, err
+}
+
 const DropAuditPartition = `-- name: DropAuditPartition :one
 SELECT aether_drop_audit_partition($1::text, $2::interval)::boolean AS dropped
 `

@@ -21,6 +21,12 @@ VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING;
 -- through the SECURITY DEFINER function of migration 00022.
 SELECT aether_create_audit_partitions(@through::timestamptz)::integer AS created;
 
+-- name: CreatePastAuditPartitions :one
+-- The monthly partitions of audit_events from the month of from_time
+-- through the month of through, past months included, through the SECURITY
+-- DEFINER function of migration 00026 (the owner's connection only).
+SELECT aether_create_audit_partitions(@from_time::timestamptz, @through::timestamptz)::integer AS created;
+
 -- name: LockAuditEventIDs :exec
 -- Queued by Tx.FindAuditEventsByID: a transaction-level advisory lock on
 -- each of the tenant's event ids $2, in id order (so two transactions
