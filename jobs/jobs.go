@@ -87,8 +87,8 @@ type ClientConfig struct {
 // inserts, its scheduler, and store.Tx.RescheduleJobs for the webhook
 // dispatcher's hand-overs), so the poll only catches a lost signal; each
 // poll of each queue is a fetch statement and a wake-up of an idle process
-// (at 250 ms, 12 of the 13 statements a second of an idle serve:
-// docs/benchmarks.md, "Trickle rows: the idle floor").
+// (at 250 ms, 12 of the 13 statements a second of the bench's idle
+// process; 4 at 1 s: docs/benchmarks.md, "Trickle rows: the idle floor").
 const defaultFetchPollInterval = time.Second
 
 // defaultJobTimeout bounds a run of the jobs without a timeout of their own
