@@ -49,9 +49,17 @@ type coalescedAppend struct {
 
 // appendCoalesced appends req, all of one project, in a transaction shared
 // with concurrent appends to that project. Each request succeeds or fails on
-// its own: an IDEMPOTENCY_CONFLICT of one does not affect the others. When
-// ctx ends first the caller gets ctx's error, but the append may still
-// commit: a dropped client does not change the outcome.
+// its own: an IDEMPOTENCY_CONFLICT of one does not affect the others.
+//
+// A request to an idle project runs its transaction on the caller's
+// goroutine (a lone event at a trickle costs no goroutine and no hand-over
+// between threads: docs/benchmarks.md, "Trickle rows: the idle floor"),
+// and hands the requests that arrived meanwhile to a goroutine that drains
+// them. A request that finds a transaction of its project under way waits
+// for the next one. When ctx ends first the caller gets ctx's error, but
+// the append may still commit: a dropped client does not change the
+// outcome. Only a transaction of the caller's request alone runs under
+// ctx; one shared with others runs detached from every caller.
 func (a *App) appendCoalesced(ctx context.Context, tenantID, projectID string, req *appendRequest) ([]domain.AuditEvent, error) {
 	call := &coalescedAppend{appendRequest: req, done: make(chan struct{})}
 	key := projectKey{tenantID, projectID}
@@ -68,7 +76,16 @@ func (a *App) appendCoalesced(ctx context.Context, tenantID, projectID string, r
 	q.waiting = append(q.waiting, call)
 	c.mu.Unlock()
 	if !running {
-		go a.drainAppends(key, q)
+		calls := c.next(key, q)
+		parent := context.Background()
+		if len(calls) == 1 {
+			parent = ctx
+		}
+		a.appendTx(parent, key, calls)
+		if c.more(key, q) {
+			go a.drainAppends(key, q)
+		}
+		return call.events, call.err
 	}
 	select {
 	case <-call.done:
@@ -78,66 +95,88 @@ func (a *App) appendCoalesced(ctx context.Context, tenantID, projectID string, r
 	}
 }
 
+// next takes the calls of the project's next transaction off q, or, when
+// none are waiting, ends q's run and returns none.
+func (c *appendCoalescer) next(key projectKey, q *projectQueue) []*coalescedAppend {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, events := 0, 0
+	for n < len(q.waiting) && (n == 0 || events+len(q.waiting[n].drafts) <= maxCoalescedEvents) {
+		events += len(q.waiting[n].drafts)
+		n++
+	}
+	if n == 0 {
+		delete(c.queues, key)
+		return nil
+	}
+	calls := q.waiting[:n:n]
+	q.waiting = q.waiting[n:]
+	return calls
+}
+
+// more reports whether calls are waiting on q; if none are, it ends q's
+// run.
+func (c *appendCoalescer) more(key projectKey, q *projectQueue) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(q.waiting) > 0 {
+		return true
+	}
+	delete(c.queues, key)
+	return false
+}
+
 // drainAppends runs transactions for the project's waiting appends until
 // none are left.
 func (a *App) drainAppends(key projectKey, q *projectQueue) {
-	c := &a.coalescer
-	for {
-		c.mu.Lock()
-		n, events := 0, 0
-		for n < len(q.waiting) && (n == 0 || events+len(q.waiting[n].drafts) <= maxCoalescedEvents) {
-			events += len(q.waiting[n].drafts)
-			n++
-		}
-		if n == 0 {
-			delete(c.queues, key)
-			c.mu.Unlock()
-			return
-		}
-		calls := q.waiting[:n:n]
-		q.waiting = q.waiting[n:]
-		c.mu.Unlock()
+	for calls := a.coalescer.next(key, q); calls != nil; calls = a.coalescer.next(key, q) {
+		a.appendTx(context.Background(), key, calls)
+	}
+}
 
-		reqs := make([]*appendRequest, len(calls))
-		for i, call := range calls {
-			reqs[i] = call.appendRequest
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), coalesceTimeout)
-		known, expect := c.heads.get(key)
-		var left lockedHead
-		err := a.retryTx(ctx, func(ctx context.Context, tx Tx) error {
-			locked := known
-			if expect {
-				// Only the first attempt expects: a retry reads the head.
-				expect = false
-				if err := tx.ExpectAuditHead(ctx, key.tenantID, key.projectID, known.head, known.webhooks); err != nil {
-					return err
-				}
-			} else {
-				head, webhooks, err := tx.LockAuditHead(ctx, key.tenantID, key.projectID)
-				if err != nil {
-					return err
-				}
-				locked = lockedHead{head, webhooks}
+// appendTx appends calls, all of the project key, in one transaction under
+// parent (bounded by coalesceTimeout), and closes each call's done.
+func (a *App) appendTx(parent context.Context, key projectKey, calls []*coalescedAppend) {
+	c := &a.coalescer
+	reqs := make([]*appendRequest, len(calls))
+	for i, call := range calls {
+		reqs[i] = call.appendRequest
+	}
+	ctx, cancel := context.WithTimeout(parent, coalesceTimeout)
+	known, expect := c.heads.get(key)
+	var left lockedHead
+	err := a.retryTx(ctx, func(ctx context.Context, tx Tx) error {
+		locked := known
+		if expect {
+			// Only the first attempt expects: a retry reads the head.
+			expect = false
+			if err := tx.ExpectAuditHead(ctx, key.tenantID, key.projectID, known.head, known.webhooks); err != nil {
+				return err
 			}
-			existing, err := a.findExisting(ctx, tx, key.tenantID, reqs)
+		} else {
+			head, webhooks, err := tx.LockAuditHead(ctx, key.tenantID, key.projectID)
 			if err != nil {
 				return err
 			}
-			for _, r := range reqs {
-				r.reset()
-			}
-			head, err := a.sealAndInsert(ctx, tx, key.tenantID, key.projectID, locked, newSealBatch(existing), reqs, a.now())
-			left = lockedHead{head, locked.webhooks}
-			return err
-		})
-		cancel()
-		c.heads.committed(key, left, err == nil)
-		for _, call := range calls {
-			if err != nil {
-				call.err = err
-			}
-			close(call.done)
+			locked = lockedHead{head, webhooks}
 		}
+		existing, err := a.findExisting(ctx, tx, key.tenantID, reqs)
+		if err != nil {
+			return err
+		}
+		for _, r := range reqs {
+			r.reset()
+		}
+		head, err := a.sealAndInsert(ctx, tx, key.tenantID, key.projectID, locked, newSealBatch(existing), reqs, a.now())
+		left = lockedHead{head, locked.webhooks}
+		return err
+	})
+	cancel()
+	c.heads.committed(key, left, err == nil)
+	for _, call := range calls {
+		if err != nil {
+			call.err = err
+		}
+		close(call.done)
 	}
 }

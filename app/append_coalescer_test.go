@@ -123,3 +123,34 @@ func TestCoalescedAppendsShareATransactionAndFailAlone(t *testing.T) {
 	require.Equal(t, uint64(2+fresh), v.HeadSequence)
 	require.Eventually(t, func() bool { return waiting() == -1 }, 5*time.Second, 5*time.Millisecond, "the queue is gone once drained")
 }
+
+// TestLoneAppendRunsUnderItsCallersContext blocks a lone append, which
+// runs on its caller's goroutine, on the project's head lock held from
+// outside: its caller still gets the context's error when the context
+// ends, not once the lock is released (a transaction detached from it
+// would hold the caller until its own one-minute bound), and the project
+// takes appends again afterwards.
+func TestLoneAppendRunsUnderItsCallersContext(t *testing.T) {
+	pool := storetest.NewPool(t)
+	a := New(store.New(pool), Config{})
+	ctx := context.Background()
+	writer := Identity{Subject: "svc", TenantID: "t1", ProjectIDs: []string{"p1"}, Permissions: []Permission{PermissionAuditWrite}}
+	_, err := a.RecordAuditEvent(ctx, writer, coalesceDraft("device.first"), "")
+	require.NoError(t, err)
+
+	blocker, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	_, err = blocker.Exec(ctx, "SELECT 1 FROM audit_project_heads WHERE tenant_id = 't1' AND project_id = 'p1' FOR UPDATE")
+	require.NoError(t, err)
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = a.RecordAuditEvent(short, writer, coalesceDraft("device.lone"), "")
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Less(t, time.Since(start), 10*time.Second, "the caller waited for the lock, not for its context")
+	require.NoError(t, blocker.Rollback(ctx))
+
+	e, err := a.RecordAuditEvent(ctx, writer, coalesceDraft("device.next"), "")
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, e.Sequence, uint64(2))
+}

@@ -29,8 +29,9 @@ type AuditStreamReads interface {
 type AuditStreamStore interface {
 	AuditStreamReads
 	// EnsureAuditStreamCursors gives allProjects streams a cursor in each
-	// project of their tenant that has events.
-	EnsureAuditStreamCursors(ctx context.Context) error
+	// project of their tenant that has events, and reports whether any
+	// stream cursor exists (of any tenant).
+	EnsureAuditStreamCursors(ctx context.Context) (bool, error)
 	// ClaimAuditStreamCursors leases up to limit cursors with work (not
 	// paused, behind the head, not leased, not waiting for a retry).
 	ClaimAuditStreamCursors(ctx context.Context, owner uuid.UUID, now, leaseUntil time.Time, limit int) ([]domain.AuditStreamCursor, error)

@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -128,6 +129,8 @@ type streamOpts struct {
 	allowHTTP bool
 	// breaker is the webhooks' (and streams') circuit breaker policy.
 	breaker domain.WebhookBreakerPolicy
+	// claims, when set, counts the worker's ClaimAuditStreamCursors calls.
+	claims *atomic.Int64
 }
 
 func setupStreams(t *testing.T, o streamOpts) *streamBundle {
@@ -146,7 +149,11 @@ func setupStreams(t *testing.T, o streamOpts) *streamBundle {
 	if cfg.MaxBackoff == 0 {
 		cfg.MaxBackoff = 100 * time.Millisecond
 	}
-	a := app.New(store.New(pool), app.Config{Logger: slog.New(slog.DiscardHandler), Webhooks: app.WebhookConfig{
+	var st app.Store[*store.Tx] = store.New(pool)
+	if o.claims != nil {
+		st = claimCounter{Store: store.New(pool), claims: o.claims}
+	}
+	a := app.New(st, app.Config{Logger: slog.New(slog.DiscardHandler), Webhooks: app.WebhookConfig{
 		Box: box, Sender: sender, URLPolicy: webhook.URLPolicy{AllowPrefixes: loopback, AllowHTTP: o.allowHTTP}, Breaker: o.breaker,
 	}, Streams: cfg})
 	b := &streamBundle{app: a, pool: pool, receiver: rc,

@@ -20,7 +20,9 @@ import (
 // when it expires: its process died).
 //
 // It looks for work at once whenever wake receives (the live hub signals
-// each committed append), and every StreamConfig.Poll. For each cursor it
+// each committed append), and every StreamConfig.Poll; while no stream
+// cursor exists (no stream on the database) it only looks, every Poll,
+// whether one does. For each cursor it
 // leases, it reads the events after the cursor that the stream's filter
 // keeps, delivers them in batches (up to BatchEvents per HTTP request, up
 // to ObjectEvents per S3 object, an S3 object waiting up to ObjectMaxAge
@@ -38,6 +40,12 @@ func (a *App) RunAuditStreams(ctx context.Context, wake <-chan struct{}) error {
 	defer wg.Wait()
 	inFlight := 0
 	var lastEnsure time.Time
+	// cursors is whether any stream cursor existed at the last look: a
+	// process of a database without streams claims nothing, neither at
+	// each append nor at each poll (one statement a second instead of two
+	// and none per append); a stream created since is found at the next
+	// poll.
+	cursors := true
 	for {
 		if ctx.Err() != nil {
 			return nil
@@ -52,13 +60,15 @@ func (a *App) RunAuditStreams(ctx context.Context, wake <-chan struct{}) error {
 			}
 		}
 		if time.Since(lastEnsure) >= w.cfg.Poll {
-			if err := a.store.EnsureAuditStreamCursors(ctx); err != nil && ctx.Err() == nil {
+			exist, err := a.store.EnsureAuditStreamCursors(ctx)
+			if err != nil && ctx.Err() == nil {
 				a.logger.Warn("audit streams: creating cursors", "err", err)
 			}
+			cursors = exist || err != nil
 			lastEnsure = time.Now()
 			w.pruneSinks(lastEnsure)
 		}
-		if free := w.cfg.Workers - inFlight; free > 0 {
+		if free := w.cfg.Workers - inFlight; free > 0 && cursors {
 			now := a.now()
 			cursors, err := a.store.ClaimAuditStreamCursors(ctx, w.owner, now, now.Add(w.cfg.Lease), free)
 			if err != nil && ctx.Err() == nil {

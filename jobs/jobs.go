@@ -49,8 +49,8 @@ type ClientConfig struct {
 	// default 20 ms, for low delivery lag.
 	FetchCooldown time.Duration
 	// FetchPollInterval is the most time between two fetches of a queue
-	// when no insert signal comes; default 250 ms, which bounds the wait of
-	// a job whose signal was lost.
+	// when no insert signal comes; default defaultFetchPollInterval, which
+	// bounds the wait of a job whose signal was lost.
 	FetchPollInterval time.Duration
 	// PruneInterval is how often expired idempotency keys are pruned;
 	// default one hour.
@@ -81,6 +81,15 @@ type ClientConfig struct {
 	// is not (the owner may reindex them itself).
 	SkipReindex bool
 }
+
+// defaultFetchPollInterval is ClientConfig.FetchPollInterval's default:
+// River's own. Every way a job becomes available signals its queue (River's
+// inserts, its scheduler, and store.Tx.RescheduleJobs for the webhook
+// dispatcher's hand-overs), so the poll only catches a lost signal; each
+// poll of each queue is a fetch statement and a wake-up of an idle process
+// (at 250 ms, 12 of the 13 statements a second of the bench's idle
+// process; 4 at 1 s: docs/benchmarks.md, "Trickle rows: the idle floor").
+const defaultFetchPollInterval = time.Second
 
 // defaultJobTimeout bounds a run of the jobs without a timeout of their own
 // (fan-out, pruning, expiry, object deletion).
@@ -121,7 +130,7 @@ func NewClient(pool *pgxpool.Pool, store Store, cfg ClientConfig) (*river.Client
 		cfg.FetchCooldown = 20 * time.Millisecond
 	}
 	if cfg.FetchPollInterval <= 0 {
-		cfg.FetchPollInterval = max(250*time.Millisecond, cfg.FetchCooldown)
+		cfg.FetchPollInterval = max(defaultFetchPollInterval, cfg.FetchCooldown)
 	}
 	if cfg.RescueStuckJobsAfter <= 0 {
 		cfg.RescueStuckJobsAfter = 2 * time.Minute

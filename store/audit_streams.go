@@ -200,12 +200,14 @@ func (s *Store) AllAuditStreamLag(ctx context.Context) ([]metrics.StreamLag, err
 }
 
 // EnsureAuditStreamCursors gives every allProjects stream a cursor in each
-// project of its tenant that has a head and none yet.
-func (q *queries) EnsureAuditStreamCursors(ctx context.Context) error {
-	if err := q.sqlc.EnsureAllProjectsAuditStreamCursors(ctx); err != nil {
-		return fmt.Errorf("creating audit stream cursors: %w", err)
+// project of its tenant that has a head and none yet, and reports whether
+// any stream cursor exists.
+func (q *queries) EnsureAuditStreamCursors(ctx context.Context) (bool, error) {
+	exist, err := q.sqlc.EnsureAllProjectsAuditStreamCursors(ctx)
+	if err != nil {
+		return false, fmt.Errorf("creating audit stream cursors: %w", err)
 	}
-	return nil
+	return exist, nil
 }
 
 // ClaimAuditStreamCursors leases up to limit cursors with work to owner

@@ -83,19 +83,34 @@ func (t *Tx) DropScheduledJobs(ids []int64) {
 }
 
 // RescheduleJobs makes the River jobs ids that are still scheduled due at
-// at: available at once when at is not in the future (River's producers
-// find them at their next poll), else scheduled then.
+// at: available at once when at is not in the future, else scheduled then.
+// Jobs made available signal their queues as River's own inserts do (its
+// insert notification, delivered at commit), so that a producer fetches
+// them at once rather than at its next poll (jobs.ClientConfig's
+// FetchPollInterval, a backstop for lost signals). Scheduled jobs need no
+// signal: River's scheduler sends one when they come due.
 func (t *Tx) RescheduleJobs(ctx context.Context, ids []int64, at time.Time) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	if _, err := t.tx.Exec(ctx, `UPDATE river_job
-		SET scheduled_at = $2, state = CASE WHEN $2 <= now() THEN 'available' ELSE 'scheduled' END::river_job_state
-		WHERE id = ANY($1::bigint[]) AND state = 'scheduled'`, ids, at); err != nil {
+	if _, err := t.tx.Exec(ctx, rescheduleJobsSQL, ids, at); err != nil {
 		return fmt.Errorf("rescheduling %d jobs: %w", len(ids), err)
 	}
 	return nil
 }
+
+// rescheduleJobsSQL moves jobs and sends River's insert notification for
+// each queue of a job it made available: channel
+// "<current schema>.river_insert", payload {"queue": ...}, as River's
+// client (PGNotifyMany) sends it and its producers listen for it.
+const rescheduleJobsSQL = `WITH moved AS (
+	UPDATE river_job
+	SET scheduled_at = $2, state = CASE WHEN $2 <= now() THEN 'available' ELSE 'scheduled' END::river_job_state
+	WHERE id = ANY($1::bigint[]) AND state = 'scheduled'
+	RETURNING queue, state
+)
+SELECT count(pg_notify(coalesce(current_schema(), '') || '.river_insert', json_build_object('queue', queue)::text))
+FROM (SELECT DISTINCT queue FROM moved WHERE state = 'available') due`
 
 // CompleteJob marks job, which the calling River worker is running,
 // completed in the transaction (river.JobCompleteTx): the job is completed

@@ -5,17 +5,22 @@ SELECT @stream_id, p, @tenant_id, @acked_sequence
 FROM unnest(@project_ids::text[]) AS p
 ON CONFLICT DO NOTHING;
 
--- name: EnsureAllProjectsAuditStreamCursors :exec
+-- name: EnsureAllProjectsAuditStreamCursors :one
 -- Gives every stream of all its tenant's projects a cursor in each project
 -- that has a head and no cursor yet, at the stream's start (the sequence
--- before from_sequence, else 0).
-INSERT INTO audit_stream_cursors (stream_id, project_id, tenant_id, acked_sequence)
-SELECT s.id, h.project_id, s.tenant_id, COALESCE(s.from_sequence - 1, 0)
-FROM audit_streams s
-JOIN audit_project_heads h ON h.tenant_id = s.tenant_id
-WHERE s.project_ids IS NULL
-  AND NOT EXISTS (SELECT 1 FROM audit_stream_cursors c WHERE c.stream_id = s.id AND c.project_id = h.project_id)
-ON CONFLICT DO NOTHING;
+-- before from_sequence, else 0), and tells whether any cursor exists (the
+-- ones inserted here are not visible to the statement's own read).
+WITH inserted AS (
+    INSERT INTO audit_stream_cursors (stream_id, project_id, tenant_id, acked_sequence)
+    SELECT s.id, h.project_id, s.tenant_id, COALESCE(s.from_sequence - 1, 0)
+    FROM audit_streams s
+    JOIN audit_project_heads h ON h.tenant_id = s.tenant_id
+    WHERE s.project_ids IS NULL
+      AND NOT EXISTS (SELECT 1 FROM audit_stream_cursors c WHERE c.stream_id = s.id AND c.project_id = h.project_id)
+    ON CONFLICT DO NOTHING
+    RETURNING 1
+)
+SELECT EXISTS (SELECT 1 FROM audit_stream_cursors UNION ALL SELECT 1 FROM inserted) AS any_cursor;
 
 -- name: ClaimAuditStreamCursors :many
 -- Leases, to owner until lease_until, up to row_limit cursors with work:
