@@ -537,11 +537,9 @@ func (q *queries) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.
 	}
 	n := len(changes)
 	var (
-		ids                               = make([][16]byte, n)
-		prevStates, states, lastErrors    = make([]string, n), make([]string, n), make([]string, n)
-		prevAttempts, counts, maxAttempts = make([]int32, n), make([]int32, n), make([]int32, n)
-		nextAt, deliveredAt, deadAt       = make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n)
-		updatedAt                         = make([]time.Time, n)
+		ids                  = make([][16]byte, n)
+		prevStates           = make([]string, n)
+		prevAttempts, counts = make([]int32, n), make([]int32, n)
 	)
 	tenantID := changes[0].Delivery.TenantID
 	kind := func(a domain.WebhookDeliveryAttempt) int {
@@ -567,14 +565,37 @@ func (q *queries) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.
 			return nil, fmt.Errorf("saving webhook deliveries: attempt %d of delivery %s is not the one its row records", a.Number, d.ID)
 		}
 		if ending && a.Outcome == domain.WebhookAttemptSucceeded &&
-			(d.State != domain.WebhookDeliveryDelivered || a.Number != d.AttemptCount || a.ErrorClass != "" || a.Error != "") {
+			(d.State != domain.WebhookDeliveryDelivered || a.Number != d.AttemptCount || a.ErrorClass != "" || a.Error != "" ||
+				a.FinishedAt == nil || d.DeliveredAt == nil || !a.FinishedAt.Equal(*d.DeliveredAt)) {
 			return nil, fmt.Errorf("saving webhook deliveries: succeeded attempt %d of delivery %s cannot be kept in its row", a.Number, d.ID)
 		}
 		if batch == 0 && d.State == domain.WebhookDeliveryDelivering {
 			return nil, fmt.Errorf("saving webhook deliveries: delivery %s withdrawn to DELIVERING", d.ID)
 		}
-		ids[i], prevStates[i], prevAttempts[i] = d.ID, string(c.PrevState), int32(c.PrevAttempts)
-		states[i], counts[i], maxAttempts[i], lastErrors[i] = string(d.State), int32(d.AttemptCount), int32(d.MaxAttempts), d.LastError
+		ids[i], prevStates[i], prevAttempts[i], counts[i] = d.ID, string(c.PrevState), int32(c.PrevAttempts), int32(d.AttemptCount)
+	}
+	// The common batches, every attempt of a job started or every one
+	// succeeded at one instant, have statements of their own that send
+	// only what differs between deliveries.
+	if starting && uniformStarts(changes) {
+		return q.collectSaved(ctx, startAttempts, tenantID, ids, prevStates, prevAttempts, changes[0].Delivery.UpdatedAt)
+	}
+	if ending && uniformSuccesses(changes) {
+		started, statuses, latency, bodies := make([]time.Time, n), make([]*int32, n), make([]*int64, n), make([]string, n)
+		for i, c := range changes {
+			started[i], statuses[i], latency[i], bodies[i] = c.Attempt.StartedAt, statusCode(c.Attempt), latencyUs(c.Attempt), c.Attempt.ResponseBody
+		}
+		return q.collectSaved(ctx, recordSuccesses, tenantID, ids, counts, started, statuses, latency, bodies, *changes[0].Delivery.DeliveredAt)
+	}
+	var (
+		states, lastErrors          = make([]string, n), make([]string, n)
+		maxAttempts                 = make([]int32, n)
+		nextAt, deliveredAt, deadAt = make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n)
+		updatedAt                   = make([]time.Time, n)
+	)
+	for i, c := range changes {
+		d := c.Delivery
+		states[i], maxAttempts[i], lastErrors[i] = string(d.State), int32(d.MaxAttempts), d.LastError
 		nextAt[i], updatedAt[i], deliveredAt[i], deadAt[i] = d.NextAttemptAt, d.UpdatedAt, d.DeliveredAt, d.DeadLetteredAt
 	}
 	// c is MATERIALIZED and carries the tenant, so that the tenant is a
@@ -640,12 +661,84 @@ func (q *queries) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.
 			RETURNING w.id
 		)` + inserts + `
 		SELECT id FROM d`
+	return q.collectSaved(ctx, query, args...)
+}
+
+// collectSaved runs one of SaveWebhookDeliveriesIf's statements and returns
+// the ids it saved.
+func (q *queries) collectSaved(ctx context.Context, query string, args ...any) ([]uuid.UUID, error) {
 	rows, _ := q.db.Query(ctx, query, args...)
 	saved, err := pgx.CollectRows(rows, rowToUUID)
 	if err != nil {
 		return nil, fmt.Errorf("saving webhook deliveries: %w", err)
 	}
 	return saved, nil
+}
+
+// startAttempts is SaveWebhookDeliveriesIf's statement for attempts started
+// at one instant ($5), each as domain.WebhookDelivery.StartAttempt computes
+// it: DELIVERING, the next attempt, no next time. The delivery's other
+// fields stay as stored (StartAttempt does not change them). Its plan is
+// the general statement's (c MATERIALIZED, w.id = ANY($2)).
+const startAttempts = `WITH c AS MATERIALIZED (
+		SELECT $1::text AS tenant_id, u.* FROM unnest($2::uuid[], $3::text[], $4::int[]) AS u(id, prev_state, prev_attempts)
+	)
+	UPDATE webhook_deliveries w SET state = 'DELIVERING', attempt_count = c.prev_attempts + 1, next_attempt_at = NULL,
+		updated_at = $5::timestamptz
+	FROM c
+	WHERE w.tenant_id = c.tenant_id AND w.id = c.id AND w.state = c.prev_state AND w.attempt_count = c.prev_attempts
+		AND w.id = ANY($2::uuid[])
+	RETURNING w.id`
+
+// uniformStarts reports whether changes (attempts started) fit
+// startAttempts: each is StartAttempt's change at the first one's instant.
+func uniformStarts(changes []domain.WebhookDeliveryChange) bool {
+	at := changes[0].Delivery.UpdatedAt
+	for _, c := range changes {
+		d := c.Delivery
+		if d.AttemptCount != c.PrevAttempts+1 || d.NextAttemptAt != nil || !d.UpdatedAt.Equal(at) ||
+			(c.PrevState != domain.WebhookDeliveryPending && c.PrevState != domain.WebhookDeliveryRetrying) {
+			return false
+		}
+	}
+	return true
+}
+
+// recordSuccesses is SaveWebhookDeliveriesIf's statement for attempts that
+// succeeded, each ended at one instant ($8) as domain.WebhookDelivery.Succeed
+// computes it: DELIVERED then, no error, no next time, the attempt kept in
+// the row (its start, status, latency and response; $3 its number). The
+// delivery's other fields stay as stored.
+const recordSuccesses = `WITH c AS MATERIALIZED (
+		SELECT $1::text AS tenant_id, u.* FROM unnest($2::uuid[], $3::int[], $4::timestamptz[], $5::int[], $6::bigint[], $7::text[])
+		AS u(id, attempt_count, started_at, status_code, latency_us, response_body)
+	)
+	UPDATE webhook_deliveries w SET state = 'DELIVERED', delivered_at = $8::timestamptz, updated_at = $8::timestamptz,
+		next_attempt_at = NULL, last_error = '', attempt_started_at = c.started_at, attempt_status_code = c.status_code,
+		attempt_latency_us = c.latency_us, attempt_response_body = c.response_body
+	FROM c
+	WHERE w.tenant_id = c.tenant_id AND w.id = c.id AND w.state = 'DELIVERING' AND w.attempt_count = c.attempt_count
+		AND w.id = ANY($2::uuid[])
+	RETURNING w.id`
+
+// uniformSuccesses reports whether changes (attempts ended) fit
+// recordSuccesses: each is Succeed's change at the first one's instant,
+// of the attempt under way, which ended then.
+func uniformSuccesses(changes []domain.WebhookDeliveryChange) bool {
+	at := changes[0].Delivery.DeliveredAt
+	if at == nil {
+		return false
+	}
+	for _, c := range changes {
+		d, a := c.Delivery, c.Attempt
+		if a.Outcome != domain.WebhookAttemptSucceeded || d.State != domain.WebhookDeliveryDelivered ||
+			c.PrevState != domain.WebhookDeliveryDelivering || d.AttemptCount != c.PrevAttempts ||
+			d.DeliveredAt == nil || !d.DeliveredAt.Equal(*at) || !d.UpdatedAt.Equal(*at) ||
+			a.FinishedAt == nil || !a.FinishedAt.Equal(*at) || d.LastError != "" || d.NextAttemptAt != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // attemptInserts is the part of SaveWebhookDeliveriesIf's statement that
