@@ -17,6 +17,8 @@ type webhookRuntime struct {
 	WebhookConfig
 	mu    sync.Mutex
 	slots map[uuid.UUID]*destinationSlots
+	// runners run the delivery jobs' requests (sendAll).
+	runners *requestRunners
 }
 
 // destinationSlots are one destination's limits in this process: jobs
@@ -46,7 +48,7 @@ func newWebhookRuntime(cfg WebhookConfig) webhookRuntime {
 		cfg.MaxInFlightPerDestination = 8
 	}
 	cfg.Breaker = cfg.Breaker.WithDefaults()
-	return webhookRuntime{WebhookConfig: cfg, slots: map[uuid.UUID]*destinationSlots{}}
+	return webhookRuntime{WebhookConfig: cfg, slots: map[uuid.UUID]*destinationSlots{}, runners: newRequestRunners()}
 }
 
 // ErrDestinationBusy is returned by DeliverWebhooks when the destination

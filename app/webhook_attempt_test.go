@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aetheriot/aether-audit/app"
@@ -47,6 +49,16 @@ func TestDeliverWebhooks(t *testing.T) {
 	}
 	// hourly allows three attempts, an hour and two apart.
 	hourly := domain.RetrySchedule{time.Hour, 2 * time.Hour}
+	// attemptRows returns the outcomes of the attempt rows of delivery id,
+	// by number: a succeeded attempt has none, its delivery's row keeps it.
+	attemptRows := func(t *testing.T, b *testBundle, id uuid.UUID) []string {
+		t.Helper()
+		rows, err := b.pool.Query(ctx, `SELECT outcome FROM webhook_delivery_attempts WHERE delivery_id = $1 ORDER BY number`, id)
+		require.NoError(t, err)
+		out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		return out
+	}
 
 	t.Run("CommitsDeliveringBeforeTheRequestThenTheOutcome", func(t *testing.T) {
 		t.Parallel()
@@ -75,10 +87,18 @@ func TestDeliverWebhooks(t *testing.T) {
 		require.Len(t, d.Attempts, 1)
 		a := d.Attempts[0]
 		require.Equal(t, domain.WebhookAttemptSucceeded, a.Outcome)
+		require.Equal(t, 1, a.Number)
+		require.Equal(t, b.clock.Now(), a.StartedAt)
+		require.Equal(t, b.clock.Now(), *a.FinishedAt)
 		require.Equal(t, 200, *a.StatusCode)
 		require.Equal(t, "ok", a.ResponseBody)
 		require.Empty(t, a.ErrorClass)
+		require.Empty(t, a.Error)
 		require.Positive(t, a.Latency)
+		require.Empty(t, attemptRows(t, b, d.ID), "the succeeded attempt lives in its delivery's row alone")
+		got, err := b.app.WebhookDelivery(ctx, b.admin, d.ID.String())
+		require.NoError(t, err)
+		require.Equal(t, d.Attempts, got.Attempts, "listed the same by id")
 
 		reqs := b.receiver.requests()
 		require.Len(t, reqs, 1)
@@ -280,6 +300,10 @@ func TestDeliverWebhooks(t *testing.T) {
 		d = only(t, b, e)
 		require.Equal(t, domain.WebhookDeliveryDelivered, d.State)
 		require.Len(t, d.Attempts, 2)
+		require.Equal(t, lost, d.Attempts[0])
+		require.Equal(t, 2, d.Attempts[1].Number)
+		require.Equal(t, domain.WebhookAttemptSucceeded, d.Attempts[1].Outcome)
+		require.Equal(t, []string{"UNKNOWN"}, attemptRows(t, b, d.ID), "the resend's success is kept in the delivery's row")
 		reqs := b.receiver.requests()
 		require.Len(t, reqs, 2, "the receiver got the lost attempt and the resend")
 		require.Equal(t, d.IdempotencyKey, reqs[0].Header.Get("webhook-id"))
@@ -288,6 +312,55 @@ func TestDeliverWebhooks(t *testing.T) {
 		close(wake)
 		require.NoError(t, <-stale)
 		require.Equal(t, d, only(t, b, e), "the stale worker's late outcome changed nothing")
+		require.Equal(t, []string{"UNKNOWN"}, attemptRows(t, b, d.ID), "nor wrote a row")
+	})
+
+	t.Run("SuccessAfterFailuresIsTheLastAttempt", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, webhookOpts{schedule: hourly})
+		b.receiver.setRespond(func(n int, w http.ResponseWriter, r *http.Request) {
+			if n == 1 {
+				status(http.StatusInternalServerError)(n, w, r)
+				return
+			}
+			w.WriteHeader(http.StatusAccepted)
+			_, _ = w.Write([]byte("queued"))
+		})
+		e, _ := b.send(t, "device.rebooted")
+		d := only(t, b, e)
+		require.Equal(t, domain.WebhookDeliveryRetrying, d.State)
+		jobs := b.deliveryJobs(t)
+		require.Len(t, jobs, 1)
+		first := d.Attempts[0]
+		b.clock.Set(*d.NextAttemptAt)
+		require.NoError(t, b.app.DeliverWebhooks(ctx, jobs[0].Args))
+
+		d = only(t, b, e)
+		require.Equal(t, domain.WebhookDeliveryDelivered, d.State)
+		require.Len(t, d.Attempts, 2)
+		require.Equal(t, first, d.Attempts[0])
+		require.Equal(t, domain.WebhookAttemptFailed, d.Attempts[0].Outcome)
+		second := d.Attempts[1]
+		require.Equal(t, 2, second.Number)
+		require.Equal(t, domain.WebhookAttemptSucceeded, second.Outcome)
+		require.Equal(t, b.clock.Now(), second.StartedAt)
+		require.Equal(t, *d.DeliveredAt, *second.FinishedAt)
+		require.Equal(t, 202, *second.StatusCode)
+		require.Equal(t, "queued", second.ResponseBody)
+		require.Empty(t, second.ErrorClass)
+		require.Equal(t, []string{"FAILED"}, attemptRows(t, b, d.ID))
+
+		// A delivery delivered before its row kept the succeeded attempt
+		// has the attempt's row instead: listed once, from the row.
+		_, err := b.pool.Exec(ctx, `WITH d AS (
+				UPDATE webhook_deliveries SET attempt_started_at = NULL, attempt_status_code = NULL,
+					attempt_latency_us = NULL, attempt_response_body = '' WHERE id = $1 RETURNING id)
+			INSERT INTO webhook_delivery_attempts (delivery_id, number, outcome, started_at, finished_at, status_code,
+				latency_us, response_body)
+			SELECT id, 2, 'SUCCEEDED', $2, $3, 202, $4, 'queued' FROM d`,
+			d.ID, second.StartedAt, *second.FinishedAt, second.Latency.Microseconds())
+		require.NoError(t, err)
+		require.Equal(t, d.Attempts, only(t, b, e).Attempts)
 	})
 
 	t.Run("AFinishedAttemptIsLeftAlone", func(t *testing.T) {

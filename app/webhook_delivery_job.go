@@ -236,8 +236,8 @@ func (a *App) deliverWebhooks(ctx context.Context, args jobargs.WebhookDeliveryA
 
 // sendAll sends prepared attempts through the destination's request
 // slots, as many at a time as slots are free: each request gets a goroutine
-// once it holds a slot, so that a job waiting for slots holds one goroutine,
-// not one per request. unsent[i] tells that the i-th request was never
+// (a request runner's) once it holds a slot, so that a job waiting for
+// slots holds one goroutine, not one per request. unsent[i] tells that the i-th request was never
 // handed to the sender: ctx ended (the job's timeout, a shutdown) while it
 // waited for a slot.
 func (a *App) sendAll(ctx context.Context, slots *destinationSlots, preps []*preparedAttempt) (results []webhook.Result, unsent []bool) {
@@ -257,7 +257,9 @@ func (a *App) sendAll(ctx context.Context, slots *destinationSlots, preps []*pre
 			unsent[i] = true
 			continue
 		}
-		wg.Go(func() {
+		wg.Add(1)
+		a.webhooks.runners.run(func() {
+			defer wg.Done()
 			defer release()
 			results[i] = a.webhooks.Sender.Send(ctx, webhook.Request{
 				URL: prep.url, ID: prep.delivery.IdempotencyKey, Timestamp: a.now(), Body: prep.body, Keys: prep.keys,

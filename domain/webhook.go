@@ -232,6 +232,13 @@ type WebhookDelivery struct {
 	LastError string
 	// Attempts are filled by queries that ask for them, oldest first.
 	Attempts []WebhookDeliveryAttempt
+	// Succeeded is, for a DELIVERED delivery read from the store, the
+	// attempt that delivered it when the delivery's own row keeps it (no
+	// attempt row is written for a succeeded attempt: it is always the
+	// last); nil otherwise, and for a delivery delivered before rows kept
+	// it, whose succeeded attempt has a row of its own. Queries that fill
+	// Attempts list it there too.
+	Succeeded *WebhookDeliveryAttempt
 	// ReplayOf is, for a delivery created by a replay, the id of that
 	// replay's audit event (webhook.events.replayed); nil otherwise.
 	ReplayOf *uuid.UUID

@@ -74,23 +74,61 @@ func TestWebhookLookupsByIDDoNotNeedFreshStatistics(t *testing.T) {
 	t.Run("events of a batch", func(t *testing.T) {
 		requireIndexScans(t, pool, "audit_events", dbsqlc.FindAuditEventsByID, []any{tenant, eventIDs}, true, byID)
 	})
-	t.Run("compare and set", func(t *testing.T) {
-		now := time.Now()
-		var changes []domain.WebhookDeliveryChange
-		for _, id := range deliveryIDs {
-			// Computed from a state the rows are not in: nothing is saved,
-			// the statement runs all the same.
-			d := domain.WebhookDelivery{ID: id, TenantID: tenant, ProjectID: project, DestinationID: destination,
-				State: domain.WebhookDeliveryDelivering, AttemptCount: 1, MaxAttempts: 9, UpdatedAt: now}
-			changes = append(changes, domain.WebhookDeliveryChange{PrevState: domain.WebhookDeliveryPending, Delivery: d,
-				Attempt: domain.WebhookDeliveryAttempt{Number: 1, Outcome: domain.WebhookAttemptDelivering, StartedAt: now}})
+	// Each shape of SaveWebhookDeliveriesIf's statement: attempts started
+	// at one instant, succeeded at one instant, and any other mix (a
+	// failure among successes). Computed from a state the rows are not in:
+	// nothing is saved, the statement runs all the same.
+	now := time.Now()
+	change := func(id uuid.UUID, prev domain.WebhookDeliveryState, state domain.WebhookDeliveryState, outcome domain.WebhookAttemptOutcome) domain.WebhookDeliveryChange {
+		d := domain.WebhookDelivery{ID: id, TenantID: tenant, ProjectID: project, DestinationID: destination,
+			State: state, AttemptCount: 1, MaxAttempts: 9, UpdatedAt: now}
+		a := domain.WebhookDeliveryAttempt{Number: 1, Outcome: outcome, StartedAt: now}
+		if outcome != domain.WebhookAttemptDelivering {
+			a.FinishedAt = &now
+			code := 200
+			a.StatusCode = &code
 		}
-		saved, err := st.SaveWebhookDeliveriesIf(ctx, changes)
-		require.NoError(t, err)
-		require.Empty(t, saved)
-		sent := tracer.get()
-		require.NotEmpty(t, sent, "the compare and set was sent")
-		last := sent[len(sent)-1]
-		requireIndexScans(t, pool, "webhook_deliveries", last.sql, last.args, true, byID)
-	})
+		if state == domain.WebhookDeliveryDelivered {
+			d.DeliveredAt = &now
+		}
+		if state == domain.WebhookDeliveryRetrying {
+			d.NextAttemptAt, d.LastError, a.Error = &now, "HTTP 500", "HTTP 500"
+		}
+		return domain.WebhookDeliveryChange{PrevState: prev, PrevAttempts: 1, Delivery: d, Attempt: a}
+	}
+	for _, tc := range []struct {
+		name  string
+		shape func(i int, id uuid.UUID) domain.WebhookDeliveryChange
+		want  string
+	}{
+		{"started", func(_ int, id uuid.UUID) domain.WebhookDeliveryChange {
+			c := change(id, domain.WebhookDeliveryPending, domain.WebhookDeliveryDelivering, domain.WebhookAttemptDelivering)
+			c.PrevAttempts = 0
+			return c
+		}, "updated_at = $5"},
+		{"succeeded", func(_ int, id uuid.UUID) domain.WebhookDeliveryChange {
+			return change(id, domain.WebhookDeliveryDelivering, domain.WebhookDeliveryDelivered, domain.WebhookAttemptSucceeded)
+		}, "attempt_started_at = c.started_at"},
+		{"mixed", func(i int, id uuid.UUID) domain.WebhookDeliveryChange {
+			if i == 0 {
+				return change(id, domain.WebhookDeliveryDelivering, domain.WebhookDeliveryRetrying, domain.WebhookAttemptFailed)
+			}
+			return change(id, domain.WebhookDeliveryDelivering, domain.WebhookDeliveryDelivered, domain.WebhookAttemptSucceeded)
+		}, "INSERT INTO webhook_delivery_attempts"},
+	} {
+		t.Run("compare and set, "+tc.name, func(t *testing.T) {
+			var changes []domain.WebhookDeliveryChange
+			for i, id := range deliveryIDs {
+				changes = append(changes, tc.shape(i, id))
+			}
+			saved, err := st.SaveWebhookDeliveriesIf(ctx, changes)
+			require.NoError(t, err)
+			require.Empty(t, saved)
+			sent := tracer.get()
+			require.NotEmpty(t, sent, "the compare and set was sent")
+			last := sent[len(sent)-1]
+			require.Contains(t, last.sql, tc.want, "the statement of this shape")
+			requireIndexScans(t, pool, "webhook_deliveries", last.sql, last.args, true, byID)
+		})
+	}
 }

@@ -320,17 +320,26 @@ func rowToUUID(row pgx.CollectableRow) (uuid.UUID, error) {
 // filtered search, whose conditions depend on the filter (store.filtered).
 const deliveryColumns = `tenant_id, project_id, id, subscription_id, destination_id, event_id, event_sequence,
 	event_type, idempotency_key, state, attempt_count, max_attempts, next_attempt_at, created_at, updated_at,
-	delivered_at, dead_lettered_at, last_error, replay_of, ordered`
+	delivered_at, dead_lettered_at, last_error, replay_of, ordered, attempt_started_at, attempt_status_code,
+	attempt_latency_us, attempt_response_body`
 
-// deliveryFromRow is the domain delivery (without attempts) of a stored row.
+// deliveryFromRow is the domain delivery (without attempts) of a stored row,
+// with the succeeded attempt its row keeps (SaveWebhookDeliveriesIf).
 func deliveryFromRow(r *dbsqlc.WebhookDelivery) domain.WebhookDelivery {
-	return domain.WebhookDelivery{TenantID: r.TenantID, ProjectID: r.ProjectID, ID: r.ID,
+	d := domain.WebhookDelivery{TenantID: r.TenantID, ProjectID: r.ProjectID, ID: r.ID,
 		SubscriptionID: r.SubscriptionID, DestinationID: r.DestinationID, EventID: r.EventID,
 		EventSequence: uint64(r.EventSequence), EventType: r.EventType, IdempotencyKey: r.IdempotencyKey,
 		State: domain.WebhookDeliveryState(r.State), AttemptCount: int(r.AttemptCount), MaxAttempts: int(r.MaxAttempts),
 		NextAttemptAt: utcPtr(r.NextAttemptAt), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 		DeliveredAt: utcPtr(r.DeliveredAt), DeadLetteredAt: utcPtr(r.DeadLetteredAt), LastError: r.LastError,
 		ReplayOf: r.ReplayOf, Ordered: r.Ordered}
+	if d.State == domain.WebhookDeliveryDelivered && r.AttemptStartedAt != nil && d.AttemptCount > 0 {
+		a := attemptFromRow(&dbsqlc.WebhookDeliveryAttempt{Number: r.AttemptCount,
+			Outcome: string(domain.WebhookAttemptSucceeded), StartedAt: *r.AttemptStartedAt, FinishedAt: r.DeliveredAt,
+			StatusCode: r.AttemptStatusCode, LatencyUs: r.AttemptLatencyUs, ResponseBody: r.AttemptResponseBody})
+		d.Succeeded = &a
+	}
+	return d
 }
 
 // scanDelivery decodes a whole delivery from a query sqlc does not run (the
@@ -341,7 +350,8 @@ func scanDelivery(row pgx.CollectableRow) (domain.WebhookDelivery, error) {
 	err := row.Scan(&r.TenantID, &r.ProjectID, (*[16]byte)(&r.ID), (*[16]byte)(&r.SubscriptionID),
 		(*[16]byte)(&r.DestinationID), (*[16]byte)(&r.EventID), &r.EventSequence,
 		&r.EventType, &r.IdempotencyKey, &r.State, &r.AttemptCount, &r.MaxAttempts, &r.NextAttemptAt,
-		&r.CreatedAt, &r.UpdatedAt, &r.DeliveredAt, &r.DeadLetteredAt, &r.LastError, &r.ReplayOf, &r.Ordered)
+		&r.CreatedAt, &r.UpdatedAt, &r.DeliveredAt, &r.DeadLetteredAt, &r.LastError, &r.ReplayOf, &r.Ordered,
+		&r.AttemptStartedAt, &r.AttemptStatusCode, &r.AttemptLatencyUs, &r.AttemptResponseBody)
 	return deliveryFromRow(&r), err
 }
 
@@ -427,6 +437,8 @@ func (q *queries) WebhookDeliveryWithAttempts(ctx context.Context, tenantID stri
 // delivery_id, for the attempts SaveWebhookDeliveriesIf inserts.
 const attemptColumns = `number, outcome, started_at, finished_at, status_code, latency_us, error_class, error, response_body`
 
+// fillAttempts sets the Attempts of ds, read with them: their rows, then
+// the attempt each delivery's own row keeps (under way or succeeded).
 func (q *queries) fillAttempts(ctx context.Context, ds []domain.WebhookDelivery) error {
 	if len(ds) == 0 {
 		return nil
@@ -447,9 +459,14 @@ func (q *queries) fillAttempts(ctx context.Context, ds []domain.WebhookDelivery)
 		ds[i].Attempts = append(ds[i].Attempts, attemptFromRow(&rows[j]))
 	}
 	// An attempt under way has no row yet (rows written before
-	// SaveWebhookDeliveriesIf stopped writing one at the start still do).
+	// SaveWebhookDeliveriesIf stopped writing one at the start still do),
+	// nor has a succeeded one (rows written before its delivery's row kept
+	// it still do): each lives in its delivery's row, and is the last.
 	for i := range ds {
 		a, ok := ds[i].AttemptUnderWay()
+		if !ok && ds[i].Succeeded != nil {
+			a, ok = *ds[i].Succeeded, true
+		}
 		if ok && (len(ds[i].Attempts) == 0 || ds[i].Attempts[len(ds[i].Attempts)-1].Number < a.Number) {
 			ds[i].Attempts = append(ds[i].Attempts, a)
 		}
@@ -505,9 +522,13 @@ func (t *Tx) SaveWebhookAttempt(ctx context.Context, deliveryID uuid.UUID, a dom
 // Number; the delivery goes back to the state it was in). An attempt under
 // way lives in its delivery's row alone: state DELIVERING, attemptCount its
 // number, updatedAt its start (domain.WebhookDelivery.AttemptUnderWay), so
-// that starting writes one row per delivery. Ending inserts the finished
-// attempt's row. An attempt row is thus written once, never updated: one
-// row version per attempt instead of two.
+// that starting writes one row per delivery. Ending an attempt that
+// succeeded keeps it in its delivery's row too (its start, status, latency
+// and response in the attempt_* columns, its end deliveredAt; migration
+// 00028): no attempt row, as a success is always a delivery's last
+// attempt. Ending any other attempt inserts the finished attempt's row. An
+// attempt row is thus written once, never updated, and only for an attempt
+// that did not succeed.
 //
 // Hand-written, not in queries/: sqlc cannot type their multi-argument unnest.
 func (q *queries) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.WebhookDeliveryChange) ([]uuid.UUID, error) {
@@ -516,11 +537,9 @@ func (q *queries) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.
 	}
 	n := len(changes)
 	var (
-		ids                               = make([][16]byte, n)
-		prevStates, states, lastErrors    = make([]string, n), make([]string, n), make([]string, n)
-		prevAttempts, counts, maxAttempts = make([]int32, n), make([]int32, n), make([]int32, n)
-		nextAt, deliveredAt, deadAt       = make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n)
-		updatedAt                         = make([]time.Time, n)
+		ids                  = make([][16]byte, n)
+		prevStates           = make([]string, n)
+		prevAttempts, counts = make([]int32, n), make([]int32, n)
 	)
 	tenantID := changes[0].Delivery.TenantID
 	kind := func(a domain.WebhookDeliveryAttempt) int {
@@ -545,11 +564,38 @@ func (q *queries) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.
 		if starting && (d.State != domain.WebhookDeliveryDelivering || a.Number != d.AttemptCount || !a.StartedAt.Equal(d.UpdatedAt)) {
 			return nil, fmt.Errorf("saving webhook deliveries: attempt %d of delivery %s is not the one its row records", a.Number, d.ID)
 		}
+		if ending && a.Outcome == domain.WebhookAttemptSucceeded &&
+			(d.State != domain.WebhookDeliveryDelivered || a.Number != d.AttemptCount || a.ErrorClass != "" || a.Error != "" ||
+				a.FinishedAt == nil || d.DeliveredAt == nil || !a.FinishedAt.Equal(*d.DeliveredAt)) {
+			return nil, fmt.Errorf("saving webhook deliveries: succeeded attempt %d of delivery %s cannot be kept in its row", a.Number, d.ID)
+		}
 		if batch == 0 && d.State == domain.WebhookDeliveryDelivering {
 			return nil, fmt.Errorf("saving webhook deliveries: delivery %s withdrawn to DELIVERING", d.ID)
 		}
-		ids[i], prevStates[i], prevAttempts[i] = d.ID, string(c.PrevState), int32(c.PrevAttempts)
-		states[i], counts[i], maxAttempts[i], lastErrors[i] = string(d.State), int32(d.AttemptCount), int32(d.MaxAttempts), d.LastError
+		ids[i], prevStates[i], prevAttempts[i], counts[i] = d.ID, string(c.PrevState), int32(c.PrevAttempts), int32(d.AttemptCount)
+	}
+	// The common batches, every attempt of a job started or every one
+	// succeeded at one instant, have statements of their own that send
+	// only what differs between deliveries.
+	if starting && uniformStarts(changes) {
+		return q.collectSaved(ctx, startAttempts, tenantID, ids, prevStates, prevAttempts, changes[0].Delivery.UpdatedAt)
+	}
+	if ending && uniformSuccesses(changes) {
+		started, statuses, latency, bodies := make([]time.Time, n), make([]*int32, n), make([]*int64, n), make([]string, n)
+		for i, c := range changes {
+			started[i], statuses[i], latency[i], bodies[i] = c.Attempt.StartedAt, statusCode(c.Attempt), latencyUs(c.Attempt), c.Attempt.ResponseBody
+		}
+		return q.collectSaved(ctx, recordSuccesses, tenantID, ids, counts, started, statuses, latency, bodies, *changes[0].Delivery.DeliveredAt)
+	}
+	var (
+		states, lastErrors          = make([]string, n), make([]string, n)
+		maxAttempts                 = make([]int32, n)
+		nextAt, deliveredAt, deadAt = make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n)
+		updatedAt                   = make([]time.Time, n)
+	)
+	for i, c := range changes {
+		d := c.Delivery
+		states[i], maxAttempts[i], lastErrors[i] = string(d.State), int32(d.MaxAttempts), d.LastError
 		nextAt[i], updatedAt[i], deliveredAt[i], deadAt[i] = d.NextAttemptAt, d.UpdatedAt, d.DeliveredAt, d.DeadLetteredAt
 	}
 	// c is MATERIALIZED and carries the tenant, so that the tenant is a
@@ -560,62 +606,189 @@ func (q *queries) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.
 	// docs/benchmarks.md, "Trickle rows: plans"). w.id = ANY($2) repeats
 	// the ids as a condition on the partition key, so that only the
 	// partitions of those ids are read (migration 00024).
-	const deliveries = `WITH c AS MATERIALIZED (
+	args := []any{tenantID, ids, prevStates, prevAttempts, states, counts, maxAttempts, nextAt, updatedAt, deliveredAt, deadAt, lastErrors}
+	// An ending batch also writes the succeeded attempts' fields into
+	// their deliveries' rows ($13 to $16; NULL for the others).
+	foldColumns, foldSet, inserts := "", "", ""
+	if ending {
+		var (
+			started  = make([]*time.Time, n)
+			statuses = make([]*int32, n)
+			latency  = make([]*int64, n)
+			bodies   = make([]string, n)
+			failed   []int
+		)
+		for i, c := range changes {
+			a := c.Attempt
+			if a.Outcome != domain.WebhookAttemptSucceeded {
+				failed = append(failed, i)
+				continue
+			}
+			started[i], statuses[i], latency[i], bodies[i] = &changes[i].Attempt.StartedAt, statusCode(a), latencyUs(a), a.ResponseBody
+		}
+		foldColumns = `, $13::timestamptz[], $14::int[], $15::bigint[], $16::text[]`
+		foldSet = `, attempt_started_at = c.fold_started_at, attempt_status_code = c.fold_status_code,
+				attempt_latency_us = c.fold_latency_us, attempt_response_body = c.fold_response_body`
+		args = append(args, started, statuses, latency, bodies)
+		if len(failed) > 0 {
+			inserts = attemptInserts(changes, failed, &args)
+		}
+	}
+	// c is MATERIALIZED and carries the tenant, so that the tenant is a
+	// join condition with each id, not a filter of its own: the plan is one
+	// primary-key lookup per change. With w.tenant_id = $1, a tenant the
+	// statistics do not know yet (or know smaller than it is) was read
+	// whole through webhook_deliveries_event_idx on every call (see
+	// docs/benchmarks.md, "Trickle rows: plans"). w.id = ANY($2) repeats
+	// the ids as a condition on the partition key, so that only the
+	// partitions of those ids are read (migration 00024).
+	cols := `id, prev_state, prev_attempts, state, attempt_count, max_attempts, next_attempt_at, updated_at,
+				delivered_at, dead_lettered_at, last_error`
+	if ending {
+		cols += `, fold_started_at, fold_status_code, fold_latency_us, fold_response_body`
+	}
+	query := `WITH c AS MATERIALIZED (
 			SELECT $1::text AS tenant_id, u.* FROM unnest($2::uuid[], $3::text[], $4::int[], $5::text[], $6::int[], $7::int[],
-				$8::timestamptz[], $9::timestamptz[], $10::timestamptz[], $11::timestamptz[], $12::text[])
-			AS u(id, prev_state, prev_attempts, state, attempt_count, max_attempts, next_attempt_at, updated_at,
-				delivered_at, dead_lettered_at, last_error)
+				$8::timestamptz[], $9::timestamptz[], $10::timestamptz[], $11::timestamptz[], $12::text[]` + foldColumns + `)
+			AS u(` + cols + `)
 		), d AS (
 			UPDATE webhook_deliveries w SET state = c.state, attempt_count = c.attempt_count, max_attempts = c.max_attempts,
 				next_attempt_at = c.next_attempt_at, updated_at = c.updated_at, delivered_at = c.delivered_at,
-				dead_lettered_at = c.dead_lettered_at, last_error = c.last_error
+				dead_lettered_at = c.dead_lettered_at, last_error = c.last_error` + foldSet + `
 			FROM c
 			WHERE w.tenant_id = c.tenant_id AND w.id = c.id AND w.state = c.prev_state AND w.attempt_count = c.prev_attempts
 				AND w.id = ANY($2::uuid[])
 			RETURNING w.id
-		)`
-	args := []any{tenantID, ids, prevStates, prevAttempts, states, counts, maxAttempts, nextAt, updatedAt, deliveredAt, deadAt, lastErrors}
-	query := deliveries + ` SELECT id FROM d`
-	if ending {
-		numbers := make([]int32, n)
-		outcomes, classes, errs, bodies := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		startedAt := make([]time.Time, n)
-		finishedAt := make([]*time.Time, n)
-		statuses := make([]*int32, n)
-		latencies := make([]*int64, n)
-		for i, c := range changes {
-			a := c.Attempt
-			numbers[i], outcomes[i], startedAt[i], finishedAt[i] = int32(a.Number), string(a.Outcome), a.StartedAt, a.FinishedAt
-			classes[i], errs[i], bodies[i] = a.ErrorClass, a.Error, a.ResponseBody
-			if a.StatusCode != nil {
-				code := int32(*a.StatusCode)
-				statuses[i] = &code
-			}
-			us := a.Latency.Microseconds()
-			latencies[i] = &us
-		}
-		// The join on d inserts only the attempts of the deliveries the
-		// compare and set moved: their attempt is this run's, so that no
-		// row of it can exist yet.
-		query = deliveries + `, a AS (
-			INSERT INTO webhook_delivery_attempts (delivery_id, ` + attemptColumns + `)
-			SELECT x.id, x.number, x.outcome, x.started_at, x.finished_at, x.status_code, x.latency_us, x.error_class,
-				x.error, x.response_body
-			FROM unnest($2::uuid[], $13::int[], $14::text[], $15::timestamptz[], $16::timestamptz[], $17::int[],
-				$18::bigint[], $19::text[], $20::text[], $21::text[])
-				AS x(id, number, outcome, started_at, finished_at, status_code, latency_us, error_class, error, response_body)
-			JOIN d ON d.id = x.id
-			RETURNING delivery_id
-		)
-		SELECT delivery_id FROM a`
-		args = append(args, numbers, outcomes, startedAt, finishedAt, statuses, latencies, classes, errs, bodies)
-	}
+		)` + inserts + `
+		SELECT id FROM d`
+	return q.collectSaved(ctx, query, args...)
+}
+
+// collectSaved runs one of SaveWebhookDeliveriesIf's statements and returns
+// the ids it saved.
+func (q *queries) collectSaved(ctx context.Context, query string, args ...any) ([]uuid.UUID, error) {
 	rows, _ := q.db.Query(ctx, query, args...)
 	saved, err := pgx.CollectRows(rows, rowToUUID)
 	if err != nil {
 		return nil, fmt.Errorf("saving webhook deliveries: %w", err)
 	}
 	return saved, nil
+}
+
+// startAttempts is SaveWebhookDeliveriesIf's statement for attempts started
+// at one instant ($5), each as domain.WebhookDelivery.StartAttempt computes
+// it: DELIVERING, the next attempt, no next time. The delivery's other
+// fields stay as stored (StartAttempt does not change them). Its plan is
+// the general statement's (c MATERIALIZED, w.id = ANY($2)).
+const startAttempts = `WITH c AS MATERIALIZED (
+		SELECT $1::text AS tenant_id, u.* FROM unnest($2::uuid[], $3::text[], $4::int[]) AS u(id, prev_state, prev_attempts)
+	)
+	UPDATE webhook_deliveries w SET state = 'DELIVERING', attempt_count = c.prev_attempts + 1, next_attempt_at = NULL,
+		updated_at = $5::timestamptz
+	FROM c
+	WHERE w.tenant_id = c.tenant_id AND w.id = c.id AND w.state = c.prev_state AND w.attempt_count = c.prev_attempts
+		AND w.id = ANY($2::uuid[])
+	RETURNING w.id`
+
+// uniformStarts reports whether changes (attempts started) fit
+// startAttempts: each is StartAttempt's change at the first one's instant.
+func uniformStarts(changes []domain.WebhookDeliveryChange) bool {
+	at := changes[0].Delivery.UpdatedAt
+	for _, c := range changes {
+		d := c.Delivery
+		if d.AttemptCount != c.PrevAttempts+1 || d.NextAttemptAt != nil || !d.UpdatedAt.Equal(at) ||
+			(c.PrevState != domain.WebhookDeliveryPending && c.PrevState != domain.WebhookDeliveryRetrying) {
+			return false
+		}
+	}
+	return true
+}
+
+// recordSuccesses is SaveWebhookDeliveriesIf's statement for attempts that
+// succeeded, each ended at one instant ($8) as domain.WebhookDelivery.Succeed
+// computes it: DELIVERED then, no error, no next time, the attempt kept in
+// the row (its start, status, latency and response; $3 its number). The
+// delivery's other fields stay as stored.
+const recordSuccesses = `WITH c AS MATERIALIZED (
+		SELECT $1::text AS tenant_id, u.* FROM unnest($2::uuid[], $3::int[], $4::timestamptz[], $5::int[], $6::bigint[], $7::text[])
+		AS u(id, attempt_count, started_at, status_code, latency_us, response_body)
+	)
+	UPDATE webhook_deliveries w SET state = 'DELIVERED', delivered_at = $8::timestamptz, updated_at = $8::timestamptz,
+		next_attempt_at = NULL, last_error = '', attempt_started_at = c.started_at, attempt_status_code = c.status_code,
+		attempt_latency_us = c.latency_us, attempt_response_body = c.response_body
+	FROM c
+	WHERE w.tenant_id = c.tenant_id AND w.id = c.id AND w.state = 'DELIVERING' AND w.attempt_count = c.attempt_count
+		AND w.id = ANY($2::uuid[])
+	RETURNING w.id`
+
+// uniformSuccesses reports whether changes (attempts ended) fit
+// recordSuccesses: each is Succeed's change at the first one's instant,
+// of the attempt under way, which ended then.
+func uniformSuccesses(changes []domain.WebhookDeliveryChange) bool {
+	at := changes[0].Delivery.DeliveredAt
+	if at == nil {
+		return false
+	}
+	for _, c := range changes {
+		d, a := c.Delivery, c.Attempt
+		if a.Outcome != domain.WebhookAttemptSucceeded || d.State != domain.WebhookDeliveryDelivered ||
+			c.PrevState != domain.WebhookDeliveryDelivering || d.AttemptCount != c.PrevAttempts ||
+			d.DeliveredAt == nil || !d.DeliveredAt.Equal(*at) || !d.UpdatedAt.Equal(*at) ||
+			a.FinishedAt == nil || !a.FinishedAt.Equal(*at) || d.LastError != "" || d.NextAttemptAt != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// attemptInserts is the part of SaveWebhookDeliveriesIf's statement that
+// inserts the rows of the attempts of changes[failed] (those that did not
+// succeed), with their arrays appended to args ($17 on). It joins d, so
+// that only the attempts of the deliveries the compare and set moved are
+// inserted: their attempt is this run's, so that no row of it can exist
+// yet.
+func attemptInserts(changes []domain.WebhookDeliveryChange, failed []int, args *[]any) string {
+	n := len(failed)
+	var (
+		ids                            = make([][16]byte, n)
+		numbers                        = make([]int32, n)
+		outcomes, classes, errs, texts = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		startedAt                      = make([]time.Time, n)
+		finishedAt                     = make([]*time.Time, n)
+		statuses                       = make([]*int32, n)
+		latencies                      = make([]*int64, n)
+	)
+	for j, i := range failed {
+		a := changes[i].Attempt
+		ids[j], numbers[j], outcomes[j], startedAt[j], finishedAt[j] = changes[i].Delivery.ID, int32(a.Number), string(a.Outcome), a.StartedAt, a.FinishedAt
+		classes[j], errs[j], texts[j] = a.ErrorClass, a.Error, a.ResponseBody
+		statuses[j], latencies[j] = statusCode(a), latencyUs(a)
+	}
+	*args = append(*args, ids, numbers, outcomes, startedAt, finishedAt, statuses, latencies, classes, errs, texts)
+	return `, a AS (
+			INSERT INTO webhook_delivery_attempts (delivery_id, ` + attemptColumns + `)
+			SELECT x.id, x.number, x.outcome, x.started_at, x.finished_at, x.status_code, x.latency_us, x.error_class,
+				x.error, x.response_body
+			FROM unnest($17::uuid[], $18::int[], $19::text[], $20::timestamptz[], $21::timestamptz[], $22::int[],
+				$23::bigint[], $24::text[], $25::text[], $26::text[])
+				AS x(id, number, outcome, started_at, finished_at, status_code, latency_us, error_class, error, response_body)
+			JOIN d ON d.id = x.id
+		)`
+}
+
+// statusCode is a's status code as stored: NULL without a response.
+func statusCode(a domain.WebhookDeliveryAttempt) *int32 {
+	if a.StatusCode == nil {
+		return nil
+	}
+	code := int32(*a.StatusCode)
+	return &code
+}
+
+// latencyUs is a's latency as stored, in microseconds.
+func latencyUs(a domain.WebhookDeliveryAttempt) *int64 {
+	us := a.Latency.Microseconds()
+	return &us
 }
 
 // WebhookBatchSendContext reads, in one round trip, what first attempts of

@@ -312,14 +312,45 @@ func (s *Sender) deliver(parent context.Context, target string, r Request) Resul
 // readBody keeps up to limit bytes of body, then reads and discards at
 // most drainBytes more so that a short remainder does not cost the
 // keep-alive connection. Read errors end reading; what was read is kept.
+// It reads through a pooled buffer and allocates only the kept bytes (a
+// receiver's answer is mostly empty or a few bytes).
 func readBody(body io.Reader, limit int) []byte {
-	kept, _ := io.ReadAll(io.LimitReader(body, int64(limit)))
-	_, _ = io.CopyN(io.Discard, body, drainBytes)
-	if len(kept) == 0 {
-		return nil
+	bp := bodyBuffers.Get().(*[]byte)
+	defer bodyBuffers.Put(bp)
+	buf := *bp
+	var kept []byte
+	// Kept: up to limit bytes, in chunks of the buffer.
+	n, err := readUpTo(body, buf[:min(limit, len(buf))])
+	kept = append(kept, buf[:n]...)
+	for err == nil && len(kept) < limit {
+		n, err = readUpTo(body, buf[:min(limit-len(kept), len(buf))])
+		kept = append(kept, buf[:n]...)
+	}
+	// Discarded: at most drainBytes more.
+	for drained := 0; err == nil && drained < drainBytes; drained += n {
+		n, err = readUpTo(body, buf[:min(drainBytes-drained, len(buf))])
 	}
 	return kept
 }
+
+// readUpTo reads from r until p is full, or r ends (io.EOF) or fails.
+func readUpTo(r io.Reader, p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		m, err := r.Read(p[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// bodyBuffers holds the buffers readBody reads responses through.
+var bodyBuffers = sync.Pool{New: func() any {
+	b := make([]byte, 4<<10)
+	return &b
+}}
 
 // statusMessage describes a non-2xx, non-3xx status.
 func statusMessage(code int) string {

@@ -122,6 +122,28 @@ func TestSendDefaultMaxResponseBytes(t *testing.T) {
 	require.Len(t, res.Body, DefaultMaxResponseBytes)
 }
 
+// TestSendKeepsBodyBeyondItsBuffer: a kept part larger than readBody's
+// buffer is read in chunks, whole; a remainder within drainBytes is read
+// and dropped, so that the next request reuses the connection.
+func TestSendKeepsBodyBeyondItsBuffer(t *testing.T) {
+	t.Parallel()
+	body := make([]byte, 10_000+drainBytes/2)
+	for i := range body {
+		body[i] = byte('a' + i%26)
+	}
+	srv := newTLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write(body)
+	}))
+	s := newTestSender(t, srv, func(c *SenderConfig) { c.MaxResponseBytes = 10_000 })
+	for range 3 {
+		req, _ := testRequest(t, srv.URL)
+		res := s.Send(context.Background(), req)
+		require.True(t, res.Delivered)
+		require.Equal(t, body[:10_000], res.Body)
+	}
+	require.Equal(t, int64(1), srv.ln.accepted.Load(), "the drained connection is reused")
+}
+
 func TestSendNeverFollowsRedirects(t *testing.T) {
 	t.Parallel()
 	var targetHits atomic.Int64

@@ -1042,12 +1042,13 @@ func (b *webhookBench) lagSplit(ctx context.Context, project string, t0, t1 time
 	var fan, pick, send [2]float64
 	err := b.e.pool.QueryRow(ctx, `WITH x AS (
 			SELECT extract(epoch FROM d.created_at - e.recorded_at) * 1000 AS fan,
-				extract(epoch FROM a.started_at - d.created_at) * 1000 AS pick,
-				extract(epoch FROM a.finished_at - a.started_at) * 1000 AS send
+				extract(epoch FROM coalesce(a.started_at, d.attempt_started_at) - d.created_at) * 1000 AS pick,
+				extract(epoch FROM coalesce(a.finished_at, d.delivered_at) - coalesce(a.started_at, d.attempt_started_at)) * 1000 AS send
 			FROM webhook_deliveries d
 			JOIN audit_events e ON e.tenant_id = d.tenant_id AND e.project_id = d.project_id AND e.sequence = d.event_sequence
-			JOIN webhook_delivery_attempts a ON a.delivery_id = d.id AND a.number = 1
-			WHERE d.tenant_id = $1 AND d.project_id = $2 AND e.recorded_at >= $3 AND e.recorded_at < $4)
+			LEFT JOIN webhook_delivery_attempts a ON a.delivery_id = d.id AND a.number = 1
+			WHERE d.tenant_id = $1 AND d.project_id = $2 AND e.recorded_at >= $3 AND e.recorded_at < $4
+				AND (a.delivery_id IS NOT NULL OR d.attempt_count = 1 AND d.attempt_started_at IS NOT NULL))
 		SELECT coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY fan), 0), coalesce(percentile_cont(0.99) WITHIN GROUP (ORDER BY fan), 0),
 			coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY pick), 0), coalesce(percentile_cont(0.99) WITHIN GROUP (ORDER BY pick), 0),
 			coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY send), 0), coalesce(percentile_cont(0.99) WITHIN GROUP (ORDER BY send), 0)

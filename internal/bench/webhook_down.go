@@ -90,9 +90,13 @@ func (b *webhookBench) downRow(ctx context.Context) (result, error) {
 		return result{}, fmt.Errorf("the breaker did not open: %w", err)
 	}
 	var requests int64
-	if err := b.e.pool.QueryRow(ctx, `SELECT count(*) FROM webhook_delivery_attempts a
+	// A succeeded attempt has no row: its delivery's row keeps it.
+	if err := b.e.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM webhook_delivery_attempts a
 		JOIN webhook_deliveries d ON d.id = a.delivery_id
-		WHERE d.tenant_id = $1 AND d.project_id = $2 AND d.destination_id = $3 AND a.started_at > $4 AND a.started_at <= $5`,
+		WHERE d.tenant_id = $1 AND d.project_id = $2 AND d.destination_id = $3 AND a.started_at > $4 AND a.started_at <= $5)
+		+ (SELECT count(*) FROM webhook_deliveries d
+		WHERE d.tenant_id = $1 AND d.project_id = $2 AND d.destination_id = $3 AND d.attempt_started_at > $4
+			AND d.attempt_started_at <= $5)`,
 		b.tenant, downProject, dead.Destination.ID, openedAt, window).Scan(&requests); err != nil {
 		return result{}, err
 	}

@@ -190,26 +190,30 @@ type TelemetryHistory struct {
 }
 
 type WebhookDelivery struct {
-	TenantID       string
-	ProjectID      string
-	ID             uuid.UUID
-	SubscriptionID uuid.UUID
-	DestinationID  uuid.UUID
-	EventID        uuid.UUID
-	EventSequence  int64
-	EventType      string
-	IdempotencyKey string
-	State          string
-	AttemptCount   int32
-	MaxAttempts    int32
-	NextAttemptAt  *time.Time
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
-	DeliveredAt    *time.Time
-	DeadLetteredAt *time.Time
-	LastError      string
-	ReplayOf       *uuid.UUID
-	Ordered        bool
+	TenantID            string
+	ProjectID           string
+	ID                  uuid.UUID
+	SubscriptionID      uuid.UUID
+	DestinationID       uuid.UUID
+	EventID             uuid.UUID
+	EventSequence       int64
+	EventType           string
+	IdempotencyKey      string
+	State               string
+	AttemptCount        int32
+	MaxAttempts         int32
+	NextAttemptAt       *time.Time
+	CreatedAt           time.Time
+	UpdatedAt           time.Time
+	DeliveredAt         *time.Time
+	DeadLetteredAt      *time.Time
+	LastError           string
+	ReplayOf            *uuid.UUID
+	Ordered             bool
+	AttemptStartedAt    *time.Time
+	AttemptStatusCode   *int32
+	AttemptLatencyUs    *int64
+	AttemptResponseBody string
 }
 
 type WebhookDeliveryAttempt struct {

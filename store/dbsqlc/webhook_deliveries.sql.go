@@ -15,7 +15,8 @@ import (
 const BatchSendWebhookDeliveries = `-- name: BatchSendWebhookDeliveries :many
 SELECT tenant_id, project_id, id, subscription_id, destination_id, event_id, event_sequence,
     event_type, idempotency_key, state, attempt_count, max_attempts, next_attempt_at, created_at, updated_at,
-    delivered_at, dead_lettered_at, last_error, replay_of, ordered
+    delivered_at, dead_lettered_at, last_error, replay_of, ordered, attempt_started_at, attempt_status_code,
+    attempt_latency_us, attempt_response_body
 FROM webhook_deliveries WHERE (tenant_id, id) IN (SELECT $1::text, unnest($2::uuid[])) AND id = ANY($2::uuid[]) AND destination_id = $3
 `
 
@@ -62,6 +63,10 @@ func (q *Queries) BatchSendWebhookDeliveries(ctx context.Context, arg BatchSendW
 			&i.LastError,
 			&i.ReplayOf,
 			&i.Ordered,
+			&i.AttemptStartedAt,
+			&i.AttemptStatusCode,
+			&i.AttemptLatencyUs,
+			&i.AttemptResponseBody,
 		); err != nil {
 			return nil, err
 		}
@@ -137,7 +142,8 @@ func (q *Queries) DeadLetterPurgedWebhookDeliveries(ctx context.Context, arg Dea
 const GetWebhookDelivery = `-- name: GetWebhookDelivery :one
 SELECT tenant_id, project_id, id, subscription_id, destination_id, event_id, event_sequence,
     event_type, idempotency_key, state, attempt_count, max_attempts, next_attempt_at, created_at, updated_at,
-    delivered_at, dead_lettered_at, last_error, replay_of, ordered
+    delivered_at, dead_lettered_at, last_error, replay_of, ordered, attempt_started_at, attempt_status_code,
+    attempt_latency_us, attempt_response_body
 FROM webhook_deliveries WHERE tenant_id = $1 AND id = $2
 `
 
@@ -172,6 +178,10 @@ func (q *Queries) GetWebhookDelivery(ctx context.Context, arg GetWebhookDelivery
 		&i.LastError,
 		&i.ReplayOf,
 		&i.Ordered,
+		&i.AttemptStartedAt,
+		&i.AttemptStatusCode,
+		&i.AttemptLatencyUs,
+		&i.AttemptResponseBody,
 	)
 	return i, err
 }
@@ -179,7 +189,8 @@ func (q *Queries) GetWebhookDelivery(ctx context.Context, arg GetWebhookDelivery
 const LockWebhookDelivery = `-- name: LockWebhookDelivery :one
 SELECT tenant_id, project_id, id, subscription_id, destination_id, event_id, event_sequence,
     event_type, idempotency_key, state, attempt_count, max_attempts, next_attempt_at, created_at, updated_at,
-    delivered_at, dead_lettered_at, last_error, replay_of, ordered
+    delivered_at, dead_lettered_at, last_error, replay_of, ordered, attempt_started_at, attempt_status_code,
+    attempt_latency_us, attempt_response_body
 FROM webhook_deliveries WHERE tenant_id = $1 AND id = $2 FOR UPDATE
 `
 
@@ -213,6 +224,10 @@ func (q *Queries) LockWebhookDelivery(ctx context.Context, arg LockWebhookDelive
 		&i.LastError,
 		&i.ReplayOf,
 		&i.Ordered,
+		&i.AttemptStartedAt,
+		&i.AttemptStatusCode,
+		&i.AttemptLatencyUs,
+		&i.AttemptResponseBody,
 	)
 	return i, err
 }
@@ -248,7 +263,8 @@ func (q *Queries) PauseWebhookDeliveriesOfDestination(ctx context.Context, arg P
 const RecoverableWebhookDeliveries = `-- name: RecoverableWebhookDeliveries :many
 SELECT tenant_id, project_id, id, subscription_id, destination_id, event_id, event_sequence,
     event_type, idempotency_key, state, attempt_count, max_attempts, next_attempt_at, created_at, updated_at,
-    delivered_at, dead_lettered_at, last_error, replay_of, ordered
+    delivered_at, dead_lettered_at, last_error, replay_of, ordered, attempt_started_at, attempt_status_code,
+    attempt_latency_us, attempt_response_body
 FROM webhook_deliveries
 WHERE tenant_id = $1 AND project_id = $2 AND destination_id = $3
   AND state IN ('RETRYING', 'DEAD_LETTERED') AND updated_at >= $4::timestamptz
@@ -305,6 +321,10 @@ func (q *Queries) RecoverableWebhookDeliveries(ctx context.Context, arg Recovera
 			&i.LastError,
 			&i.ReplayOf,
 			&i.Ordered,
+			&i.AttemptStartedAt,
+			&i.AttemptStatusCode,
+			&i.AttemptLatencyUs,
+			&i.AttemptResponseBody,
 		); err != nil {
 			return nil, err
 		}

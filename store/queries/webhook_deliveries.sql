@@ -12,14 +12,16 @@ WHERE h.tenant_id = @tenant_id AND h.project_id = @project_id AND d.tenant_id = 
 -- every column in table order: sqlc gives them dbsqlc.WebhookDelivery.
 SELECT tenant_id, project_id, id, subscription_id, destination_id, event_id, event_sequence,
     event_type, idempotency_key, state, attempt_count, max_attempts, next_attempt_at, created_at, updated_at,
-    delivered_at, dead_lettered_at, last_error, replay_of, ordered
+    delivered_at, dead_lettered_at, last_error, replay_of, ordered, attempt_started_at, attempt_status_code,
+    attempt_latency_us, attempt_response_body
 FROM webhook_deliveries WHERE tenant_id = @tenant_id AND id = @id;
 
 -- name: LockWebhookDelivery :one
 -- GetWebhookDelivery, locking the row for the rest of the transaction.
 SELECT tenant_id, project_id, id, subscription_id, destination_id, event_id, event_sequence,
     event_type, idempotency_key, state, attempt_count, max_attempts, next_attempt_at, created_at, updated_at,
-    delivered_at, dead_lettered_at, last_error, replay_of, ordered
+    delivered_at, dead_lettered_at, last_error, replay_of, ordered, attempt_started_at, attempt_status_code,
+    attempt_latency_us, attempt_response_body
 FROM webhook_deliveries WHERE tenant_id = @tenant_id AND id = @id FOR UPDATE;
 
 -- name: BatchSendWebhookDeliveries :many
@@ -32,7 +34,8 @@ FROM webhook_deliveries WHERE tenant_id = @tenant_id AND id = @id FOR UPDATE;
 -- key, so that only the partitions of those ids are read (migration 00024).
 SELECT tenant_id, project_id, id, subscription_id, destination_id, event_id, event_sequence,
     event_type, idempotency_key, state, attempt_count, max_attempts, next_attempt_at, created_at, updated_at,
-    delivered_at, dead_lettered_at, last_error, replay_of, ordered
+    delivered_at, dead_lettered_at, last_error, replay_of, ordered, attempt_started_at, attempt_status_code,
+    attempt_latency_us, attempt_response_body
 FROM webhook_deliveries WHERE (tenant_id, id) IN (SELECT $1::text, unnest($2::uuid[])) AND id = ANY($2::uuid[]) AND destination_id = $3;
 
 -- name: UpdateWebhookDelivery :exec
@@ -73,7 +76,8 @@ WHERE tenant_id = @tenant_id AND project_id = @project_id AND destination_id = @
 -- oldest first (the project index, filtered).
 SELECT tenant_id, project_id, id, subscription_id, destination_id, event_id, event_sequence,
     event_type, idempotency_key, state, attempt_count, max_attempts, next_attempt_at, created_at, updated_at,
-    delivered_at, dead_lettered_at, last_error, replay_of, ordered
+    delivered_at, dead_lettered_at, last_error, replay_of, ordered, attempt_started_at, attempt_status_code,
+    attempt_latency_us, attempt_response_body
 FROM webhook_deliveries
 WHERE tenant_id = @tenant_id AND project_id = @project_id AND destination_id = @destination_id
   AND state IN ('RETRYING', 'DEAD_LETTERED') AND updated_at >= @since::timestamptz

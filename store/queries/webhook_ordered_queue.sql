@@ -11,7 +11,8 @@ ON CONFLICT DO NOTHING;
 -- sent (project sequence, then id: a replay's after the fan-out's).
 SELECT d.tenant_id, d.project_id, d.id, d.subscription_id, d.destination_id, d.event_id, d.event_sequence,
     d.event_type, d.idempotency_key, d.state, d.attempt_count, d.max_attempts, d.next_attempt_at, d.created_at,
-    d.updated_at, d.delivered_at, d.dead_lettered_at, d.last_error, d.replay_of, d.ordered
+    d.updated_at, d.delivered_at, d.dead_lettered_at, d.last_error, d.replay_of, d.ordered, d.attempt_started_at,
+    d.attempt_status_code, d.attempt_latency_us, d.attempt_response_body
 FROM webhook_ordered_queue q JOIN webhook_deliveries d ON d.id = q.delivery_id
 WHERE q.tenant_id = @tenant_id AND q.subscription_id = @subscription_id
 ORDER BY q.event_sequence, q.delivery_id LIMIT @row_limit::bigint;
