@@ -34,23 +34,93 @@ func partitionOf(t *testing.T, pool *pgxpool.Pool, table, column string, value a
 }
 
 // ageDatabase makes a new test database look as if it had run for months:
-// the (empty) legacy partitions of the partitioned tables go, and months
-// from..to (relative to now) get partitions of their own.
-func ageDatabase(t *testing.T, pool *pgxpool.Pool, st *store.Store, from, to int) {
+// months from..to (relative to now) of every partitioned table get
+// partitions of their own (a new database has no legacy partition covering
+// them, migration 00029).
+func ageDatabase(t *testing.T, st *store.Store, from, to int) {
 	t.Helper()
 	ctx := context.Background()
 	tables, err := st.PartitionedTables(ctx)
 	require.NoError(t, err)
 	for _, tb := range tables {
-		_, err := pool.Exec(ctx, "DROP TABLE "+tb.Name+"_legacy")
-		require.NoError(t, err)
-		_, err = pool.Exec(ctx, "DELETE FROM aether_partitions WHERE partition_name = $1", tb.Name+"_legacy")
-		require.NoError(t, err)
 		for m := from; m <= to; m++ {
 			_, err := st.CreatePartition(ctx, tb.Name, monthStart(time.Now(), m))
 			require.NoError(t, err)
 		}
 	}
+}
+
+// TestNewDatabaseHasNoLegacyPartition: a freshly migrated database has no
+// <table>_legacy partition (migration 00029 drops the empty ones
+// migrations 00024 and 00025 attach), each partitioned table has the
+// current month's partition, and a delivery, its attempt, an alarm and a
+// telemetry point of now land in their month's partitions, not in a table of
+// the old shape (no partition keeps the old fan-out index).
+func TestNewDatabaseHasNoLegacyPartition(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := storetest.NewPool(t)
+	st := store.New(pool)
+	now := time.Now().UTC()
+	month := now.Format("200601")
+
+	tables, err := st.PartitionedTables(ctx)
+	require.NoError(t, err)
+	var names []string
+	for _, tb := range tables {
+		names = append(names, tb.Name)
+	}
+	require.ElementsMatch(t, []string{"webhook_deliveries", "webhook_delivery_attempts", "alarm_history", "telemetry_history"}, names)
+	for _, table := range names {
+		var legacy int
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_partition_tree($1::regclass) t
+			JOIN pg_class c ON c.oid = t.relid WHERE c.relname = $2`, table, table+"_legacy").Scan(&legacy))
+		require.Zero(t, legacy, "%s has no legacy partition", table)
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_class WHERE relname = $1`, table+"_legacy").Scan(&legacy))
+		require.Zero(t, legacy, "%s_legacy is dropped, not only detached", table)
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM aether_partitions WHERE partition_name = $1`, table+"_legacy").Scan(&legacy))
+		require.Zero(t, legacy, "%s_legacy is out of the registry", table)
+
+		parts, err := st.Partitions(ctx, table)
+		require.NoError(t, err)
+		require.NotEmpty(t, parts)
+		require.Equal(t, table+"_p"+month, parts[0].Name, "%s starts at the current month", table)
+		require.Equal(t, monthStart(now, 0), parts[0].From)
+		for i := 1; i < len(parts); i++ {
+			require.Equal(t, parts[i-1].To, parts[i].From, "%s: months follow each other", table)
+		}
+		var attached bool
+		require.NoError(t, pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_inherits WHERE inhparent = $1::regclass
+			AND inhrelid = $2::regclass)`, table, table+"_p"+month).Scan(&attached))
+		require.True(t, attached, "%s_p%s is attached", table, month)
+	}
+
+	id, err := uuid.NewV7()
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `INSERT INTO webhook_deliveries (tenant_id, project_id, id, subscription_id, destination_id,
+		event_id, event_sequence, event_type, idempotency_key, state, max_attempts, created_at, updated_at)
+		VALUES ('t1', 'p1', $1, gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 1, 'a.b', 'k', 'PENDING', 3, now(), now())`, id)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `INSERT INTO webhook_delivery_attempts (delivery_id, number, outcome, started_at) VALUES ($1, 1, 'FAILED', now())`, id)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `INSERT INTO alarm_history (tenant_id, project_id, id, occurred_at, alarm_id, device_id, severity, state, message)
+		VALUES ('t1', 'p1', $1, now(), 'a1', 'd1', 'MAJOR', 'RAISED', 'm')`, id)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `INSERT INTO telemetry_history (tenant_id, project_id, device_id, metric, occurred_at, value)
+		VALUES ('t1', 'p1', 'd1', 'temp', now(), 1)`)
+	require.NoError(t, err)
+	require.Equal(t, "webhook_deliveries_p"+month, partitionOf(t, pool, "webhook_deliveries", "id", id))
+	require.Equal(t, "webhook_delivery_attempts_p"+month, partitionOf(t, pool, "webhook_delivery_attempts", "delivery_id", id))
+	require.Equal(t, "alarm_history_p"+month, partitionOf(t, pool, "alarm_history", "id", id))
+	require.Equal(t, "telemetry_history_p"+month, partitionOf(t, pool, "telemetry_history", "device_id", "d1"))
+
+	// Only the partitioned table's indexes, cloned per partition: no
+	// partition keeps the old (subscription_id, event_id) index.
+	var fanout int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_partition_tree('webhook_deliveries') t
+		JOIN pg_index i ON i.indrelid = t.relid
+		WHERE t.isleaf AND i.indisunique AND NOT i.indisprimary`).Scan(&fanout))
+	require.Zero(t, fanout, "no delivery partition has a unique index besides its primary key")
 }
 
 // TestMaintainPartitions creates the months ahead and drops exactly the
@@ -63,7 +133,7 @@ func TestMaintainPartitions(t *testing.T) {
 	pool := storetest.NewPool(t)
 	st := store.New(pool)
 	now := time.Now().UTC()
-	ageDatabase(t, pool, st, -6, 0)
+	ageDatabase(t, st, -6, 0)
 	clock := &manualClock{now: now.Truncate(time.Microsecond)}
 	a := app.New(st, app.Config{Now: clock.Now, Logger: slog.New(slog.DiscardHandler), Partitions: app.PartitionConfig{
 		WebhookDeliveryRetention: 70 * 24 * time.Hour, HistoryRetention: 130 * 24 * time.Hour, MonthsAhead: 3}})
@@ -200,8 +270,9 @@ func TestWebhookDeliveriesAcrossMonthBoundary(t *testing.T) {
 	dest := b.createDestination(t, "/hook")
 	sub := b.subscribe(t, dest.Destination.ID.String(), "device.*")
 
+	this := "webhook_deliveries_p" + time.Now().UTC().Format("200601")
 	var bound time.Time
-	require.NoError(t, b.pool.QueryRow(ctx, `SELECT range_to FROM aether_partitions WHERE partition_name = 'webhook_deliveries_legacy'`).Scan(&bound))
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT range_to FROM aether_partitions WHERE partition_name = $1`, this).Scan(&bound))
 	b.clock.Set(bound.Add(-time.Millisecond))
 	before := b.record(t, "device.before")
 	b.clock.Set(bound)
@@ -221,9 +292,10 @@ func TestWebhookDeliveriesAcrossMonthBoundary(t *testing.T) {
 	require.Equal(t, after.ID, dead[0].EventID, "newest first")
 	require.Equal(t, before.ID, dead[1].EventID)
 	next := "webhook_deliveries_p" + bound.Format("200601")
-	require.Equal(t, "webhook_deliveries_legacy", partitionOf(t, b.pool, "webhook_deliveries", "id", dead[1].ID))
+	require.Equal(t, this, partitionOf(t, b.pool, "webhook_deliveries", "id", dead[1].ID))
 	require.Equal(t, next, partitionOf(t, b.pool, "webhook_deliveries", "id", dead[0].ID))
-	require.Equal(t, "webhook_delivery_attempts_legacy", partitionOf(t, b.pool, "webhook_delivery_attempts", "delivery_id", dead[1].ID))
+	require.Equal(t, "webhook_delivery_attempts_p"+time.Now().UTC().Format("200601"),
+		partitionOf(t, b.pool, "webhook_delivery_attempts", "delivery_id", dead[1].ID))
 	require.Equal(t, "webhook_delivery_attempts_p"+bound.Format("200601"), partitionOf(t, b.pool, "webhook_delivery_attempts", "delivery_id", dead[0].ID))
 
 	// Paged one at a time, the keyset crosses the bound.
@@ -271,9 +343,10 @@ func TestWebhookDeliveriesAcrossMonthBoundary(t *testing.T) {
 func TestOrderedDeliveryAcrossMonthBoundary(t *testing.T) {
 	t.Parallel()
 	b := setupOrdered(t, domain.RetrySchedule{time.Hour})
+	this := "webhook_deliveries_p" + time.Now().UTC().Format("200601")
 	var bound time.Time
 	require.NoError(t, b.pool.QueryRow(context.Background(),
-		`SELECT range_to FROM aether_partitions WHERE partition_name = 'webhook_deliveries_legacy'`).Scan(&bound))
+		`SELECT range_to FROM aether_partitions WHERE partition_name = $1`, this).Scan(&bound))
 	b.fail("device.e2", true)
 	b.clock.Set(bound.Add(-2 * time.Millisecond))
 	b.record(t, "device.e1")
@@ -282,7 +355,7 @@ func TestOrderedDeliveryAcrossMonthBoundary(t *testing.T) {
 	b.record(t, "device.e3")
 	b.record(t, "device.e4")
 	require.Equal(t, 4, b.fanOut(t))
-	require.Equal(t, "webhook_deliveries_legacy", partitionOf(t, b.pool, "webhook_deliveries", "id", b.byAction(t, "device.e2").ID))
+	require.Equal(t, this, partitionOf(t, b.pool, "webhook_deliveries", "id", b.byAction(t, "device.e2").ID))
 	require.Equal(t, "webhook_deliveries_p"+bound.Format("200601"), partitionOf(t, b.pool, "webhook_deliveries", "id", b.byAction(t, "device.e3").ID))
 
 	b.deliverOrdered(t)

@@ -23,6 +23,7 @@ func TestRuntimeRoleMaintainsPartitionsOnlyThroughFunctions(t *testing.T) {
 	require.NoError(t, err)
 	defer conn.Close(ctx)
 
+	month := time.Now().UTC().Format("200601") // the current month's partitions
 	ahead := time.Now().UTC().AddDate(0, 6, 0)
 	var name *string
 	require.NoError(t, conn.QueryRow(ctx, "SELECT aether_create_partition('webhook_deliveries', $1)", ahead).Scan(&name))
@@ -48,10 +49,10 @@ func TestRuntimeRoleMaintainsPartitionsOnlyThroughFunctions(t *testing.T) {
 		"CREATE TABLE evil (a int)",
 		"CREATE TABLE evil PARTITION OF webhook_deliveries FOR VALUES FROM ('ffff0000-0000-7000-8000-000000000000') TO (MAXVALUE)",
 		"DROP TABLE " + created,
-		"DROP TABLE webhook_deliveries_legacy",
+		"DROP TABLE webhook_delivery_attempts_p" + month,
 		"ALTER TABLE webhook_deliveries DETACH PARTITION " + created,
-		"ALTER TABLE alarm_history DETACH PARTITION alarm_history_legacy",
-		"TRUNCATE telemetry_history_legacy",
+		"ALTER TABLE alarm_history DETACH PARTITION alarm_history_p" + month,
+		"TRUNCATE telemetry_history_p" + month,
 		"INSERT INTO aether_partitioned_tables (table_name, bound_kind) VALUES ('audit_events', 'UUIDV7')",
 		"DELETE FROM aether_partitions",
 	} {

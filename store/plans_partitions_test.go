@@ -55,8 +55,9 @@ func partitionScans(t *testing.T, pool *pgxpool.Pool, root, sql string, args ...
 func TestWebhookPlansPruneToOnePartition(t *testing.T) {
 	ctx := context.Background()
 	pool := storetest.NewPool(t)
+	first := "webhook_deliveries_p" + time.Now().UTC().Format("200601")
 	var bound time.Time
-	require.NoError(t, pool.QueryRow(ctx, `SELECT range_to FROM aether_partitions WHERE partition_name = 'webhook_deliveries_legacy'`).Scan(&bound))
+	require.NoError(t, pool.QueryRow(ctx, `SELECT range_to FROM aether_partitions WHERE partition_name = $1`, first).Scan(&bound))
 	months := []time.Time{bound.Add(-24 * time.Hour), bound.Add(24 * time.Hour), bound.AddDate(0, 1, 1)}
 	var ids []uuid.UUID
 	for _, at := range months {
@@ -106,5 +107,5 @@ func TestWebhookPlansPruneToOnePartition(t *testing.T) {
 	scans, _ = partitionScans(t, pool, "webhook_deliveries", `SELECT id FROM webhook_deliveries
 		WHERE tenant_id = $1 AND project_id = $2 AND id < $3 ORDER BY id DESC LIMIT 51`, "t1", "p1", ids[10])
 	require.Len(t, scans, 1, "only partitions before the cursor: %v", scans)
-	require.Contains(t, scans, "webhook_deliveries_legacy")
+	require.Contains(t, scans, first)
 }
