@@ -266,11 +266,16 @@ type webhookOpts struct {
 	strictSender bool
 	// breaker is the circuit breaker's policy; zero fields take defaults.
 	breaker domain.WebhookBreakerPolicy
+	// pool is the database; nil for a new one.
+	pool *pgxpool.Pool
 }
 
 func setupWebhooks(t *testing.T, o webhookOpts) *webhookBundle {
 	t.Helper()
-	pool := storetest.NewPool(t)
+	pool := o.pool
+	if pool == nil {
+		pool = storetest.NewPool(t)
+	}
 	rc := newReceiver(t)
 	box, err := secrets.NewBox(bytes.Repeat([]byte{1}, secrets.KeySize))
 	require.NoError(t, err)

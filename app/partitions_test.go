@@ -9,10 +9,13 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aetheriot/aether-audit/app"
 	"github.com/aetheriot/aether-audit/domain"
+	"github.com/aetheriot/aether-audit/migrations"
 	"github.com/aetheriot/aether-audit/store"
 	"github.com/aetheriot/aether-audit/store/storetest"
 )
@@ -256,23 +259,92 @@ func TestMaintainPartitions(t *testing.T) {
 	require.Empty(t, again.Dropped)
 }
 
+// upgradedDatabase returns a database created before migration 00029 and
+// upgraded since: migrated up to 00028, a delivery and its attempt of
+// another tenant written this month (into webhook_deliveries_legacy and
+// webhook_delivery_attempts_legacy, which then cover this month), then
+// migrated to the end, which keeps those two legacy partitions because they
+// hold rows.
+func upgradedDatabase(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, storetest.NewEmptyDatabase(t))
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	db := stdlib.OpenDBFromPool(pool)
+	t.Cleanup(func() { db.Close() })
+	provider, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS)
+	require.NoError(t, err)
+	_, err = provider.UpTo(ctx, 28)
+	require.NoError(t, err)
+	id, err := uuid.NewV7()
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `INSERT INTO webhook_deliveries (tenant_id, project_id, id, subscription_id, destination_id,
+		event_id, event_sequence, event_type, idempotency_key, state, max_attempts, created_at, updated_at)
+		VALUES ('t-old', 'p1', $1, gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 1, 'a.b', 'k', 'DEAD_LETTERED', 3, now(), now())`, id)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `INSERT INTO webhook_delivery_attempts (delivery_id, number, outcome, started_at) VALUES ($1, 1, 'FAILED', now())`, id)
+	require.NoError(t, err)
+	require.NoError(t, store.Migrate(ctx, pool, slog.New(slog.DiscardHandler)))
+	require.Equal(t, "webhook_deliveries_legacy", partitionOf(t, pool, "webhook_deliveries", "id", id))
+	require.Equal(t, "webhook_delivery_attempts_legacy", partitionOf(t, pool, "webhook_delivery_attempts", "delivery_id", id))
+	return pool
+}
+
+// partitionAt returns the partition of table that the registry says
+// covers instant at, and the end of its range.
+func partitionAt(t *testing.T, pool *pgxpool.Pool, table string, at time.Time) (string, time.Time) {
+	t.Helper()
+	var name string
+	var to time.Time
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT partition_name, range_to FROM aether_partitions
+		WHERE table_name = $1 AND range_from <= $2 AND range_to > $2`, table, at).Scan(&name, &to))
+	return name, to
+}
+
+// boundaryDatabases are the databases the month-boundary tests run on: a
+// new one, whose current month is a monthly partition, and an upgraded one,
+// whose current month is still its legacy partition (migration 00024).
+var boundaryDatabases = []struct {
+	name string
+	pool func(*testing.T) *pgxpool.Pool
+}{
+	{"new", nil},
+	{"legacy", upgradedDatabase},
+}
+
 // TestWebhookDeliveriesAcrossMonthBoundary records events on both sides of
-// the bound between two delivery partitions: each delivery and its attempts
-// land in the partition of its event's month, and the lists (paged),
-// lookups, dead letters, redrive, recovery and replay work across both.
+// the bound between the delivery partition of the current month (a monthly
+// one, or an upgraded database's legacy one) and the next: each delivery
+// and its attempts land in the partition of its event's month, and the
+// lists (paged), lookups, dead letters, redrive, recovery, replay and the
+// fan-out's exactly-once work across both.
 func TestWebhookDeliveriesAcrossMonthBoundary(t *testing.T) {
 	t.Parallel()
+	for _, db := range boundaryDatabases {
+		t.Run(db.name, func(t *testing.T) {
+			t.Parallel()
+			var pool *pgxpool.Pool
+			if db.pool != nil {
+				pool = db.pool(t)
+			}
+			testWebhookDeliveriesAcrossMonthBoundary(t, pool)
+		})
+	}
+}
+
+func testWebhookDeliveriesAcrossMonthBoundary(t *testing.T, pool *pgxpool.Pool) {
 	ctx := context.Background()
 	schedule := domain.RetrySchedule{time.Minute}
-	b := setupWebhooks(t, webhookOpts{schedule: schedule})
+	b := setupWebhooks(t, webhookOpts{schedule: schedule, pool: pool})
 	broken := true
 	b.receiver.setRespond(failOn(&broken, "/hook"))
 	dest := b.createDestination(t, "/hook")
 	sub := b.subscribe(t, dest.Destination.ID.String(), "device.*")
 
-	this := "webhook_deliveries_p" + time.Now().UTC().Format("200601")
-	var bound time.Time
-	require.NoError(t, b.pool.QueryRow(ctx, `SELECT range_to FROM aether_partitions WHERE partition_name = $1`, this).Scan(&bound))
+	this, bound := partitionAt(t, b.pool, "webhook_deliveries", time.Now())
+	thisAttempts, attemptsBound := partitionAt(t, b.pool, "webhook_delivery_attempts", time.Now())
+	require.Equal(t, bound, attemptsBound, "a delivery and its attempts share a month")
 	b.clock.Set(bound.Add(-time.Millisecond))
 	before := b.record(t, "device.before")
 	b.clock.Set(bound)
@@ -294,8 +366,7 @@ func TestWebhookDeliveriesAcrossMonthBoundary(t *testing.T) {
 	next := "webhook_deliveries_p" + bound.Format("200601")
 	require.Equal(t, this, partitionOf(t, b.pool, "webhook_deliveries", "id", dead[1].ID))
 	require.Equal(t, next, partitionOf(t, b.pool, "webhook_deliveries", "id", dead[0].ID))
-	require.Equal(t, "webhook_delivery_attempts_p"+time.Now().UTC().Format("200601"),
-		partitionOf(t, b.pool, "webhook_delivery_attempts", "delivery_id", dead[1].ID))
+	require.Equal(t, thisAttempts, partitionOf(t, b.pool, "webhook_delivery_attempts", "delivery_id", dead[1].ID))
 	require.Equal(t, "webhook_delivery_attempts_p"+bound.Format("200601"), partitionOf(t, b.pool, "webhook_delivery_attempts", "delivery_id", dead[0].ID))
 
 	// Paged one at a time, the keyset crosses the bound.
@@ -338,15 +409,26 @@ func TestWebhookDeliveriesAcrossMonthBoundary(t *testing.T) {
 }
 
 // TestOrderedDeliveryAcrossMonthBoundary: a SEQUENCE subscription's
-// deliveries on both sides of a partition bound are sent one after the
-// other in sequence order, a retry before the bound holding those after it.
+// deliveries on both sides of a partition bound (after a monthly or a
+// legacy partition) are sent one after the other in sequence order, a retry
+// before the bound holding those after it.
 func TestOrderedDeliveryAcrossMonthBoundary(t *testing.T) {
 	t.Parallel()
-	b := setupOrdered(t, domain.RetrySchedule{time.Hour})
-	this := "webhook_deliveries_p" + time.Now().UTC().Format("200601")
-	var bound time.Time
-	require.NoError(t, b.pool.QueryRow(context.Background(),
-		`SELECT range_to FROM aether_partitions WHERE partition_name = $1`, this).Scan(&bound))
+	for _, db := range boundaryDatabases {
+		t.Run(db.name, func(t *testing.T) {
+			t.Parallel()
+			var pool *pgxpool.Pool
+			if db.pool != nil {
+				pool = db.pool(t)
+			}
+			testOrderedDeliveryAcrossMonthBoundary(t, pool)
+		})
+	}
+}
+
+func testOrderedDeliveryAcrossMonthBoundary(t *testing.T, pool *pgxpool.Pool) {
+	b := setupOrderedOn(t, webhookOpts{schedule: domain.RetrySchedule{time.Hour}, pool: pool})
+	this, bound := partitionAt(t, b.pool, "webhook_deliveries", time.Now())
 	b.fail("device.e2", true)
 	b.clock.Set(bound.Add(-2 * time.Millisecond))
 	b.record(t, "device.e1")

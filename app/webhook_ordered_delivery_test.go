@@ -29,7 +29,13 @@ type orderedBundle struct {
 
 func setupOrdered(t *testing.T, schedule domain.RetrySchedule) *orderedBundle {
 	t.Helper()
-	b := &orderedBundle{webhookBundle: setupWebhooks(t, webhookOpts{schedule: schedule}), failing: map[string]bool{}}
+	return setupOrderedOn(t, webhookOpts{schedule: schedule})
+}
+
+// setupOrderedOn is setupOrdered with the webhook bundle's options o.
+func setupOrderedOn(t *testing.T, o webhookOpts) *orderedBundle {
+	t.Helper()
+	b := &orderedBundle{webhookBundle: setupWebhooks(t, o), failing: map[string]bool{}}
 	b.receiver.setRespond(func(n int, w http.ResponseWriter, r *http.Request) {
 		b.mu.Lock()
 		fail := b.failing[b.action(b.receiver.requests()[n-1])]
