@@ -103,9 +103,13 @@ func TestWebhookPlansPruneToOnePartition(t *testing.T) {
 	for rel, node := range scans {
 		require.Contains(t, []string{"Index Scan", "Index Only Scan", "Index Scan Backward", "Index Only Scan Backward"}, node, rel)
 	}
-	// A deep page prunes the partitions after its cursor.
+	// A deep page prunes the partitions after its cursor: it reads the
+	// first month and the default partition, which catches the keys before
+	// every month (a new database has no legacy partition below the first
+	// month, migration 00029).
 	scans, _ = partitionScans(t, pool, "webhook_deliveries", `SELECT id FROM webhook_deliveries
 		WHERE tenant_id = $1 AND project_id = $2 AND id < $3 ORDER BY id DESC LIMIT 51`, "t1", "p1", ids[10])
-	require.Len(t, scans, 1, "only partitions before the cursor: %v", scans)
+	require.Len(t, scans, 2, "only partitions before the cursor: %v", scans)
 	require.Contains(t, scans, first)
+	require.Contains(t, scans, "webhook_deliveries_default")
 }
