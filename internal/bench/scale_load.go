@@ -254,9 +254,9 @@ const scaleDeliveryHistory = 60 * 24 * time.Hour
 // month of its UUIDv7 ids (migration 00024), so each month's rows get ids
 // of that month's times, in a partition created for it first
 // (aether_create_partition), never in the DEFAULT partition. On a database
-// migrated this month or last, webhook_deliveries_legacy covers the months
-// before the next one (migration 00024 attaches it even empty), so they
-// land there.
+// that keeps webhook_deliveries_legacy (it held rows when migration 00029
+// ran), the months before its bound are that partition's, so they land
+// there; on a new one, each month gets its own partition.
 func loadDeliveries(ctx context.Context, e *env, n int64) error {
 	var dest, sub uuid.UUID
 	err := e.pool.QueryRow(ctx, `SELECT destination_id, id FROM webhook_subscriptions
