@@ -69,6 +69,8 @@ BEGIN
         END IF;
         SELECT c.relname INTO v_default FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
         WHERE i.inhparent = t.table_name::regclass AND pg_get_expr(c.relpartbound, c.oid) = 'DEFAULT';
+        -- A guard: while the legacy partition is attached, PostgreSQL keeps
+        -- its range out of the DEFAULT partition, so this finds nothing.
         IF v_default IS NOT NULL AND v_from < v_to THEN
             SELECT a.attname INTO v_column FROM pg_partitioned_table p
             JOIN pg_attribute a ON a.attrelid = p.partrelid AND a.attnum = p.partattrs[0]
