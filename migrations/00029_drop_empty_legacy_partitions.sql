@@ -8,8 +8,7 @@
 -- event_id) of migration 00016, one more index per delivery on the
 -- fan-out's path), not into a monthly partition. As migration 00022 does for
 -- audit_events, an empty legacy partition is dropped: for each registered
--- table whose <table>_legacy is attached and empty, and whose DEFAULT
--- partition holds no row of the months it would hand over, the legacy
+-- table whose <table>_legacy is attached and empty, the legacy
 -- partition is detached and dropped, its row of aether_partitions deleted,
 -- and every month it covered from the current one (UTC) up to its bound gets
 -- its own partition through aether_create_partition (the months after the
@@ -34,8 +33,6 @@ DECLARE
     t         record;
     v_schema  text;
     v_legacy  text;
-    v_default text;
-    v_column  text;
     v_from    timestamptz := date_trunc('month', now(), 'UTC');
     v_to      timestamptz;
     v_month   timestamptz;
@@ -67,23 +64,9 @@ BEGIN
         IF NOT FOUND THEN
             CONTINUE;
         END IF;
-        SELECT c.relname INTO v_default FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-        WHERE i.inhparent = t.table_name::regclass AND pg_get_expr(c.relpartbound, c.oid) = 'DEFAULT';
-        -- A guard: while the legacy partition is attached, PostgreSQL keeps
-        -- its range out of the DEFAULT partition, so this finds nothing.
-        IF v_default IS NOT NULL AND v_from < v_to THEN
-            SELECT a.attname INTO v_column FROM pg_partitioned_table p
-            JOIN pg_attribute a ON a.attrelid = p.partrelid AND a.attnum = p.partattrs[0]
-            WHERE p.partrelid = t.table_name::regclass;
-            EXECUTE format('SELECT EXISTS (SELECT 1 FROM %I.%I WHERE %I >= %s AND %I < %s)', v_schema, v_default,
-                v_column, aether_partition_bound(t.bound_kind, v_from), v_column, aether_partition_bound(t.bound_kind, v_to))
-                INTO v_rows;
-            IF v_rows THEN
-                RAISE WARNING 'migration 00029: % holds rows of [%, %); % kept', v_default, v_from, v_to, v_legacy;
-                CONTINUE;
-            END IF;
-        END IF;
-
+        -- While the legacy partition was attached, PostgreSQL kept its
+        -- range out of the DEFAULT partition: the months created below
+        -- cannot find rows of theirs there.
         EXECUTE format('ALTER TABLE %I.%I DETACH PARTITION %I.%I', v_schema, t.table_name, v_schema, v_legacy);
         EXECUTE format('DROP TABLE %I.%I', v_schema, v_legacy);
         DELETE FROM aether_partitions x WHERE x.partition_name = v_legacy;
