@@ -25,7 +25,8 @@ type Options struct {
 	// TokenSource gives the bearer token of each request, for producers
 	// whose tokens are short-lived.
 	TokenSource TokenSource
-	// HTTPClient sends the requests; default: a client with a 60 s timeout.
+	// HTTPClient sends the requests; default: a client with a 60 s timeout,
+	// which SubscribeSSE's streams ignore (their context bounds them).
 	HTTPClient *http.Client
 	// MaxAttempts bounds the attempts of one call (default 8; 1 turns
 	// retries off).

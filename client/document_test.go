@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"testing"
 	"time"
 
@@ -59,4 +60,30 @@ func TestDocumentsAndSSE(t *testing.T) {
 	}
 	require.True(t, errors.As(err, &e), "%v", err)
 	require.Equal(t, client.CodeBadUserInput, e.Code)
+}
+
+// TestSSEStreamOutlivesTheHTTPClientTimeout: a subscription over SSE
+// keeps delivering after the HTTP client's Timeout has passed (it bounds
+// whole exchanges, which would cut every stream after it; the default is
+// 60 s): here a client whose Timeout is 300 ms still receives an event
+// recorded a second after the stream started.
+func TestSSEStreamOutlivesTheHTTPClientTimeout(t *testing.T) {
+	b := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	short, err := client.New(b.srv.URL, client.Options{Token: b.token, HTTPClient: &http.Client{Timeout: 300 * time.Millisecond}})
+	require.NoError(t, err)
+	stream, err := short.SubscribeSSE(ctx, `subscription($p: ID!) { auditEventRecorded(projectId: $p) { sequence } }`,
+		map[string]any{"p": "sse-long"})
+	require.NoError(t, err)
+	defer stream.Close()
+
+	// Not a wait for a condition: the stream must outlive the client's
+	// Timeout (three times over) before the event exists.
+	time.Sleep(time.Second)
+	_, err = b.client.Record(ctx, event("sse-long", "dev-1"))
+	require.NoError(t, err)
+	data, err := stream.Next()
+	require.NoError(t, err)
+	require.JSONEq(t, `{"auditEventRecorded":{"sequence":"1"}}`, string(data))
 }

@@ -28,7 +28,9 @@ type SSEStream struct {
 // (for a caller that wants the events' data as the server wrote it; see
 // [Client.Subscribe] for typed audit events over WebSocket). It returns
 // once the server accepted it, or with the error it answered as *Error.
-// ctx bounds the whole stream; it is not retried.
+// ctx bounds the whole stream; the HTTP client's Timeout does not (it
+// bounds a whole exchange, body included, and would cut a stream that
+// lives longer: the default client's is 60 s). It is not retried.
 func (c *Client) SubscribeSSE(ctx context.Context, document string, vars map[string]any) (*SSEStream, error) {
 	body, err := json.Marshal(request{Query: document, Variables: vars})
 	if err != nil {
@@ -45,7 +47,9 @@ func (c *Client) SubscribeSSE(ctx context.Context, document string, vars map[str
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := c.http.Do(req)
+	streaming := *c.http // the same transport, without the exchange's timeout
+	streaming.Timeout = 0
+	resp, err := streaming.Do(req)
 	if err != nil {
 		return nil, &transientError{err: stripURL(err)}
 	}
