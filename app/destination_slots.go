@@ -38,6 +38,12 @@ type destinationSlots struct {
 	inFlight int
 	limit    int
 	freed    chan struct{}
+
+	// failures counts the failed requests in a row this process saw to
+	// the destination, and trippedUntil is when its trip ends (see
+	// destination_trip.go); both under mu.
+	failures     int
+	trippedUntil time.Time
 }
 
 func newWebhookRuntime(cfg WebhookConfig) webhookRuntime {

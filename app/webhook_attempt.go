@@ -142,7 +142,8 @@ func (a *App) recordLostAttempt(ctx context.Context, tx Tx, tenantID string, del
 // requests.
 //
 // An attempt whose request was never handed to the sender (unsent: the
-// job's context ended while it waited for a request slot) is withdrawn: its
+// job's context ended while it waited for a request slot, or its
+// destination tripped in this process, destination_trip.go) is withdrawn: its
 // delivery goes back to the state it was in, without an attempt of its
 // budget used, and a new job is enqueued for it. So a job that runs out of
 // time behind a slow destination's other jobs costs no delivery an attempt.
@@ -206,7 +207,7 @@ func (a *App) finishWebhookAttempts(ctx context.Context, dest domain.WebhookDest
 		return err
 	}
 	if len(withdrawals) > 0 {
-		a.logger.WarnContext(ctx, "webhook deliveries not sent before their job ended; enqueued again without using an attempt",
+		a.logger.WarnContext(ctx, "webhook deliveries not sent (their job ended, or their destination tripped in this process); enqueued again without using an attempt",
 			"destination", withdrawals[0].Delivery.DestinationID, "deliveries", len(withdrawals))
 	}
 	a.observeAttempts(changes, sentPreps, recorded, now)

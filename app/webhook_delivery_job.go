@@ -227,7 +227,8 @@ func (a *App) deliverWebhooks(ctx context.Context, args jobargs.WebhookDeliveryA
 	slices.SortFunc(sent, func(x, y *preparedAttempt) int {
 		return cmp.Compare(x.delivery.EventSequence, y.delivery.EventSequence)
 	})
-	results, unsent := a.sendAll(ctx, slots, sent)
+	gate, _ := sc.Destination.Gate(now)
+	results, unsent := a.sendAll(ctx, slots, sent, gate != domain.WebhookGateProbe)
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
 	err = a.finishWebhookAttempts(fctx, sc.Destination, sent, results, unsent, later, rescue)
@@ -239,8 +240,10 @@ func (a *App) deliverWebhooks(ctx context.Context, args jobargs.WebhookDeliveryA
 // (a request runner's) once it holds a slot, so that a job waiting for
 // slots holds one goroutine, not one per request. unsent[i] tells that the i-th request was never
 // handed to the sender: ctx ended (the job's timeout, a shutdown) while it
-// waited for a slot.
-func (a *App) sendAll(ctx context.Context, slots *destinationSlots, preps []*preparedAttempt) (results []webhook.Result, unsent []bool) {
+// waited for a slot, or, with guard, the destination tripped in this
+// process (destination_trip.go) before its turn. Every result counts
+// towards the trip.
+func (a *App) sendAll(ctx context.Context, slots *destinationSlots, preps []*preparedAttempt, guard bool) (results []webhook.Result, unsent []bool) {
 	results, unsent = make([]webhook.Result, len(preps)), make([]bool, len(preps))
 	var wg sync.WaitGroup
 	for i, prep := range preps {
@@ -252,6 +255,12 @@ func (a *App) sendAll(ctx context.Context, slots *destinationSlots, preps []*pre
 		if ok && ctx.Err() != nil {
 			release()
 			ok = false
+		}
+		if ok && guard {
+			if _, tripped := slots.tripped(a.now()); tripped {
+				release()
+				ok = false
+			}
 		}
 		if !ok {
 			unsent[i] = true
@@ -265,6 +274,7 @@ func (a *App) sendAll(ctx context.Context, slots *destinationSlots, preps []*pre
 				URL: prep.url, ID: prep.delivery.IdempotencyKey, Timestamp: a.now(), Body: prep.body, Keys: prep.keys,
 				Header: prep.header,
 			})
+			slots.observe(results[i], a.now(), a.webhooks.Breaker)
 		})
 	}
 	wg.Wait()

@@ -53,7 +53,9 @@ const probeHold = time.Minute
 // transaction that holds its row, so that no enable or delete can slip in
 // between; with the breaker open, or no request left of the rate limit, it
 // returns a DestinationWaitError. A half-open breaker lets one delivery
-// through as its probe, for the job that claims it. later are the jobs of
+// through as its probe, for the job that claims it; a destination tripped
+// in this process (destination_trip.go) waits as an open one does. later
+// are the jobs of
 // the due deliveries not sent now, to enqueue with the outcomes; none of
 // them was charged an attempt.
 func (a *App) gateDestination(ctx context.Context, dest domain.WebhookDestination, slots *destinationSlots, due []domain.WebhookDelivery, now time.Time) (send []domain.WebhookDelivery, later []domain.OutboxJob, err error) {
@@ -73,6 +75,11 @@ func (a *App) gateDestination(ctx context.Context, dest domain.WebhookDestinatio
 			return nil, nil, &DestinationWaitError{Until: now.Add(probeRecheck), Reason: "another job's probe is out"}
 		}
 		due, later = due[:1], laterJobs(due[1:])
+	default:
+		// Closed in the row as read: this process's own trip may know better.
+		if until, tripped := slots.tripped(now); tripped {
+			return nil, nil, &DestinationWaitError{Until: until, Reason: "its last requests from this process failed"}
+		}
 	}
 	if dest.RateLimitPerSecond > 0 {
 		taken, remaining, err := a.store.TakeWebhookDestinationTokens(ctx, dest.TenantID, dest.ID, len(due), now)

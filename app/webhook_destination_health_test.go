@@ -196,3 +196,50 @@ func TestWebhookCircuitBreaker(t *testing.T) {
 		}
 	})
 }
+
+// TestWebhookDestinationTripsInThisProcess: a job that read its
+// destination's breaker closed stops sending once this process has seen
+// the breaker's number of failures in a row, before its own outcomes open
+// the shared breaker: the rest of its batch is withdrawn unsent, with no
+// attempt used, and waits like the breaker's other deliveries. Without the
+// trip, the job would send its whole batch to a receiver that is down.
+func TestWebhookDestinationTripsInThisProcess(t *testing.T) {
+	t.Parallel()
+	policy := domain.WebhookBreakerPolicy{Failures: 3, Backoff: time.Minute, MaxBackoff: 3 * time.Minute, AutoDisableAfter: 24 * time.Hour}
+	// One request at a time, so that the count is exact.
+	b := setupLifecycle(t, webhookOpts{breaker: policy, perDestination: 1,
+		schedule: domain.RetrySchedule{10 * time.Second, 10 * time.Second, 10 * time.Second}})
+	b.receiver.setRespond(status(http.StatusInternalServerError))
+	drafts := make([]domain.AuditEventDraft, 10)
+	for i := range drafts {
+		drafts[i] = draft("p1", "device.rebooted")
+	}
+	_, err := b.app.RecordAuditEvents(context.Background(), b.writer, app.RecordAuditEventsInput{Events: drafts})
+	require.NoError(t, err)
+	b.fanOut(t)
+	jobs := b.deliveryJobs(t)
+	require.Len(t, jobs, 1, "one job carries the ten deliveries")
+	require.Empty(t, b.runJobs(t, jobs))
+	require.Equal(t, 3, len(b.receiver.requests()), "the job stopped at the breaker's count")
+
+	_, h := b.health(t)
+	require.Equal(t, 3, h.ConsecutiveFailures)
+	require.Equal(t, domain.WebhookCircuitOpen, h.Circuit)
+	charged := 0
+	for _, d := range b.deliveries(t, app.WebhookDeliveriesInput{}) {
+		switch d.AttemptCount {
+		case 1:
+			charged++
+		case 0:
+			require.Equal(t, domain.WebhookDeliveryPending, d.State, "withdrawn unsent")
+		default:
+			t.Fatalf("delivery %s: %d attempts", d.ID, d.AttemptCount)
+		}
+	}
+	require.Equal(t, 3, charged)
+
+	// The withdrawn deliveries' job waits for the breaker; nothing is sent.
+	waits := b.runJobs(t, b.deliveryJobs(t))
+	require.NotEmpty(t, waits)
+	require.Equal(t, 3, len(b.receiver.requests()))
+}
