@@ -298,8 +298,8 @@ func (t *Tx) InsertWebhookDeliveries(ctx context.Context, ds []domain.WebhookDel
 	return out, nil
 }
 
-// uuidArray is ids as pgx encodes them without a detour through text (a
-// uuid.UUID is encoded through its driver.Valuer, as a string).
+// uuidArray is ids as [16]byte values, which pgx encodes as binary uuid on
+// any connection, configured (ConfigurePool) or not.
 func uuidArray(ids []uuid.UUID) [][16]byte {
 	out := make([][16]byte, len(ids))
 	for i, id := range ids {
