@@ -313,6 +313,21 @@ var boundaryDatabases = []struct {
 	{"legacy", upgradedDatabase},
 }
 
+// onBoundaryDatabases runs test, in parallel, on each of boundaryDatabases
+// (a nil pool: a new database).
+func onBoundaryDatabases(t *testing.T, test func(*testing.T, *pgxpool.Pool)) {
+	for _, db := range boundaryDatabases {
+		t.Run(db.name, func(t *testing.T) {
+			t.Parallel()
+			var pool *pgxpool.Pool
+			if db.pool != nil {
+				pool = db.pool(t)
+			}
+			test(t, pool)
+		})
+	}
+}
+
 // TestWebhookDeliveriesAcrossMonthBoundary records events on both sides of
 // the bound between the delivery partition of the current month (a monthly
 // one, or an upgraded database's legacy one) and the next: each delivery
@@ -321,16 +336,7 @@ var boundaryDatabases = []struct {
 // fan-out's exactly-once work across both.
 func TestWebhookDeliveriesAcrossMonthBoundary(t *testing.T) {
 	t.Parallel()
-	for _, db := range boundaryDatabases {
-		t.Run(db.name, func(t *testing.T) {
-			t.Parallel()
-			var pool *pgxpool.Pool
-			if db.pool != nil {
-				pool = db.pool(t)
-			}
-			testWebhookDeliveriesAcrossMonthBoundary(t, pool)
-		})
-	}
+	onBoundaryDatabases(t, testWebhookDeliveriesAcrossMonthBoundary)
 }
 
 func testWebhookDeliveriesAcrossMonthBoundary(t *testing.T, pool *pgxpool.Pool) {
@@ -414,16 +420,7 @@ func testWebhookDeliveriesAcrossMonthBoundary(t *testing.T, pool *pgxpool.Pool) 
 // before the bound holding those after it.
 func TestOrderedDeliveryAcrossMonthBoundary(t *testing.T) {
 	t.Parallel()
-	for _, db := range boundaryDatabases {
-		t.Run(db.name, func(t *testing.T) {
-			t.Parallel()
-			var pool *pgxpool.Pool
-			if db.pool != nil {
-				pool = db.pool(t)
-			}
-			testOrderedDeliveryAcrossMonthBoundary(t, pool)
-		})
-	}
+	onBoundaryDatabases(t, testOrderedDeliveryAcrossMonthBoundary)
 }
 
 func testOrderedDeliveryAcrossMonthBoundary(t *testing.T, pool *pgxpool.Pool) {

@@ -39,6 +39,23 @@ func (b *testBundle) openLive(t *testing.T, token, path string, header ...string
 	return startLiveStream(t, req)
 }
 
+// graphqlSSERequest is a graphql-sse request (distinct connections mode)
+// of document with vars, as token; cancel (also called when t ends) drops
+// its connection.
+func (b *testBundle) graphqlSSERequest(t *testing.T, token, document string, vars map[string]any) (req *http.Request, cancel context.CancelFunc) {
+	t.Helper()
+	body, err := json.Marshal(map[string]any{"query": document, "variables": vars})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, err = http.NewRequestWithContext(ctx, http.MethodPost, b.url+"/graphql", strings.NewReader(string(body)))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	return req, cancel
+}
+
 // startLiveStream sends req and reads its text/event-stream response frame
 // by frame (none when the status is not 200).
 func startLiveStream(t *testing.T, req *http.Request) *liveStream {
@@ -240,18 +257,8 @@ func TestGraphQLSSEHeartbeatAndShutdown(t *testing.T) {
 	tok := b.token(t, tokenOpts{})
 	b.recordN(t, tok, 1, "device.before")
 
-	body, err := json.Marshal(map[string]any{
-		"query":     `subscription($p: ID!) { auditEventRecorded(projectId: $p, afterSequence: "0") { sequence } }`,
-		"variables": map[string]any{"p": projectA},
-	})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.url+"/graphql", strings.NewReader(string(body)))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+tok)
+	req, _ := b.graphqlSSERequest(t, tok, `subscription($p: ID!) { auditEventRecorded(projectId: $p, afterSequence: "0") { sequence } }`,
+		map[string]any{"p": projectA})
 	s := startLiveStream(t, req)
 	require.Equal(t, http.StatusOK, s.resp.StatusCode)
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -40,15 +39,7 @@ func (b *testBundle) openVerification(t *testing.T, token string, vars map[strin
 	for k, v := range vars {
 		all[k] = v
 	}
-	body, err := json.Marshal(map[string]any{"query": verificationSubscription, "variables": all})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.url+"/graphql", strings.NewReader(string(body)))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+token)
+	req, cancel := b.graphqlSSERequest(t, token, verificationSubscription, all)
 	s = startLiveStream(t, req)
 	require.Equal(t, http.StatusOK, s.resp.StatusCode)
 	return s, cancel
