@@ -57,7 +57,7 @@
 // migrates if needed and keeps between runs, so that the million-event
 // project bench/bench-1m is seeded only once.
 //
-//	go run ./bench [-json] [-scenario a,b] [-duration 10s] [-database-url URL] [-cpuprofile FILE]
+//	go run ./bench [-json] [-scenario a,b] [-duration 10s] [-database-url URL] [-cpuprofile FILE] [-memprofile FILE]
 //	               [-fanout-subscribers 1000,10000] [-fanout-rate 10]
 //	               [-webhook-workers 100] [-webhook-max-in-flight N] [-webhook-deliveries 20000]
 //	               [-webhook-lag-duration 60s] [-webhook-no-vacuum] [-webhook-repeats 5]
@@ -69,7 +69,10 @@
 //
 // With -cpuprofile, the CPU profile carries the pprof label "side"
 // (server, ours, baseline): `go tool pprof -tagfocus=side=server FILE`
-// shows only our server's work.
+// shows only our server's work. With -memprofile, the allocation profile
+// of the whole run (allocation profiles carry no labels: every side
+// together) is written at its end: `go tool pprof -sample_index=alloc_space
+// -focus=DeliverWebhooks FILE`.
 package main
 
 import (
@@ -125,6 +128,7 @@ type options struct {
 	duration    time.Duration
 	databaseURL string
 	cpuProfile  string
+	memProfile  string
 	// fanoutSubscribers and fanoutRate shape live-fanout's rows.
 	fanoutSubscribers []int
 	fanoutRate        float64
@@ -206,6 +210,9 @@ func run(args []string) int {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if opts.memProfile != "" {
+		defer writeAllocProfile(opts.memProfile)
+	}
 
 	code := 0
 	var results []result
@@ -268,6 +275,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&opts.databaseURL, "database-url", "",
 		"PostgreSQL server to use (default: $DATABASE_URL, else "+redact(localURL)+" if reachable, else a private cluster in a temp dir)")
 	fs.StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile of the run (labelled by side) to this file")
+	fs.StringVar(&opts.memProfile, "memprofile", "", "write the run's allocation profile (every side together) to this file")
 	fanoutF := fs.String("fanout-subscribers", "1000,10000", "live-fanout: comma-separated subscriber counts, one row each (a 4000 at 10 events/s row is always added)")
 	fs.Float64Var(&opts.fanoutRate, "fanout-rate", 10, "live-fanout: events recorded per second")
 	fs.IntVar(&opts.webhookWorkers, "webhook-workers", 100, "webhook-delivery: River webhook workers (jobs.ClientConfig.WebhookWorkers) and baseline client workers")
@@ -414,5 +422,20 @@ func formatValue(v float64) string {
 		return fmt.Sprintf("%.1f", v)
 	default:
 		return fmt.Sprintf("%.3f", v)
+	}
+}
+
+// writeAllocProfile writes the allocation profile of the run so far to
+// path, reporting a failure on stderr.
+func writeAllocProfile(path string) {
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.Lookup("allocs").WriteTo(f, 0)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: memprofile:", err)
 	}
 }
