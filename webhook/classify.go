@@ -14,27 +14,32 @@ import (
 
 // attemptTrace records how far one attempt got, so that failures can be
 // attributed to a phase and MayHaveReached can be decided. Callbacks may
-// run on transport goroutines, hence the atomics.
+// run on transport goroutines, hence the atomics. It holds its own hooks,
+// so that an attempt's trace is one allocation and its two callbacks.
 type attemptTrace struct {
+	hooks      httptrace.ClientTrace
 	tlsStarted atomic.Bool // a TLS handshake began on a new connection
 	gotConn    atomic.Bool // a usable (connected, handshaken) connection was obtained
-	wrote      atomic.Bool // request headers were written to the connection
+}
+
+// newAttemptTrace returns a trace whose hooks feed it.
+func newAttemptTrace() *attemptTrace {
+	t := &attemptTrace{}
+	t.hooks.TLSHandshakeStart = func() { t.tlsStarted.Store(true) }
+	t.hooks.GotConn = func(httptrace.GotConnInfo) { t.gotConn.Store(true) }
+	return t
 }
 
 // clientTrace returns the httptrace hooks that feed t.
-func (t *attemptTrace) clientTrace() *httptrace.ClientTrace {
-	return &httptrace.ClientTrace{
-		TLSHandshakeStart: func() { t.tlsStarted.Store(true) },
-		GotConn:           func(httptrace.GotConnInfo) { t.gotConn.Store(true) },
-		WroteHeaders:      func() { t.wrote.Store(true) },
-	}
-}
+func (t *attemptTrace) clientTrace() *httptrace.ClientTrace { return &t.hooks }
 
 // mayHaveReached reports whether bytes of the request may have left this
 // process. It is deliberately conservative: once a connection is in hand
-// the request write may have begun.
+// the request write may have begun. (The transport hands a request a
+// connection, and reports GotConn, before it writes any of it, on HTTP/1
+// and HTTP/2 alike.)
 func (t *attemptTrace) mayHaveReached() bool {
-	return t.gotConn.Load() || t.wrote.Load()
+	return t.gotConn.Load()
 }
 
 // classify maps a transport error to an error class and a short,

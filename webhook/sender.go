@@ -248,7 +248,7 @@ func (s *Sender) deliver(parent context.Context, target string, r Request) Resul
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
 	defer cancel()
 	defer context.AfterFunc(parent, cancel)()
-	trace := &attemptTrace{}
+	trace := newAttemptTrace()
 	ctx = httptrace.WithClientTrace(ctx, trace.clientTrace())
 
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(r.Body))
@@ -259,14 +259,22 @@ func (s *Sender) deliver(parent context.Context, target string, r Request) Resul
 	if r.ContentType != "" {
 		contentType = r.ContentType
 	}
-	// Keys in canonical form, set directly: one map of the right size.
+	// Keys in canonical form, set directly: one map of the right size, and
+	// the values of Send's own headers slices of one array (each of
+	// length and capacity 1, so that an append to one cannot reach the
+	// next).
 	req.Header = make(http.Header, 5+len(r.Header))
-	req.Header["Content-Type"] = []string{contentType}
-	req.Header["User-Agent"] = []string{s.cfg.UserAgent}
+	values := make([]string, 5)
+	values[0], values[1] = contentType, s.cfg.UserAgent
+	req.Header["Content-Type"] = values[0:1:1]
+	req.Header["User-Agent"] = values[1:2:2]
 	if !r.Unsigned {
-		req.Header["Webhook-Id"] = []string{r.ID}
-		req.Header["Webhook-Timestamp"] = []string{strconv.FormatInt(ts.Unix(), 10)}
-		req.Header["Webhook-Signature"] = []string{Sign(r.ID, ts, r.Body, r.Keys)}
+		var digits [20]byte
+		unix := strconv.AppendInt(digits[:0], ts.Unix(), 10)
+		values[2], values[3], values[4] = r.ID, string(unix), signature(r.ID, unix, r.Body, r.Keys)
+		req.Header["Webhook-Id"] = values[2:3:3]
+		req.Header["Webhook-Timestamp"] = values[3:4:4]
+		req.Header["Webhook-Signature"] = values[4:5:5]
 	}
 	// validate refused any name among Send's own.
 	for name, values := range r.Header {
