@@ -32,12 +32,17 @@ type destinationSlots struct {
 	refs int
 
 	// inFlight counts the requests under way, limit bounds them (the
-	// destination's maxInFlight, else the service's); freed is closed, and
-	// replaced, whenever one ends or the limit grows.
+	// destination's maxInFlight, else the service's); waiting counts the
+	// requests waiting for a slot, and freed is closed, and replaced,
+	// whenever one ends or the limit grows while some wait.
 	mu       sync.Mutex
 	inFlight int
 	limit    int
+	waiting  int
 	freed    chan struct{}
+	// releaseSlot is release, bound once: request hands it out without
+	// allocating a method value per request.
+	releaseSlot func()
 
 	// failures counts the failed requests in a row this process saw to
 	// the destination, and trippedUntil is when its trip ends (see
@@ -74,6 +79,7 @@ func (w *webhookRuntime) enter(ctx context.Context, destinationID uuid.UUID) (s 
 			limit: w.MaxInFlightPerDestination,
 			freed: make(chan struct{}),
 		}
+		s.releaseSlot = s.release
 		w.slots[destinationID] = s
 	}
 	s.refs++
@@ -107,28 +113,35 @@ func (w *webhookRuntime) enter(ctx context.Context, destinationID uuid.UUID) (s 
 // as long as ctx allows (the requests ahead are bounded by the sender's
 // timeout); release must be called once the request is over.
 func (s *destinationSlots) request(ctx context.Context) (release func(), ok bool) {
-	for {
-		s.mu.Lock()
-		if s.inFlight < s.limit {
-			s.inFlight++
-			s.mu.Unlock()
-			return s.release, true
-		}
+	s.mu.Lock()
+	for s.inFlight >= s.limit {
 		freed := s.freed
+		s.waiting++
 		s.mu.Unlock()
 		select {
 		case <-freed:
 		case <-ctx.Done():
+			s.mu.Lock()
+			s.waiting--
+			s.mu.Unlock()
 			return nil, false
 		}
+		s.mu.Lock()
+		s.waiting--
 	}
+	s.inFlight++
+	s.mu.Unlock()
+	return s.releaseSlot, true
 }
 
-// release ends a request taken with request.
+// release ends a request taken with request, waking the requests waiting
+// for a slot, if any.
 func (s *destinationSlots) release() {
 	s.mu.Lock()
 	s.inFlight--
-	s.signal()
+	if s.waiting > 0 {
+		s.signal()
+	}
 	s.mu.Unlock()
 }
 
@@ -136,7 +149,7 @@ func (s *destinationSlots) release() {
 // maxInFlight, read by each job); requests under way are not interrupted.
 func (s *destinationSlots) setLimit(n int) {
 	s.mu.Lock()
-	if n > s.limit {
+	if n > s.limit && s.waiting > 0 {
 		s.signal()
 	}
 	s.limit = n
