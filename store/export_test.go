@@ -1,0 +1,4 @@
+package store
+
+// RowToUUID is rowToUUID, for the external tests.
+var RowToUUID = rowToUUID
