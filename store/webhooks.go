@@ -828,12 +828,14 @@ func (q *queries) WebhookBatchSendContext(ctx context.Context, tenantID string, 
 	}
 	// At most one row per id: the slices are allocated once, at their
 	// size, not grown row by row (copying the large event structs).
+	// The rows' repeated text values are shared (batch_scan.go).
+	seen := textInterner{}
 	rows, _ = br.Query()
-	if out.Deliveries, err = pgx.AppendRows(make([]domain.WebhookDelivery, 0, len(deliveryIDs)), rows, scanDelivery); err != nil {
+	if out.Deliveries, err = pgx.AppendRows(make([]domain.WebhookDelivery, 0, len(deliveryIDs)), rows, newDeliveryBatchScanner(seen).scan); err != nil {
 		return out, fmt.Errorf("reading webhook deliveries: %w", err)
 	}
 	rows, _ = br.Query()
-	events, err := pgx.AppendRows(make([]domain.AuditEvent, 0, len(eventIDs)), rows, scanAuditEvent)
+	events, err := pgx.AppendRows(make([]domain.AuditEvent, 0, len(eventIDs)), rows, newEventBatchScanner(seen).scan)
 	if err != nil {
 		return out, fmt.Errorf("reading events of webhook deliveries: %w", err)
 	}
