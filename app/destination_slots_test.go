@@ -49,28 +49,24 @@ func TestDestinationSlotsWakeWaitingRequests(t *testing.T) {
 			return s.waiting == n
 		}
 	}
-	got := make(chan func())
-	go func() {
-		release, ok := s.request(ctx)
-		if ok {
-			got <- release
-		}
-		close(got)
-	}()
+	take := func() chan func() {
+		got := make(chan func(), 1)
+		go func() {
+			if release, ok := s.request(ctx); ok {
+				got <- release
+			}
+			close(got)
+		}()
+		return got
+	}
+	got := take()
 	require.Eventually(t, waiting(1), 10*time.Second, time.Millisecond)
 	first()
 	second := <-got
 	require.NotNil(t, second)
 
 	// A grown limit wakes a waiting request.
-	got = make(chan func())
-	go func() {
-		release, ok := s.request(ctx)
-		if ok {
-			got <- release
-		}
-		close(got)
-	}()
+	got = take()
 	require.Eventually(t, waiting(1), 10*time.Second, time.Millisecond)
 	s.setLimit(2)
 	third := <-got
