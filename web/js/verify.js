@@ -51,6 +51,8 @@ export class VerifyView {
     this.barEl.removeAttribute('value');
     this.barEl.hidden = false;
     this.progressEl.textContent = `Verifying ${run.project}…`;
+    delete this.progressEl.dataset.checked;
+    delete this.progressEl.dataset.reached;
     this.#setRunning(true);
     // Called on every (re)subscribe: after a dropped socket the verification
     // continues from the last progress item's token.
