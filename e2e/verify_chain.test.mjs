@@ -55,7 +55,9 @@ describe('dashboard: verify chain', { timeout: 300_000 }, () => {
       const el = document.getElementById('verify-progress');
       window.verifyReached = [];
       window.verifyObserver?.disconnect();
-      window.verifyObserver = new MutationObserver(() => window.verifyReached.push(el.dataset.reached));
+      window.verifyObserver = new MutationObserver(() => {
+        if (el.dataset.reached) window.verifyReached.push(el.dataset.reached);
+      });
       window.verifyObserver.observe(el, { attributes: true, attributeFilter: ['data-reached'] });
     });
     await page.locator('#verify-start').click();
