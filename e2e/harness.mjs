@@ -4,6 +4,7 @@
 // what graphql-ws subscriptions deliver. It builds nothing itself.
 
 import { execFile, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -216,6 +217,46 @@ export class AetherServer {
       throw new Error(`recordAuditEvents failed: HTTP ${status}: ${JSON.stringify(body)}`);
     }
     return body.data.recordAuditEvents.events;
+  }
+
+  /**
+   * The psql arguments that reach this server's database as its owner:
+   * DATABASE_URL when set, else the embedded cluster's socket as its
+   * superuser (see internal/pgcluster: <dataDir>/postgres, or the folder
+   * named in its cluster-location file; the socket in its run folder, or
+   * in a folder of the temp dir when that path is too long).
+   */
+  #psqlTarget() {
+    if (process.env.DATABASE_URL) return [process.env.DATABASE_URL];
+    const base = path.join(this.dataDir, 'postgres');
+    let home = base;
+    try {
+      home = fs.readFileSync(path.join(base, 'cluster-location'), 'utf8').trim() || base;
+    } catch {
+      // The cluster lives in the data dir itself.
+    }
+    const hashed = `aether-pg-${createHash('sha256').update(home).digest('hex').slice(0, 16)}`;
+    const candidates = [path.join(home, 'run'), path.join(os.tmpdir(), hashed), path.join('/tmp', hashed)];
+    const socketDir = candidates.find((d) => fs.existsSync(path.join(d, '.s.PGSQL.5432')));
+    if (!socketDir) throw new Error(`no socket of the embedded PostgreSQL in ${candidates.join(', ')}`);
+    return ['-h', socketDir, '-U', 'postgres', '-d', 'aether'];
+  }
+
+  /**
+   * Rewrites a stored audit event behind the append-only trigger's back, as
+   * an attacker with the database owner's access would (psql, in one
+   * transaction): its outcome becomes FAILURE, so its content no longer
+   * matches its chain hash.
+   */
+  async tamperEvent(tenant, project, sequence) {
+    const quote = (v) => `'${String(v).replaceAll("'", "''")}'`;
+    const sql = `BEGIN;
+ALTER TABLE audit_events DISABLE TRIGGER USER;
+UPDATE audit_events SET outcome = 'FAILURE' WHERE tenant_id = ${quote(tenant)} AND project_id = ${quote(project)} AND sequence = ${Number(sequence)};
+ALTER TABLE audit_events ENABLE TRIGGER USER;
+COMMIT;`;
+    const { stdout } = await execFileP('psql', [...this.#psqlTarget(), '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-c', sql], { timeout: 30_000 });
+    return stdout;
   }
 
   /** SIGTERM, then requires a clean exit (code 0) within EXIT_DEADLINE_MS; removes the data dir. */

@@ -62,25 +62,46 @@ func (b AppBackend) GetAuditEvent(ctx context.Context, projectID, eventID string
 	return appEvent(&e)
 }
 
-// VerifyAuditChain implements Backend.
-func (b AppBackend) VerifyAuditChain(ctx context.Context, in VerifyAuditChainInput) (ChainVerification, error) {
-	v, err := b.App.VerifyAuditChainResumable(ctx, b.Identity, app.VerifyAuditChainInput{ProjectID: in.ProjectID,
+// VerifyAuditChain implements Backend: the app's verification stream,
+// step after step until its verdict.
+func (b AppBackend) VerifyAuditChain(ctx context.Context, in VerifyAuditChainInput, progress func(VerifyProgress)) (ChainVerification, error) {
+	s, err := b.App.StreamAuditChainVerification(ctx, b.Identity, app.VerifyAuditChainInput{ProjectID: in.ProjectID,
 		FromSequence: in.FromSequence.uint64Ptr(), ToSequence: in.ToSequence.uint64Ptr(), ResumeToken: in.ResumeToken})
 	if err != nil {
 		return ChainVerification{}, appError(err)
 	}
+	defer s.Close()
+	for {
+		v, err := s.Next(ctx)
+		if err != nil {
+			return ChainVerification{}, appError(err)
+		}
+		if v.Complete {
+			return appVerification(v), nil
+		}
+		if progress != nil {
+			progress(VerifyProgress{CheckedCount: v.CheckedCount, SequenceReached: v.SequenceReached,
+				HeadSequence: v.HeadSequence, EventsPerSecond: v.EventsPerSecond})
+		}
+	}
+}
+
+// appVerification is the tool's shape of the app's verdict.
+func appVerification(v *app.ChainVerification) ChainVerification {
 	return ChainVerification{
 		Valid:                          v.Valid,
 		Complete:                       v.Complete,
 		ResumeToken:                    v.ResumeToken,
 		CheckedCount:                   decimal(v.CheckedCount),
+		SequenceReached:                decimal(v.SequenceReached),
+		EventsPerSecond:                v.EventsPerSecond,
 		FirstInvalidSequence:           optionalDecimal(v.FirstInvalidSequence),
 		HeadSequence:                   decimal(v.HeadSequence),
 		HeadHash:                       v.HeadHash.String(),
 		PurgedThroughSequence:          decimal(v.PurgedThrough),
 		CheckpointsChecked:             decimal(v.CheckpointsChecked),
 		FirstInvalidCheckpointSequence: optionalDecimal(v.FirstInvalidCheckpointSequence),
-	}, nil
+	}
 }
 
 // WebhookDeliveries implements Backend.

@@ -19,8 +19,11 @@ type Backend interface {
 	// GetAuditEvent is GraphQL's auditEvent: NOT_FOUND when the project
 	// has no such event.
 	GetAuditEvent(ctx context.Context, projectID, eventID string) (Event, error)
-	// VerifyAuditChain is GraphQL's verifyAuditChain.
-	VerifyAuditChain(ctx context.Context, in VerifyAuditChainInput) (ChainVerification, error)
+	// VerifyAuditChain verifies in's range to its end, whatever its
+	// length, as GraphQL's auditChainVerification subscription does (and
+	// bounded by its limits): progress, when not nil, receives each
+	// progress item; the result is the verdict.
+	VerifyAuditChain(ctx context.Context, in VerifyAuditChainInput, progress func(VerifyProgress)) (ChainVerification, error)
 	// WebhookDeliveries is GraphQL's webhookDeliveries. First is set.
 	WebhookDeliveries(ctx context.Context, in ListWebhookDeliveriesInput) (WebhookDeliveryPage, error)
 	// WebhookDelivery is GraphQL's webhookDelivery: NOT_FOUND when missing

@@ -131,9 +131,10 @@ const (
 ` + eventFields
 	eventQuery = `query($p: ID!, $id: ID!) { auditEvent(projectId: $p, id: $id) { ...E } }
 ` + eventFields
-	verifyQuery = `query($p: ID!, $from: Uint64, $to: Uint64, $resume: String) {
-  verifyAuditChain(projectId: $p, fromSequence: $from, toSequence: $to, resumeToken: $resume) {
-    valid complete resumeToken checkedCount firstInvalidSequence headSequence headHash purgedThroughSequence checkpointsChecked firstInvalidCheckpointSequence
+	verifySubscription = `subscription($p: ID!, $from: Uint64, $to: Uint64, $resume: String) {
+  auditChainVerification(projectId: $p, fromSequence: $from, toSequence: $to, resumeToken: $resume) {
+    valid complete resumeToken checkedCount sequenceReached eventsPerSecond firstInvalidSequence headSequence headHash
+    purgedThroughSequence checkpointsChecked firstInvalidCheckpointSequence
   }
 }`
 	deliveriesQuery = `query($p: ID!, $filter: WebhookDeliveryFilter, $first: Int, $after: String) {
@@ -222,14 +223,59 @@ func (b *GraphQLBackend) GetAuditEvent(ctx context.Context, projectID, eventID s
 	return graphQLEvent(data.AuditEvent)
 }
 
-// VerifyAuditChain implements Backend.
-func (b *GraphQLBackend) VerifyAuditChain(ctx context.Context, in VerifyAuditChainInput) (ChainVerification, error) {
-	var data struct {
-		VerifyAuditChain ChainVerification `json:"verifyAuditChain"`
-	}
+// VerifyAuditChain implements Backend: the auditChainVerification
+// subscription over Server-Sent Events, read to its verdict. As any other
+// operation of this backend it is sent once: a stream that drops fails
+// the call, and the MCP client decides whether to try again.
+func (b *GraphQLBackend) VerifyAuditChain(ctx context.Context, in VerifyAuditChainInput, progress func(VerifyProgress)) (ChainVerification, error) {
 	vars := map[string]any{"p": in.ProjectID, "from": in.FromSequence, "to": in.ToSequence, "resume": optional(in.ResumeToken)}
-	err := b.query(ctx, verifyQuery, vars, &data)
-	return data.VerifyAuditChain, err
+	s, err := b.api.SubscribeSSE(ctx, verifySubscription, vars)
+	if err != nil {
+		return ChainVerification{}, apiError(err)
+	}
+	defer s.Close()
+	for {
+		raw, err := s.Next()
+		if errors.Is(err, client.ErrStreamCompleted) {
+			return ChainVerification{}, errors.New("the verification stream completed without its verdict")
+		}
+		if err != nil {
+			return ChainVerification{}, apiError(err)
+		}
+		var data struct {
+			AuditChainVerification ChainVerification `json:"auditChainVerification"`
+		}
+		if err := json.Unmarshal(raw, &data); err != nil {
+			return ChainVerification{}, fmt.Errorf("decoding a verification item: %w", err)
+		}
+		v := data.AuditChainVerification
+		if v.Complete {
+			return v, nil
+		}
+		if progress != nil {
+			p, err := graphQLProgress(v)
+			if err != nil {
+				return ChainVerification{}, err
+			}
+			progress(p)
+		}
+	}
+}
+
+// graphQLProgress reads a progress item's counts.
+func graphQLProgress(v ChainVerification) (VerifyProgress, error) {
+	p := VerifyProgress{EventsPerSecond: v.EventsPerSecond}
+	for _, f := range []struct {
+		s   string
+		out *uint64
+	}{{v.CheckedCount, &p.CheckedCount}, {v.SequenceReached, &p.SequenceReached}, {v.HeadSequence, &p.HeadSequence}} {
+		n, err := strconv.ParseUint(f.s, 10, 64)
+		if err != nil {
+			return VerifyProgress{}, fmt.Errorf("decoding a verification item: %w", err)
+		}
+		*f.out = n
+	}
+	return p, nil
 }
 
 // WebhookDeliveries implements Backend.

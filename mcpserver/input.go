@@ -47,8 +47,8 @@ type GetAuditEventInput struct {
 type VerifyAuditChainInput struct {
 	ProjectID    string    `json:"projectId" jsonschema:"the project whose hash chain to verify"`
 	FromSequence *Sequence `json:"fromSequence,omitempty" jsonschema:"first sequence to check (default: the first one retention kept)"`
-	ToSequence   *Sequence `json:"toSequence,omitempty" jsonschema:"last sequence to check (default: the head); one call checks at most 1,000,000 events"`
-	ResumeToken  string    `json:"resumeToken,omitempty" jsonschema:"the resumeToken of a call that stopped before the end of its range (complete false): continues it; without fromSequence and toSequence"`
+	ToSequence   *Sequence `json:"toSequence,omitempty" jsonschema:"last sequence to check (default: the head); any length, verified in one call"`
+	ResumeToken  string    `json:"resumeToken,omitempty" jsonschema:"a resumeToken of GraphQL's verifyAuditChain or of an auditChainVerification progress item: continues that verification to its end; without fromSequence and toSequence"`
 }
 
 // ListWebhookDeliveriesInput is the input of list_webhook_deliveries.

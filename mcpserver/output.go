@@ -47,13 +47,17 @@ type EventPage struct {
 	EndCursor *string `json:"endCursor"`
 }
 
-// ChainVerification is the result of verify_audit_chain, GraphQL's
-// AuditChainVerification.
+// ChainVerification is the result of verify_audit_chain, the verdict of
+// GraphQL's auditChainVerification: always complete (the whole range was
+// verified, or something failed), so resumeToken is null; both are kept
+// in the shape of GraphQL's AuditChainVerification.
 type ChainVerification struct {
 	Valid                          bool    `json:"valid"`
 	Complete                       bool    `json:"complete"`
 	ResumeToken                    *string `json:"resumeToken"`
 	CheckedCount                   string  `json:"checkedCount"`
+	SequenceReached                string  `json:"sequenceReached"`
+	EventsPerSecond                float64 `json:"eventsPerSecond"`
 	FirstInvalidSequence           *string `json:"firstInvalidSequence"`
 	HeadSequence                   string  `json:"headSequence"`
 	HeadHash                       string  `json:"headHash"`

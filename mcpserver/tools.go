@@ -10,15 +10,26 @@ import (
 // toolFunc runs a tool's input against the request's Backend.
 type toolFunc[In any] func(ctx context.Context, b Backend, in In) (any, error)
 
+// requestToolFunc is a toolFunc that also reads its request (a progress
+// token, the session to notify).
+type requestToolFunc[In any] func(ctx context.Context, req *mcp.CallToolRequest, b Backend, in In) (any, error)
+
 // addTool registers a tool whose handler binds the request to its caller
 // and answers a refusal as a tool error in the API's codes.
 func addTool[In any](s *Server, t *mcp.Tool, schema *jsonschema.Schema, run toolFunc[In]) {
+	addRequestTool(s, t, schema, func(ctx context.Context, _ *mcp.CallToolRequest, b Backend, in In) (any, error) {
+		return run(ctx, b, in)
+	})
+}
+
+// addRequestTool is addTool of a requestToolFunc.
+func addRequestTool[In any](s *Server, t *mcp.Tool, schema *jsonschema.Schema, run requestToolFunc[In]) {
 	t.InputSchema = schema
 	mcp.AddTool(s.mcp, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, any, error) {
 		ctx, b, err := s.bind(ctx, req.Extra)
 		if err == nil {
 			var out any
-			if out, err = run(ctx, b, in); err == nil {
+			if out, err = run(ctx, req, b, in); err == nil {
 				return nil, out, nil
 			}
 		}
@@ -64,13 +75,15 @@ func (s *Server) addTools() {
 		return getAuditEvent(ctx, b, in)
 	})
 
-	addTool(s, &mcp.Tool{
+	addRequestTool(s, &mcp.Tool{
 		Name: "verify_audit_chain",
-		Description: "Recompute the hash chain of a project's events in [fromSequence, toSequence] (default: all, at most 1,000,000 per call) " +
-			"and the stored signed checkpoints in it; reports whether history is intact and, if not, the first event or checkpoint that fails. Needs audit:read.",
+		Description: "Recompute the hash chain of a project's events in [fromSequence, toSequence] (default: all, whatever its length) " +
+			"and the stored signed checkpoints in it; reports whether history is intact and, if not, the first event or checkpoint that fails. " +
+			"Long ranges take a while: the call sends MCP progress notifications (events checked of the range) when given a progressToken. " +
+			"Needs audit:read.",
 		Annotations: readOnly("Verify the audit chain"),
-	}, inputSchema[VerifyAuditChainInput](), func(ctx context.Context, b Backend, in VerifyAuditChainInput) (any, error) {
-		return b.VerifyAuditChain(ctx, in)
+	}, inputSchema[VerifyAuditChainInput](), func(ctx context.Context, req *mcp.CallToolRequest, b Backend, in VerifyAuditChainInput) (any, error) {
+		return b.VerifyAuditChain(ctx, in, verifyProgressNotifier(ctx, req, in))
 	})
 
 	addTool(s, &mcp.Tool{

@@ -24,18 +24,24 @@ import (
 // given, receives the URI of every resource update.
 func mcpStdio(t *testing.T, base, token string, updated chan<- string) *mcp.ClientSession {
 	t.Helper()
-	file := filepath.Join(t.TempDir(), "token")
-	require.NoError(t, os.WriteFile(file, []byte(token+"\n"), 0o600))
-	cmd := exec.Command(aetherBin, "mcp", "--url", base, "--token-file", file)
-	cmd.Env = baseEnv()
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
 	opts := &mcp.ClientOptions{}
 	if updated != nil {
 		opts.ResourceUpdatedHandler = func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
 			updated <- req.Params.URI
 		}
 	}
+	return mcpStdioWith(t, base, token, opts)
+}
+
+// mcpStdioWith is mcpStdio with the client's options.
+func mcpStdioWith(t *testing.T, base, token string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(file, []byte(token+"\n"), 0o600))
+	cmd := exec.Command(aetherBin, "mcp", "--url", base, "--token-file", file)
+	cmd.Env = baseEnv()
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
@@ -210,4 +216,60 @@ func TestMCPStdio(t *testing.T) {
 	record(1)
 	got = []uint64{next(updated2), next(updated2), next(updated2)}
 	require.Equal(t, []uint64{last + 1, last + 2, last + 3}, got, fmt.Sprintf("resumed after %d", last))
+}
+
+// TestMCPStdioVerifyWholeRange: through `aether mcp` (the GraphQL backend),
+// verify_audit_chain verifies a project longer than one verification step
+// (2 events) in one call over the auditChainVerification subscription, and
+// sends each progress item as an MCP progress notification.
+func TestMCPStdioVerifyWholeRange(t *testing.T) {
+	t.Parallel()
+	s := serveReady(t, "AETHER_VERIFY_STEP_EVENTS=2")
+	owner := mintToken(t, s.dir, "--tenant", "acme", "--project", "plant-1", "--permissions", "audit:read,audit:write")
+	for i := range 5 {
+		_, errs := postGraphQL(t, s.base, owner, `mutation($in: RecordAuditEventInput!) { recordAuditEvent(input: $in) { event { id } } }`,
+			map[string]any{"in": map[string]any{
+				"projectId": "plant-1", "action": "device.firmware.updated", "occurredAt": time.Now().UTC().Format(time.RFC3339Nano),
+				"subject": map[string]any{"type": "SERVICE", "id": "updater"}, "resource": map[string]any{"type": "device", "id": fmt.Sprint("dev-", i)},
+				"outcome": "SUCCESS",
+			}})
+		require.Empty(t, errs)
+	}
+	progress := make(chan *mcp.ProgressNotificationParams, 16)
+	cs := mcpStdioWith(t, s.base, owner, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) { progress <- req.Params },
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	params := &mcp.CallToolParams{Name: "verify_audit_chain", Arguments: map[string]any{"projectId": "plant-1"}}
+	params.SetProgressToken("p1")
+	res, err := cs.CallTool(ctx, params)
+	require.NoError(t, err)
+	require.False(t, res.IsError, "%v", res.Content)
+	raw, err := json.Marshal(res.StructuredContent)
+	require.NoError(t, err)
+	var v struct {
+		Valid           bool    `json:"valid"`
+		Complete        bool    `json:"complete"`
+		CheckedCount    string  `json:"checkedCount"`
+		SequenceReached string  `json:"sequenceReached"`
+		ResumeToken     *string `json:"resumeToken"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &v))
+	require.True(t, v.Valid, "%s", raw)
+	require.True(t, v.Complete)
+	require.Nil(t, v.ResumeToken)
+	require.Equal(t, "5", v.CheckedCount)
+	require.Equal(t, "5", v.SequenceReached)
+	for _, want := range []float64{2, 4} {
+		select {
+		case p := <-progress:
+			require.Equal(t, "p1", p.ProgressToken)
+			require.Equal(t, want, p.Progress)
+			require.Equal(t, float64(5), p.Total)
+			require.Contains(t, p.Message, fmt.Sprintf("verified through sequence %d of 5", int(want)))
+		case <-ctx.Done():
+			t.Fatalf("no progress notification for %v", want)
+		}
+	}
 }

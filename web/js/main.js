@@ -10,6 +10,7 @@ import { ExportsView } from './exports.js';
 import { FeedView } from './feed.js';
 import { GraphQLWsClient } from './gqlws.js';
 import { byId, showError } from './dom.js';
+import { VerifyView } from './verify.js';
 import { WebhooksView } from './webhooks.js';
 
 const TOKEN_KEY = 'aether.dashboard.token';
@@ -79,6 +80,7 @@ function main() {
   const feed = new FeedView(ctx);
   const webhooks = new WebhooksView(ctx);
   const exportsView = new ExportsView(ctx);
+  const verify = new VerifyView(ctx);
 
   const showView = (name) => {
     if (!ctx.session) return;
@@ -92,6 +94,7 @@ function main() {
     feed.stop();
     webhooks.hide();
     exportsView.stop();
+    verify.reset();
     ctx.ws?.close();
     ctx.ws = null;
     ctx.session = null;
