@@ -195,9 +195,20 @@ func (d *webhookDispatcher) run(key projectKey, p *dispatchProject) {
 		d.mu.Unlock()
 		if to-from+1 > dispatchMaxSpan {
 			d.handOver(rescue, time.Time{})
-			continue
+		} else {
+			d.fanOut(key, from, to, rescue)
 		}
-		d.fanOut(key, from, to, rescue)
+		// Nothing came meanwhile: end now rather than after one more
+		// linger (a timer's wake-up per lone event); the project's next
+		// event starts a run of its own, Linger after it.
+		d.mu.Lock()
+		if len(p.rescue) == 0 && !d.stopped {
+			p.running = false
+			delete(d.projects, key)
+			d.mu.Unlock()
+			return
+		}
+		d.mu.Unlock()
 	}
 }
 
@@ -215,9 +226,19 @@ func (d *webhookDispatcher) fanOut(key projectKey, from, to uint64, rescue []int
 	a := d.a
 	ctx, cancel := context.WithTimeout(d.ctx, defaultDispatchTxTimeout)
 	defer cancel()
-	var direct []dispatchedJob
+	var (
+		direct  []dispatchedJob
+		started []*startedJob
+	)
+	leaveStarted := func() {
+		for _, s := range started {
+			s.leave()
+		}
+		started = started[:0]
+	}
 	err := a.retryTx(ctx, func(ctx context.Context, tx Tx) error {
 		direct = direct[:0]
+		leaveStarted()
 		_, jobs, err := a.fanOutChunk(ctx, tx, key.tenantID, key.projectID, from, to)
 		if err != nil {
 			return err
@@ -242,11 +263,21 @@ func (d *webhookDispatcher) fanOut(key projectKey, from, to uint64, rescue []int
 			return err
 		}
 		for _, i := range mine {
-			direct = append(direct, dispatchedJob{args: jobs[i].Args.(jobargs.WebhookDeliveryArgs), rescue: ids[i]})
+			j := dispatchedJob{args: jobs[i].Args.(jobargs.WebhookDeliveryArgs), rescue: ids[i]}
+			s, err := d.beginFirstAttempts(ctx, tx, j)
+			if err != nil {
+				return err
+			}
+			if s != nil {
+				started = append(started, s)
+			} else {
+				direct = append(direct, j)
+			}
 		}
 		return nil
 	})
 	if err != nil {
+		leaveStarted()
 		a.logger.WarnContext(ctx, "webhook dispatch: fan-out failed; left to the fan-out jobs",
 			"tenant", key.tenantID, "project", key.projectID, "from", from, "to", to, "err", err)
 		d.handOver(rescue, time.Time{})
@@ -255,8 +286,21 @@ func (d *webhookDispatcher) fanOut(key projectKey, from, to uint64, rescue []int
 	// The project's next run waits for these: events recorded meanwhile go
 	// together into it (one fan-out, one job per destination), as appends
 	// to a project do while its transaction runs.
+	// The last job runs on this goroutine: a lone event's costs no
+	// hand-over to another goroutine and back.
 	var wg sync.WaitGroup
-	for _, j := range direct {
+	for i, s := range started {
+		if i == len(started)-1 && len(direct) == 0 {
+			d.sendStarted(s)
+			break
+		}
+		wg.Go(func() { d.sendStarted(s) })
+	}
+	for i, j := range direct {
+		if i == len(direct)-1 {
+			d.deliver(j)
+			break
+		}
 		wg.Go(func() { d.deliver(j) })
 	}
 	wg.Wait()

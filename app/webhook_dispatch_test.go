@@ -90,6 +90,29 @@ func TestWebhookDispatch(t *testing.T) {
 		require.Len(t, b.receiver.requests(), 1)
 	})
 
+	t.Run("FanOutCommitsTheFirstIntent", func(t *testing.T) {
+		t.Parallel()
+		b, release := heldDispatch(t)
+
+		b.record(t, "device.registered")
+		req := <-b.receiver.arrived
+		// The attempt under way (the delivery's row, DELIVERING, records
+		// it) was committed by the fan-out's transaction, the one that
+		// enqueued the rescue job: no commit of its own, and no moment when
+		// the delivery was committed PENDING without its attempt. A process
+		// killed after that commit leaves the attempt DELIVERING, which the
+		// rescue records UNKNOWN before it resends (the next subtest).
+		rescue := jobsAfter[jobargs.WebhookDeliveryArgs](t, b.pool, 0)
+		require.Len(t, rescue, 1)
+		var jobTx, deliveryTx, key string
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT xmin::text FROM river_job WHERE id = $1`, rescue[0].ID).Scan(&jobTx))
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT xmin::text, idempotency_key FROM webhook_deliveries
+			WHERE state = 'DELIVERING' AND attempt_count = 1`).Scan(&deliveryTx, &key))
+		require.Equal(t, jobTx, deliveryTx, "the delivery's DELIVERING row and the rescue job: one transaction")
+		require.Equal(t, key, req.Header.Get("webhook-id"))
+		release()
+	})
+
 	t.Run("RescueJobResendsAnAttemptOfADeadProcess", func(t *testing.T) {
 		t.Parallel()
 		b, release := heldDispatch(t)
