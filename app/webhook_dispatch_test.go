@@ -113,6 +113,34 @@ func TestWebhookDispatch(t *testing.T) {
 		release()
 	})
 
+	t.Run("EventAfterAQuietTimeDoesNotLinger", func(t *testing.T) {
+		t.Parallel()
+		b := setupWebhooks(t, webhookOpts{})
+		b.subscribe(t, b.createDestination(t, "/a").Destination.ID.String(), "device.*")
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			done <- b.app.RunWebhookDispatch(ctx, app.WebhookDispatchConfig{SendTimeout: 5 * time.Second, Linger: time.Hour})
+		}()
+		t.Cleanup(func() {
+			cancel()
+			require.NoError(t, <-done)
+		})
+		require.Eventually(t, b.app.WebhookDispatchRunning, 10*time.Second, time.Millisecond)
+
+		// The first event the dispatcher is handed follows a quiet time:
+		// it is sent at once, not after the hour of linger.
+		b.record(t, "device.registered")
+		select {
+		case req := <-b.receiver.arrived:
+			ds := b.deliveries(t, app.WebhookDeliveriesInput{})
+			require.Len(t, ds, 1)
+			require.Equal(t, ds[0].IdempotencyKey, req.Header.Get("webhook-id"))
+		case <-time.After(10 * time.Second):
+			t.Fatal("the event waited for its linger")
+		}
+	})
+
 	t.Run("RescueJobResendsAnAttemptOfADeadProcess", func(t *testing.T) {
 		t.Parallel()
 		b, release := heldDispatch(t)
