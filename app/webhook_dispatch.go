@@ -24,9 +24,10 @@ type WebhookDispatchConfig struct {
 	RescueAfter time.Duration
 	// Linger is how long a project's run waits, before it takes the
 	// project's waiting events, for more to come: events recorded within
-	// it share the run's transactions (fan-out, intent, outcome). It is
-	// what a lone event waits at most; default dispatchLinger, negative for
-	// none.
+	// it share the run's transactions (fan-out with the intent, outcome).
+	// It is what a lone event waits at most, and an event after a quiet
+	// time (dispatchQuiet) does not wait it; default dispatchLinger,
+	// negative for none.
 	Linger time.Duration
 }
 
@@ -73,8 +74,11 @@ const dispatchRescueMargin = 5 * time.Second
 // each run starts Linger after the previous one, or after the first event
 // of an idle project, so a lone event waits that long and no more; an
 // event that follows a quiet time, dispatchQuiet, waits for none), deletes the fan-out jobs it did the work of in
-// that transaction, and enqueues each delivery job scheduled ahead as its
-// rescue; after the commit it runs the delivery jobs itself
+// that transaction, enqueues each delivery job scheduled ahead as its
+// rescue, and commits the jobs' first attempts DELIVERING when their
+// destination takes them at once (beginFirstAttempts: the fan-out's durable
+// commit is their intent); after the commit it sends them and records the
+// outcomes (sendStarted), or runs the other delivery jobs itself
 // (deliverWebhooks: durable intent, request, outcomes), and the outcome
 // transaction deletes the rescue. So an event at a trickle costs no River
 // fetch, no job run and no completion, and its first attempt does not wait
