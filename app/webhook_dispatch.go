@@ -24,9 +24,10 @@ type WebhookDispatchConfig struct {
 	RescueAfter time.Duration
 	// Linger is how long a project's run waits, before it takes the
 	// project's waiting events, for more to come: events recorded within
-	// it share the run's transactions (fan-out, intent, outcome). It is
-	// what a lone event waits at most; default dispatchLinger, negative for
-	// none.
+	// it share the run's transactions (fan-out with the intent, outcome).
+	// It is what a lone event waits at most, and an event after a quiet
+	// time (dispatchQuiet) does not wait it; default dispatchLinger,
+	// negative for none.
 	Linger time.Duration
 }
 
@@ -34,6 +35,15 @@ type WebhookDispatchConfig struct {
 // with one subscription a run without it covered one or two events, each run
 // three transactions (docs/benchmarks.md, "Trickle rows: plans").
 const dispatchLinger = 5 * time.Millisecond
+
+// dispatchQuiet is how long the dispatcher must have been handed no event
+// for the next one to run at once, without Linger: an event that follows
+// none within it is most likely alone (at 20 events/s they are 50 ms
+// apart), and its linger would only add a timer's wake-up of the process,
+// and its time, to its delivery; at 200 events/s (5 ms apart) every run
+// lingers. Events that come while a run is under way still go together
+// into the next run, Linger after it.
+const dispatchQuiet = 4 * dispatchLinger
 
 // dispatchMaxSpan is the most events one dispatched fan-out covers: a larger
 // span (a burst, or a dispatcher that fell behind) goes to River's fan-out
@@ -62,9 +72,13 @@ const dispatchRescueMargin = 5 * time.Second
 // (runs of a project one at a time, each until its first attempts are
 // answered, so events recorded while one runs go together into the next;
 // each run starts Linger after the previous one, or after the first event
-// of an idle project, so a lone event waits that long and no more), deletes the fan-out jobs it did the work of in
-// that transaction, and enqueues each delivery job scheduled ahead as its
-// rescue; after the commit it runs the delivery jobs itself
+// of an idle project, so a lone event waits that long and no more; an
+// event that follows a quiet time, dispatchQuiet, waits for none), deletes the fan-out jobs it did the work of in
+// that transaction, enqueues each delivery job scheduled ahead as its
+// rescue, and commits the jobs' first attempts DELIVERING when their
+// destination takes them at once (beginFirstAttempts: the fan-out's durable
+// commit is their intent); after the commit it sends them and records the
+// outcomes (sendStarted), or runs the other delivery jobs itself
 // (deliverWebhooks: durable intent, request, outcomes), and the outcome
 // transaction deletes the rescue. So an event at a trickle costs no River
 // fetch, no job run and no completion, and its first attempt does not wait
@@ -87,7 +101,7 @@ func (a *App) RunWebhookDispatch(ctx context.Context, cfg WebhookDispatchConfig)
 	if cfg.Linger == 0 {
 		cfg.Linger = dispatchLinger
 	}
-	d := &webhookDispatcher{a: a, cfg: cfg, ctx: context.WithoutCancel(ctx), projects: map[projectKey]*dispatchProject{}}
+	d := &webhookDispatcher{a: a, cfg: cfg, ctx: context.WithoutCancel(ctx), stop: make(chan struct{}), projects: map[projectKey]*dispatchProject{}}
 	if !a.dispatch.CompareAndSwap(nil, d) {
 		return errors.New("webhook dispatch: already running")
 	}
@@ -95,6 +109,7 @@ func (a *App) RunWebhookDispatch(ctx context.Context, cfg WebhookDispatchConfig)
 	a.dispatch.CompareAndSwap(d, nil)
 	d.mu.Lock()
 	d.stopped = true
+	close(d.stop)
 	var pending []int64
 	for key, p := range d.projects {
 		if !p.running {
@@ -116,10 +131,14 @@ type webhookDispatcher struct {
 	// way finishes within its own time limits.
 	ctx context.Context
 	wg  sync.WaitGroup
+	// stop is closed when the dispatcher stops: lingering runs end then.
+	stop chan struct{}
 
 	mu       sync.Mutex
 	stopped  bool
 	projects map[projectKey]*dispatchProject
+	// last is when the dispatcher was last handed events (dispatchQuiet).
+	last time.Time
 }
 
 // dispatchProject is one project's events waiting for the dispatcher:
@@ -166,22 +185,32 @@ func (d *webhookDispatcher) dispatched(tenantID, projectID string, from, to uint
 		p.from, p.to = min(p.from, from), max(p.to, to)
 	}
 	p.rescue = append(p.rescue, rescue)
+	now := time.Now()
+	quiet := now.Sub(d.last) >= dispatchQuiet
+	d.last = now
 	if !p.running {
 		p.running = true
 		d.wg.Add(1)
-		go d.run(key, p)
+		go d.run(key, p, quiet)
 	}
 	d.mu.Unlock()
 }
 
 // run works the project's waiting events until none are left, each run
-// after cfg.Linger.
-func (d *webhookDispatcher) run(key projectKey, p *dispatchProject) {
+// after cfg.Linger, the first at once when the events came after a quiet
+// time (dispatchQuiet).
+func (d *webhookDispatcher) run(key projectKey, p *dispatchProject, quiet bool) {
 	defer d.wg.Done()
 	for {
-		if d.cfg.Linger > 0 {
-			time.Sleep(d.cfg.Linger)
+		if d.cfg.Linger > 0 && !quiet {
+			t := time.NewTimer(d.cfg.Linger)
+			select {
+			case <-t.C:
+			case <-d.stop:
+				t.Stop()
+			}
 		}
+		quiet = false
 		d.mu.Lock()
 		from, to, rescue := p.from, p.to, p.rescue
 		p.rescue = nil
@@ -195,9 +224,20 @@ func (d *webhookDispatcher) run(key projectKey, p *dispatchProject) {
 		d.mu.Unlock()
 		if to-from+1 > dispatchMaxSpan {
 			d.handOver(rescue, time.Time{})
-			continue
+		} else {
+			d.fanOut(key, from, to, rescue)
 		}
-		d.fanOut(key, from, to, rescue)
+		// Nothing came meanwhile: end now rather than after one more
+		// linger (a timer's wake-up per lone event); the project's next
+		// event starts a run of its own, Linger after it.
+		d.mu.Lock()
+		if len(p.rescue) == 0 && !d.stopped {
+			p.running = false
+			delete(d.projects, key)
+			d.mu.Unlock()
+			return
+		}
+		d.mu.Unlock()
 	}
 }
 
@@ -215,9 +255,19 @@ func (d *webhookDispatcher) fanOut(key projectKey, from, to uint64, rescue []int
 	a := d.a
 	ctx, cancel := context.WithTimeout(d.ctx, defaultDispatchTxTimeout)
 	defer cancel()
-	var direct []dispatchedJob
+	var (
+		direct  []dispatchedJob
+		started []*startedJob
+	)
+	leaveStarted := func() {
+		for _, s := range started {
+			s.leave()
+		}
+		started = started[:0]
+	}
 	err := a.retryTx(ctx, func(ctx context.Context, tx Tx) error {
 		direct = direct[:0]
+		leaveStarted()
 		_, jobs, err := a.fanOutChunk(ctx, tx, key.tenantID, key.projectID, from, to)
 		if err != nil {
 			return err
@@ -242,11 +292,21 @@ func (d *webhookDispatcher) fanOut(key projectKey, from, to uint64, rescue []int
 			return err
 		}
 		for _, i := range mine {
-			direct = append(direct, dispatchedJob{args: jobs[i].Args.(jobargs.WebhookDeliveryArgs), rescue: ids[i]})
+			j := dispatchedJob{args: jobs[i].Args.(jobargs.WebhookDeliveryArgs), rescue: ids[i]}
+			s, err := d.beginFirstAttempts(ctx, tx, j)
+			if err != nil {
+				return err
+			}
+			if s != nil {
+				started = append(started, s)
+			} else {
+				direct = append(direct, j)
+			}
 		}
 		return nil
 	})
 	if err != nil {
+		leaveStarted()
 		a.logger.WarnContext(ctx, "webhook dispatch: fan-out failed; left to the fan-out jobs",
 			"tenant", key.tenantID, "project", key.projectID, "from", from, "to", to, "err", err)
 		d.handOver(rescue, time.Time{})
@@ -255,8 +315,21 @@ func (d *webhookDispatcher) fanOut(key projectKey, from, to uint64, rescue []int
 	// The project's next run waits for these: events recorded meanwhile go
 	// together into it (one fan-out, one job per destination), as appends
 	// to a project do while its transaction runs.
+	// The last job runs on this goroutine: a lone event's costs no
+	// hand-over to another goroutine and back.
 	var wg sync.WaitGroup
-	for _, j := range direct {
+	for i, s := range started {
+		if i == len(started)-1 && len(direct) == 0 {
+			d.sendStarted(s)
+			break
+		}
+		wg.Go(func() { d.sendStarted(s) })
+	}
+	for i, j := range direct {
+		if i == len(direct)-1 {
+			d.deliver(j)
+			break
+		}
 		wg.Go(func() { d.deliver(j) })
 	}
 	wg.Wait()

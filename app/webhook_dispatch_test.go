@@ -90,6 +90,57 @@ func TestWebhookDispatch(t *testing.T) {
 		require.Len(t, b.receiver.requests(), 1)
 	})
 
+	t.Run("FanOutCommitsTheFirstIntent", func(t *testing.T) {
+		t.Parallel()
+		b, release := heldDispatch(t)
+
+		b.record(t, "device.registered")
+		req := <-b.receiver.arrived
+		// The attempt under way (the delivery's row, DELIVERING, records
+		// it) was committed by the fan-out's transaction, the one that
+		// enqueued the rescue job: no commit of its own, and no moment when
+		// the delivery was committed PENDING without its attempt. A process
+		// killed after that commit leaves the attempt DELIVERING, which the
+		// rescue records UNKNOWN before it resends (the next subtest).
+		rescue := jobsAfter[jobargs.WebhookDeliveryArgs](t, b.pool, 0)
+		require.Len(t, rescue, 1)
+		var jobTx, deliveryTx, key string
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT xmin::text FROM river_job WHERE id = $1`, rescue[0].ID).Scan(&jobTx))
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT xmin::text, idempotency_key FROM webhook_deliveries
+			WHERE state = 'DELIVERING' AND attempt_count = 1`).Scan(&deliveryTx, &key))
+		require.Equal(t, jobTx, deliveryTx, "the delivery's DELIVERING row and the rescue job: one transaction")
+		require.Equal(t, key, req.Header.Get("webhook-id"))
+		release()
+	})
+
+	t.Run("EventAfterAQuietTimeDoesNotLinger", func(t *testing.T) {
+		t.Parallel()
+		b := setupWebhooks(t, webhookOpts{})
+		b.subscribe(t, b.createDestination(t, "/a").Destination.ID.String(), "device.*")
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			done <- b.app.RunWebhookDispatch(ctx, app.WebhookDispatchConfig{SendTimeout: 5 * time.Second, Linger: time.Hour})
+		}()
+		t.Cleanup(func() {
+			cancel()
+			require.NoError(t, <-done)
+		})
+		require.Eventually(t, b.app.WebhookDispatchRunning, 10*time.Second, time.Millisecond)
+
+		// The first event the dispatcher is handed follows a quiet time:
+		// it is sent at once, not after the hour of linger.
+		b.record(t, "device.registered")
+		select {
+		case req := <-b.receiver.arrived:
+			ds := b.deliveries(t, app.WebhookDeliveriesInput{})
+			require.Len(t, ds, 1)
+			require.Equal(t, ds[0].IdempotencyKey, req.Header.Get("webhook-id"))
+		case <-time.After(10 * time.Second):
+			t.Fatal("the event waited for its linger")
+		}
+	})
+
 	t.Run("RescueJobResendsAnAttemptOfADeadProcess", func(t *testing.T) {
 		t.Parallel()
 		b, release := heldDispatch(t)

@@ -157,10 +157,9 @@ func (s *Store) IsRetryable(err error) bool {
 // PostgreSQL may then lose the transaction, never corrupt anything: use it
 // only for writes whose loss the caller detects and repairs (an attempt's
 // outcome, whose loss leaves the attempt DELIVERING, later recorded as
-// unknown and resent).
-func (t *Tx) CommitWithoutFlush(ctx context.Context) error {
-	if _, err := t.tx.Exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
-		return fmt.Errorf("relaxing commit durability: %w", err)
-	}
+// unknown and resent). The setting is queued: it reaches the server with
+// the transaction's next statement, or its COMMIT, in the same round trip.
+func (t *Tx) CommitWithoutFlush(context.Context) error {
+	t.tx.queue("relaxing commit durability", "SET LOCAL synchronous_commit = off")
 	return nil
 }

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -277,4 +278,49 @@ func TestQueuedAppendIsSeenInItsTransaction(t *testing.T) {
 	head, err := st.AuditHead(ctx, "t1", "p1")
 	require.NoError(t, err)
 	require.EqualValues(t, 3, head.Sequence)
+}
+
+// batchStatements counts round trips as roundTrips does and keeps the
+// statements sent in batches.
+type batchStatements struct {
+	roundTrips
+	mu  sync.Mutex
+	sql []string
+}
+
+func (b *batchStatements) TraceBatchQuery(_ context.Context, _ *pgx.Conn, data pgx.TraceBatchQueryData) {
+	b.mu.Lock()
+	b.sql = append(b.sql, data.SQL)
+	b.mu.Unlock()
+}
+
+// TestCommitWithoutFlushTakesNoRoundTrip holds the relaxed durability of
+// an outcome's transaction to no round trip of its own: the setting goes
+// to the server with the transaction's next statement, in its batch.
+func TestCommitWithoutFlushTakesNoRoundTrip(t *testing.T) {
+	cfg, err := pgxpool.ParseConfig(storetest.NewDatabase(t))
+	require.NoError(t, err)
+	trace := &batchStatements{}
+	cfg.ConnConfig.Tracer = trace
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	st := store.New(pool)
+	ctx := context.Background()
+	require.NoError(t, st.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+		trace.n.Store(0)
+		if err := tx.CommitWithoutFlush(ctx); err != nil {
+			return err
+		}
+		require.Zero(t, trace.n.Load(), "CommitWithoutFlush alone")
+		if _, err := tx.AuditHead(ctx, "t1", "p1"); err != nil {
+			return err
+		}
+		require.EqualValues(t, 1, trace.n.Load(), "BEGIN, the setting and the read")
+		return nil
+	}))
+	trace.mu.Lock()
+	defer trace.mu.Unlock()
+	require.Contains(t, trace.sql, "SET LOCAL synchronous_commit = off")
 }
