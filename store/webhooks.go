@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/aetheriot/aether-audit/domain"
 	"github.com/aetheriot/aether-audit/store/dbsqlc"
@@ -251,18 +252,63 @@ func (q *queries) AuditEventRefs(ctx context.Context, tenantID, projectID string
 	return out, nil
 }
 
-// InsertWebhookDeliveries stores new deliveries, skipping any whose id
-// exists already, and returns the ids of those it inserted. The fan-out's
-// ids derive from (subscription, event) (domain.FanoutDeliveryID): this is
-// what makes it exactly-once. ON CONFLICT names no index: the legacy
-// partition of migration 00024 also skips by its old (subscription, event)
-// index.
+// InsertWebhookDeliveries stores new deliveries, all of them or none: a
+// delivery whose id exists already (or, in the legacy partition of
+// migration 00024, whose (subscription, event) pair does) fails the
+// statement, and the transaction with it, with an error that wraps both
+// domain.ErrWebhookDeliveryExists and PostgreSQL's unique_violation
+// (IsRetryable). A plain insert: the caller that may meet deliveries
+// already stored (a rerun) takes InsertMissingWebhookDeliveries, whose
+// conflict-tolerant insert costs PostgreSQL a probe of the key, a lock and
+// a confirmation record per row more (docs/benchmarks.md, "Fan-out ratio:
+// database side").
 //
 // Hand-written, not in queries/: sqlc cannot type its multi-argument unnest.
-func (t *Tx) InsertWebhookDeliveries(ctx context.Context, ds []domain.WebhookDelivery) ([]uuid.UUID, error) {
+func (t *Tx) InsertWebhookDeliveries(ctx context.Context, ds []domain.WebhookDelivery) error {
+	if len(ds) == 0 {
+		return nil
+	}
+	_, err := t.tx.Exec(ctx, insertDeliveries, deliveryInsertArgs(ds)...)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+		return fmt.Errorf("inserting webhook deliveries: %w (%w)", domain.ErrWebhookDeliveryExists, err)
+	}
+	if err != nil {
+		return fmt.Errorf("inserting webhook deliveries: %w", err)
+	}
+	return nil
+}
+
+// InsertMissingWebhookDeliveries stores new deliveries, skipping any whose
+// id exists already, and returns the ids of those it inserted. The
+// fan-out's ids derive from (subscription, event)
+// (domain.FanoutDeliveryID): this is what makes a rerun exactly-once. ON
+// CONFLICT names no index: the legacy partition of migration 00024 also
+// skips by its old (subscription, event) index.
+func (t *Tx) InsertMissingWebhookDeliveries(ctx context.Context, ds []domain.WebhookDelivery) ([]uuid.UUID, error) {
 	if len(ds) == 0 {
 		return nil, nil
 	}
+	rows, _ := t.tx.Query(ctx, insertDeliveries+` ON CONFLICT DO NOTHING RETURNING id`, deliveryInsertArgs(ds)...)
+	out, err := pgx.CollectRows(rows, rowToUUID)
+	if err != nil {
+		return nil, fmt.Errorf("inserting webhook deliveries: %w", err)
+	}
+	return out, nil
+}
+
+// insertDeliveries inserts the deliveries of deliveryInsertArgs.
+const insertDeliveries = `INSERT INTO webhook_deliveries (tenant_id, project_id, id, subscription_id,
+		destination_id, event_id, event_sequence, event_type, idempotency_key, state, max_attempts,
+		next_attempt_at, created_at, updated_at, replay_of, ordered)
+	SELECT t, p, i, s, d, e, q, y, k, st, m, c, c, c, r, o
+	FROM unnest($1::text[], $2::text[], $3::uuid[], $4::uuid[], $5::uuid[], $6::uuid[], $7::bigint[],
+		$8::text[], $9::text[], $10::text[], $11::int[], $12::timestamptz[], $13::uuid[], $14::boolean[])
+		AS u(t, p, i, s, d, e, q, y, k, st, m, c, r, o)`
+
+// deliveryInsertArgs are the arguments of insertDeliveries: one array per
+// column, uuids as [16]byte.
+func deliveryInsertArgs(ds []domain.WebhookDelivery) []any {
 	n := len(ds)
 	var (
 		tenants, projects, types, keys, states = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -281,21 +327,7 @@ func (t *Tx) InsertWebhookDeliveries(ctx context.Context, ds []domain.WebhookDel
 		created[i] = d.CreatedAt
 		replayOf[i], ordered[i] = d.ReplayOf, d.Ordered
 	}
-	rows, _ := t.tx.Query(ctx, `INSERT INTO webhook_deliveries (tenant_id, project_id, id, subscription_id,
-			destination_id, event_id, event_sequence, event_type, idempotency_key, state, max_attempts,
-			next_attempt_at, created_at, updated_at, replay_of, ordered)
-		SELECT t, p, i, s, d, e, q, y, k, st, m, c, c, c, r, o
-		FROM unnest($1::text[], $2::text[], $3::uuid[], $4::uuid[], $5::uuid[], $6::uuid[], $7::bigint[],
-			$8::text[], $9::text[], $10::text[], $11::int[], $12::timestamptz[], $13::uuid[], $14::boolean[])
-			AS u(t, p, i, s, d, e, q, y, k, st, m, c, r, o)
-		ON CONFLICT DO NOTHING
-		RETURNING id`,
-		tenants, projects, ids, subs, dests, events, seqs, types, keys, states, maxAttempts, created, replayOf, ordered)
-	out, err := pgx.CollectRows(rows, rowToUUID)
-	if err != nil {
-		return nil, fmt.Errorf("inserting webhook deliveries: %w", err)
-	}
-	return out, nil
+	return []any{tenants, projects, ids, subs, dests, events, seqs, types, keys, states, maxAttempts, created, replayOf, ordered}
 }
 
 // uuidArray is ids as [16]byte values, which pgx encodes as binary uuid on
