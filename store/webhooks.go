@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -827,13 +828,20 @@ func latencyUs(a domain.WebhookDeliveryAttempt) *int64 {
 // deliveries to one destination need: the destination with its valid sealed
 // secrets, the deliveries and their events (by id). Deliveries or events
 // the tenant does not have are simply absent.
+//
+// The events are read recorded within the times of the delivery ids
+// (fanoutRecordedRange), so that the partitions of audit_events that cannot
+// hold them are pruned; an event not found there (the delivery of a
+// replay, whose id is of its own time) is read again without bounds, in a
+// second round trip.
 func (q *queries) WebhookBatchSendContext(ctx context.Context, tenantID string, destinationID uuid.UUID, deliveryIDs, eventIDs []uuid.UUID, now time.Time) (domain.WebhookBatchSendContext, error) {
 	var out domain.WebhookBatchSendContext
 	b := &pgx.Batch{}
 	b.Queue(dbsqlc.GetWebhookDestination, tenantID, destinationID)
 	b.Queue(dbsqlc.ValidWebhookDestinationSecrets, destinationID, now)
 	b.Queue(dbsqlc.BatchSendWebhookDeliveries, tenantID, uuidArray(deliveryIDs), destinationID)
-	b.Queue(dbsqlc.FindAuditEventsByID, tenantID, uuidArray(eventIDs))
+	from, to := fanoutRecordedRange(deliveryIDs)
+	b.Queue(dbsqlc.FindAuditEventsByIDRecordedBetween, tenantID, uuidArray(eventIDs), from, to)
 	br := q.db.SendBatch(ctx, b)
 	defer br.Close()
 	rows, _ := br.Query()
@@ -865,7 +873,45 @@ func (q *queries) WebhookBatchSendContext(ctx context.Context, tenantID string, 
 	for i := range events {
 		out.Events[events[i].ID] = &events[i]
 	}
-	return out, br.Close()
+	if err := br.Close(); err != nil {
+		return out, err
+	}
+	var missing []uuid.UUID
+	for _, id := range eventIDs {
+		if out.Events[id] == nil && !slices.Contains(missing, id) {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	rows, _ = q.db.Query(ctx, dbsqlc.FindAuditEventsByID, tenantID, uuidArray(missing))
+	more, err := pgx.CollectRows(rows, scanAuditEvent)
+	if err != nil {
+		return out, fmt.Errorf("reading events of webhook deliveries: %w", err)
+	}
+	for i := range more {
+		out.Events[more[i].ID] = &more[i]
+	}
+	return out, nil
+}
+
+// fanoutRecordedRange is the times [from, to) within which the events of
+// fan-out deliveries with ids ids were recorded: a fan-out delivery's id is
+// a UUIDv7 of its event's recording, to the millisecond
+// (domain.FanoutDeliveryID).
+func fanoutRecordedRange(ids []uuid.UUID) (from, to time.Time) {
+	var lo, hi int64
+	for i, id := range ids {
+		ms := int64(id[0])<<40 | int64(id[1])<<32 | int64(id[2])<<24 | int64(id[3])<<16 | int64(id[4])<<8 | int64(id[5])
+		if i == 0 || ms < lo {
+			lo = ms
+		}
+		if i == 0 || ms > hi {
+			hi = ms
+		}
+	}
+	return time.UnixMilli(lo), time.UnixMilli(hi + 1)
 }
 
 // FanOutWebhookSubscriptions returns the subscriptions of tenant/project
