@@ -107,7 +107,7 @@ func (a *App) ReplayWebhookEvents(ctx context.Context, id Identity, in ReplayWeb
 			ds[i].IdempotencyKey = domain.WebhookDeliveryIdempotencyKey(ds[i].ID)
 			ds[i].ReplayOf = &event.ID
 		}
-		inserted, err := tx.InsertWebhookDeliveries(ctx, ds)
+		inserted, err := tx.InsertMissingWebhookDeliveries(ctx, ds)
 		if err != nil {
 			return err
 		}

@@ -265,10 +265,15 @@ func (d *webhookDispatcher) fanOut(key projectKey, from, to uint64, rescue []int
 		}
 		started = started[:0]
 	}
+	skipExisting := false
 	err := a.retryTx(ctx, func(ctx context.Context, tx Tx) error {
 		direct = direct[:0]
 		leaveStarted()
-		_, jobs, err := a.fanOutChunk(ctx, tx, key.tenantID, key.projectID, from, to)
+		_, jobs, err := a.fanOutChunk(ctx, tx, key.tenantID, key.projectID, from, to, skipExisting)
+		if errors.Is(err, domain.ErrWebhookDeliveryExists) {
+			// Fanned out already (in part): again, skipping those.
+			skipExisting = true
+		}
 		if err != nil {
 			return err
 		}

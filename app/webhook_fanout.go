@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -19,7 +20,12 @@ import (
 // transaction per chunk of events. It is idempotent: deliveries
 // are unique per (subscription, event), and a delivery job is enqueued only
 // for a delivery this run inserted, so running it twice (River retry,
-// rescue) creates nothing more.
+// rescue, an overlapping coalesced run) creates nothing more. A chunk's
+// deliveries are inserted with a plain insert, which fails on a delivery
+// that exists; the chunk's transaction then runs again, and the rest of the
+// run too, with the insert that skips existing deliveries (the plain one
+// costs PostgreSQL less per delivery: docs/benchmarks.md, "Fan-out ratio:
+// database side").
 func (a *App) FanOutWebhookDeliveries(ctx context.Context, args jobargs.WebhookFanoutArgs) (_ int, err error) {
 	ctx, span := a.startCommand(ctx, "FanOutWebhookDeliveries")
 	defer func() { a.endCommand(span, err) }()
@@ -27,10 +33,16 @@ func (a *App) FanOutWebhookDeliveries(ctx context.Context, args jobargs.WebhookF
 		return 0, fmt.Errorf("webhook fan-out: bad sequence range [%d, %d]", args.FromSequence, args.ToSequence)
 	}
 	created := 0
+	skipExisting := false
 	for from := args.FromSequence; from <= args.ToSequence; from += webhookFanoutChunk {
 		to := min(from+webhookFanoutChunk-1, args.ToSequence)
 		err := a.retryTx(ctx, func(ctx context.Context, tx Tx) error {
-			n, jobs, err := a.fanOutChunk(ctx, tx, args.TenantID, args.ProjectID, from, to)
+			n, jobs, err := a.fanOutChunk(ctx, tx, args.TenantID, args.ProjectID, from, to, skipExisting)
+			if errors.Is(err, domain.ErrWebhookDeliveryExists) {
+				// A rerun: retryTx runs the transaction again (the error
+				// is a unique violation), skipping what exists.
+				skipExisting = true
+			}
 			if err != nil {
 				return err
 			}
@@ -46,8 +58,10 @@ func (a *App) FanOutWebhookDeliveries(ctx context.Context, args jobargs.WebhookF
 
 // fanOutChunk fans out the events [from, to] in transaction tx: it inserts
 // their deliveries and returns how many, with the jobs of their first
-// attempts, for the caller to enqueue in tx.
-func (a *App) fanOutChunk(ctx context.Context, tx Tx, tenantID, projectID string, from, to uint64) (int, []domain.OutboxJob, error) {
+// attempts, for the caller to enqueue in tx. Without skipExisting, a
+// delivery that exists already fails it with
+// domain.ErrWebhookDeliveryExists.
+func (a *App) fanOutChunk(ctx context.Context, tx Tx, tenantID, projectID string, from, to uint64, skipExisting bool) (int, []domain.OutboxJob, error) {
 	// Subscriptions disabled since these events were recorded still get
 	// them; Matches tells which.
 	const limit = 4 * MaxActiveWebhookSubscriptionsPerProject
@@ -84,15 +98,36 @@ func (a *App) fanOutChunk(ctx context.Context, tx Tx, tenantID, projectID string
 		}
 	}
 	ds = ordered.appendDeliveries(ds, refs, now, maxAttempts)
-	inserted, err := tx.InsertWebhookDeliveries(ctx, ds)
-	if err != nil || len(inserted) == 0 {
+	saved, err := insertFanoutDeliveries(ctx, tx, ds, skipExisting)
+	if err != nil || len(saved) == 0 {
 		return 0, nil, err
 	}
-	rest, jobs, err := a.queueOrderedFanout(ctx, tx, tenantID, savedDeliveries(ds, inserted), ordered, now)
+	rest, jobs, err := a.queueOrderedFanout(ctx, tx, tenantID, saved, ordered, now)
 	if err != nil {
 		return 0, nil, err
 	}
-	return len(inserted), append(jobs, webhookFirstAttemptJobs(rest)...), nil
+	return len(saved), append(jobs, webhookFirstAttemptJobs(rest)...), nil
+}
+
+// insertFanoutDeliveries inserts ds in tx and returns those it inserted:
+// all of them (a plain insert, which fails on one that exists), or with
+// skipExisting those that did not exist.
+func insertFanoutDeliveries(ctx context.Context, tx Tx, ds []domain.WebhookDelivery, skipExisting bool) ([]*domain.WebhookDelivery, error) {
+	if skipExisting {
+		inserted, err := tx.InsertMissingWebhookDeliveries(ctx, ds)
+		if err != nil {
+			return nil, err
+		}
+		return savedDeliveries(ds, inserted), nil
+	}
+	if err := tx.InsertWebhookDeliveries(ctx, ds); err != nil {
+		return nil, err
+	}
+	saved := make([]*domain.WebhookDelivery, len(ds))
+	for i := range ds {
+		saved[i] = &ds[i]
+	}
+	return saved, nil
 }
 
 // fanoutDelivery is a new PENDING delivery of the event ref to sub, with

@@ -114,6 +114,38 @@ func TestFanOutWebhookDeliveries(t *testing.T) {
 		require.Len(t, jobs, 1)
 	})
 
+	t.Run("ARunOverARangeFannedOutInPartCreatesTheRest", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		first := b.record(t, "device.rebooted")
+		b.record(t, "user.created")
+		last := b.record(t, "device.rebooted")
+		n, err := b.app.FanOutWebhookDeliveries(ctx, jobargs.WebhookFanoutArgs{TenantID: "t1", ProjectID: "p1",
+			FromSequence: first.Sequence, ToSequence: first.Sequence + 1})
+		require.NoError(t, err)
+		require.Equal(t, 3, n)
+		before := b.deliveries(t, app.WebhookDeliveriesInput{})
+		b.deliveryJobs(t)
+
+		// The plain insert of the first two events' deliveries fails; the
+		// run goes on with the insert that skips them.
+		n, err = b.app.FanOutWebhookDeliveries(ctx, jobargs.WebhookFanoutArgs{TenantID: "t1", ProjectID: "p1",
+			FromSequence: first.Sequence, ToSequence: last.Sequence})
+		require.NoError(t, err)
+		require.Equal(t, 2, n, "the last event's deliveries only")
+		after := b.deliveries(t, app.WebhookDeliveriesInput{})
+		require.Len(t, after, 5)
+		for _, d := range before {
+			require.Contains(t, after, d, "the earlier deliveries as they were")
+		}
+		jobs := b.deliveryJobs(t)
+		require.Len(t, jobs, 1, "one job, of the new deliveries")
+		ids, events, err := jobs[0].Args.IDs()
+		require.NoError(t, err)
+		require.Len(t, ids, 2)
+		require.Equal(t, []uuid.UUID{last.ID, last.ID}, events)
+	})
+
 	t.Run("NoBackfillBeforeTheSubscription", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

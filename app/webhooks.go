@@ -46,7 +46,13 @@ type WebhookTx interface {
 	RotateWebhookDestinationSecret(ctx context.Context, destinationID uuid.UUID, secret domain.SealedWebhookSecret, graceUntil time.Time) error
 	InsertWebhookSubscription(ctx context.Context, sub domain.WebhookSubscription) error
 	DisableWebhookSubscription(ctx context.Context, sub domain.WebhookSubscription) error
-	InsertWebhookDeliveries(ctx context.Context, ds []domain.WebhookDelivery) ([]uuid.UUID, error)
+	// InsertWebhookDeliveries inserts deliveries, all or none: one that
+	// exists already fails the transaction with an error wrapping
+	// domain.ErrWebhookDeliveryExists that IsRetryable accepts.
+	InsertWebhookDeliveries(ctx context.Context, ds []domain.WebhookDelivery) error
+	// InsertMissingWebhookDeliveries inserts the deliveries that do not
+	// exist yet and returns their ids.
+	InsertMissingWebhookDeliveries(ctx context.Context, ds []domain.WebhookDelivery) ([]uuid.UUID, error)
 	UpdateWebhookDelivery(ctx context.Context, d domain.WebhookDelivery) error
 	SaveWebhookAttempt(ctx context.Context, deliveryID uuid.UUID, a domain.WebhookDeliveryAttempt) error
 	// CommitWithoutFlush lets the transaction commit without waiting for

@@ -30,3 +30,8 @@ func invalid(field, format string, args ...any) *ValidationError {
 // ErrNotFound is returned by stores when a looked-up record does not exist
 // within the caller's tenant and project.
 var ErrNotFound = errors.New("not found")
+
+// ErrWebhookDeliveryExists is returned by a store's plain insert of
+// deliveries when one of them is stored already (a rerun of a fan-out): the
+// caller runs its transaction again with the insert that skips those.
+var ErrWebhookDeliveryExists = errors.New("webhook delivery exists already")

@@ -90,6 +90,11 @@ func TestWebhookPlansPruneToOnePartition(t *testing.T) {
 			[]any{"PENDING", 0, 3, nil, time.Now(), nil, nil, "", "t1", one}},
 		{"ListWebhookDeliveryAttempts", "webhook_delivery_attempts", dbsqlc.ListWebhookDeliveryAttempts, attempts,
 			[]any{[]uuid.UUID{one, ids[201]}}},
+		// The events of a delivery job, recorded within the times of its
+		// fan-out delivery ids (store.WebhookBatchSendContext).
+		{"FindAuditEventsByIDRecordedBetween", "audit_events", dbsqlc.FindAuditEventsByIDRecordedBetween,
+			"audit_events_p" + bound.Format("200601"),
+			[]any{"t1", [][16]byte{uuid.New(), uuid.New()}, months[1], months[1].Add(time.Millisecond)}},
 	} {
 		scans, _ := partitionScans(t, pool, c.root, c.sql, c.args...)
 		require.Len(t, scans, 1, "%s reads one partition: %v", c.name, scans)

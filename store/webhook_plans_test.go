@@ -74,6 +74,10 @@ func TestWebhookLookupsByIDDoNotNeedFreshStatistics(t *testing.T) {
 	t.Run("events of a batch", func(t *testing.T) {
 		requireIndexScans(t, pool, "audit_events", dbsqlc.FindAuditEventsByID, []any{tenant, eventIDs}, true, byID)
 	})
+	t.Run("events of a batch recorded between", func(t *testing.T) {
+		requireIndexScans(t, pool, "audit_events", dbsqlc.FindAuditEventsByIDRecordedBetween,
+			[]any{tenant, eventIDs, base, base.Add(time.Hour)}, true, byID)
+	})
 	// Each shape of SaveWebhookDeliveriesIf's statement: attempts started
 	// at one instant, succeeded at one instant, and any other mix (a
 	// failure among successes). Computed from a state the rows are not in:

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/aetheriot/aether-audit/domain"
@@ -252,18 +254,63 @@ func (q *queries) AuditEventRefs(ctx context.Context, tenantID, projectID string
 	return out, nil
 }
 
-// InsertWebhookDeliveries stores new deliveries, skipping any whose id
-// exists already, and returns the ids of those it inserted. The fan-out's
-// ids derive from (subscription, event) (domain.FanoutDeliveryID): this is
-// what makes it exactly-once. ON CONFLICT names no index: the legacy
-// partition of migration 00024 also skips by its old (subscription, event)
-// index.
+// InsertWebhookDeliveries stores new deliveries, all of them or none: a
+// delivery whose id exists already (or, in the legacy partition of
+// migration 00024, whose (subscription, event) pair does) fails the
+// statement, and the transaction with it, with an error that wraps both
+// domain.ErrWebhookDeliveryExists and PostgreSQL's unique_violation
+// (IsRetryable). A plain insert: the caller that may meet deliveries
+// already stored (a rerun) takes InsertMissingWebhookDeliveries, whose
+// conflict-tolerant insert costs PostgreSQL a probe of the key, a lock and
+// a confirmation record per row more (docs/benchmarks.md, "Fan-out ratio:
+// database side").
 //
 // Hand-written, not in queries/: sqlc cannot type its multi-argument unnest.
-func (t *Tx) InsertWebhookDeliveries(ctx context.Context, ds []domain.WebhookDelivery) ([]uuid.UUID, error) {
+func (t *Tx) InsertWebhookDeliveries(ctx context.Context, ds []domain.WebhookDelivery) error {
+	if len(ds) == 0 {
+		return nil
+	}
+	_, err := t.tx.Exec(ctx, insertDeliveries, deliveryInsertArgs(ds)...)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+		return fmt.Errorf("inserting webhook deliveries: %w (%w)", domain.ErrWebhookDeliveryExists, err)
+	}
+	if err != nil {
+		return fmt.Errorf("inserting webhook deliveries: %w", err)
+	}
+	return nil
+}
+
+// InsertMissingWebhookDeliveries stores new deliveries, skipping any whose
+// id exists already, and returns the ids of those it inserted. The
+// fan-out's ids derive from (subscription, event)
+// (domain.FanoutDeliveryID): this is what makes a rerun exactly-once. ON
+// CONFLICT names no index: the legacy partition of migration 00024 also
+// skips by its old (subscription, event) index.
+func (t *Tx) InsertMissingWebhookDeliveries(ctx context.Context, ds []domain.WebhookDelivery) ([]uuid.UUID, error) {
 	if len(ds) == 0 {
 		return nil, nil
 	}
+	rows, _ := t.tx.Query(ctx, insertDeliveries+` ON CONFLICT DO NOTHING RETURNING id`, deliveryInsertArgs(ds)...)
+	out, err := pgx.CollectRows(rows, rowToUUID)
+	if err != nil {
+		return nil, fmt.Errorf("inserting webhook deliveries: %w", err)
+	}
+	return out, nil
+}
+
+// insertDeliveries inserts the deliveries of deliveryInsertArgs.
+const insertDeliveries = `INSERT INTO webhook_deliveries (tenant_id, project_id, id, subscription_id,
+		destination_id, event_id, event_sequence, event_type, idempotency_key, state, max_attempts,
+		next_attempt_at, created_at, updated_at, replay_of, ordered)
+	SELECT t, p, i, s, d, e, q, y, k, st, m, c, c, c, r, o
+	FROM unnest($1::text[], $2::text[], $3::uuid[], $4::uuid[], $5::uuid[], $6::uuid[], $7::bigint[],
+		$8::text[], $9::text[], $10::text[], $11::int[], $12::timestamptz[], $13::uuid[], $14::boolean[])
+		AS u(t, p, i, s, d, e, q, y, k, st, m, c, r, o)`
+
+// deliveryInsertArgs are the arguments of insertDeliveries: one array per
+// column, uuids as [16]byte.
+func deliveryInsertArgs(ds []domain.WebhookDelivery) []any {
 	n := len(ds)
 	var (
 		tenants, projects, types, keys, states = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -282,21 +329,7 @@ func (t *Tx) InsertWebhookDeliveries(ctx context.Context, ds []domain.WebhookDel
 		created[i] = d.CreatedAt
 		replayOf[i], ordered[i] = d.ReplayOf, d.Ordered
 	}
-	rows, _ := t.tx.Query(ctx, `INSERT INTO webhook_deliveries (tenant_id, project_id, id, subscription_id,
-			destination_id, event_id, event_sequence, event_type, idempotency_key, state, max_attempts,
-			next_attempt_at, created_at, updated_at, replay_of, ordered)
-		SELECT t, p, i, s, d, e, q, y, k, st, m, c, c, c, r, o
-		FROM unnest($1::text[], $2::text[], $3::uuid[], $4::uuid[], $5::uuid[], $6::uuid[], $7::bigint[],
-			$8::text[], $9::text[], $10::text[], $11::int[], $12::timestamptz[], $13::uuid[], $14::boolean[])
-			AS u(t, p, i, s, d, e, q, y, k, st, m, c, r, o)
-		ON CONFLICT DO NOTHING
-		RETURNING id`,
-		tenants, projects, ids, subs, dests, events, seqs, types, keys, states, maxAttempts, created, replayOf, ordered)
-	out, err := pgx.CollectRows(rows, rowToUUID)
-	if err != nil {
-		return nil, fmt.Errorf("inserting webhook deliveries: %w", err)
-	}
-	return out, nil
+	return []any{tenants, projects, ids, subs, dests, events, seqs, types, keys, states, maxAttempts, created, replayOf, ordered}
 }
 
 // uuidArray is ids as [16]byte values, which pgx encodes as binary uuid on
@@ -803,13 +836,20 @@ func latencyUs(a domain.WebhookDeliveryAttempt) *int64 {
 // deliveries to one destination need: the destination with its valid sealed
 // secrets, the deliveries and their events (by id). Deliveries or events
 // the tenant does not have are simply absent.
+//
+// The events are read recorded within the times of the delivery ids
+// (fanoutRecordedRange), so that the partitions of audit_events that cannot
+// hold them are pruned; an event not found there (the delivery of a
+// replay, whose id is of its own time) is read again without bounds, in a
+// second round trip.
 func (q *queries) WebhookBatchSendContext(ctx context.Context, tenantID string, destinationID uuid.UUID, deliveryIDs, eventIDs []uuid.UUID, now time.Time) (domain.WebhookBatchSendContext, error) {
 	var out domain.WebhookBatchSendContext
 	b := &pgx.Batch{}
 	b.Queue(dbsqlc.GetWebhookDestination, tenantID, destinationID)
 	b.Queue(dbsqlc.ValidWebhookDestinationSecrets, destinationID, now)
 	b.Queue(dbsqlc.BatchSendWebhookDeliveries, tenantID, uuidArray(deliveryIDs), destinationID)
-	b.Queue(dbsqlc.FindAuditEventsByID, tenantID, uuidArray(eventIDs))
+	from, to := fanoutRecordedRange(deliveryIDs)
+	b.Queue(dbsqlc.FindAuditEventsByIDRecordedBetween, tenantID, uuidArray(eventIDs), from, to)
 	br := q.db.SendBatch(ctx, b)
 	defer br.Close()
 	rows, _ := br.Query()
@@ -843,7 +883,45 @@ func (q *queries) WebhookBatchSendContext(ctx context.Context, tenantID string, 
 	for i := range events {
 		out.Events[events[i].ID] = &events[i]
 	}
-	return out, br.Close()
+	if err := br.Close(); err != nil {
+		return out, err
+	}
+	var missing []uuid.UUID
+	for _, id := range eventIDs {
+		if out.Events[id] == nil && !slices.Contains(missing, id) {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	rows, _ = q.db.Query(ctx, dbsqlc.FindAuditEventsByID, tenantID, uuidArray(missing))
+	more, err := pgx.CollectRows(rows, scanAuditEvent)
+	if err != nil {
+		return out, fmt.Errorf("reading events of webhook deliveries: %w", err)
+	}
+	for i := range more {
+		out.Events[more[i].ID] = &more[i]
+	}
+	return out, nil
+}
+
+// fanoutRecordedRange is the times [from, to) within which the events of
+// fan-out deliveries with ids ids were recorded: a fan-out delivery's id is
+// a UUIDv7 of its event's recording, to the millisecond
+// (domain.FanoutDeliveryID).
+func fanoutRecordedRange(ids []uuid.UUID) (from, to time.Time) {
+	var lo, hi int64
+	for i, id := range ids {
+		ms := int64(id[0])<<40 | int64(id[1])<<32 | int64(id[2])<<24 | int64(id[3])<<16 | int64(id[4])<<8 | int64(id[5])
+		if i == 0 || ms < lo {
+			lo = ms
+		}
+		if i == 0 || ms > hi {
+			hi = ms
+		}
+	}
+	return time.UnixMilli(lo), time.UnixMilli(hi + 1)
 }
 
 // FanOutWebhookSubscriptions returns the subscriptions of tenant/project

@@ -13,6 +13,20 @@ SELECT tenant_id, project_id, sequence, id, action, occurred_at, recorded_at,
     chain_version, recorded_by_issuer, recorded_by_subject, recorded_by_token_id, recorded_by_client_id
 FROM audit_events WHERE (tenant_id, id) IN (SELECT @tenant_id::text, unnest(@ids::uuid[]));
 
+-- name: FindAuditEventsByIDRecordedBetween :many
+-- FindAuditEventsByID of the events recorded in [@recorded_from,
+-- @recorded_to): the bounds prune the partitions (by recorded_at) that
+-- cannot hold them, which the per-id lookups would otherwise each scan
+-- (WebhookBatchSendContext; docs/benchmarks.md, "Fan-out ratio: database
+-- side").
+SELECT tenant_id, project_id, sequence, id, action, occurred_at, recorded_at,
+    subject_type, subject_id, subject_display_name, resource_type, resource_id, outcome,
+    governance_risk, governance_reason, governance_ticket, governance_confirmed_by,
+    trace_id, request_id, causation_id, evidence_digests, details, input_fingerprint, chain_hash,
+    chain_version, recorded_by_issuer, recorded_by_subject, recorded_by_token_id, recorded_by_client_id
+FROM audit_events WHERE (tenant_id, id) IN (SELECT @tenant_id::text, unnest(@ids::uuid[]))
+    AND recorded_at >= @recorded_from::timestamptz AND recorded_at < @recorded_to::timestamptz;
+
 -- name: GetAuditEvent :one
 SELECT tenant_id, project_id, sequence, id, action, occurred_at, recorded_at,
     subject_type, subject_id, subject_display_name, resource_type, resource_id, outcome,
