@@ -184,4 +184,3 @@ func TestBlockedCoalescedAppendsFailWithinTheirBound(t *testing.T) {
 	ok.Wait()
 	requireChain(t, a, pool, 2+8*3)
 }
-
