@@ -31,6 +31,9 @@ type Store[T Tx] interface {
 	// IsRetryable reports whether a transaction's error is a lost race that
 	// a fresh attempt resolves.
 	IsRetryable(err error) bool
+	// IsLockTimeout reports whether a transaction's error is a lock wait
+	// ended by its bound (Tx.BoundAppendWaits): it rolled back unwritten.
+	IsLockTimeout(err error) bool
 
 	AuditReads
 	WebhookStore
@@ -67,6 +70,8 @@ type App struct {
 	idempotencyTTL time.Duration
 	// coalescer shares transactions among concurrent appends to a project.
 	coalescer appendCoalescer
+	// appendTimeout bounds an append's wait (Config.AppendTimeout).
+	appendTimeout time.Duration
 	// live streams committed events; nil disables subscriptions.
 	live LiveFeed
 	// webhooks configures the webhook registry and delivery.
@@ -152,6 +157,11 @@ type Config struct {
 	// Partitions configures the partitioned history tables: retention
 	// and months created ahead.
 	Partitions PartitionConfig
+	// AppendTimeout bounds how long an append of audit events waits, from
+	// its arrival, for its transaction (for the project's head, locked by
+	// another transaction, or for the shared transaction before it) before
+	// it fails with UNAVAILABLE; default DefaultAppendTimeout.
+	AppendTimeout time.Duration
 }
 
 // New returns an App over store.
@@ -171,6 +181,9 @@ func New[T Tx](store Store[T], cfg Config) *App {
 	a.streams = cfg.Streams.withDefaults()
 	a.verifyLimits = cfg.Verify.withDefaults()
 	a.partitions = cfg.Partitions.withDefaults()
+	if a.appendTimeout = cfg.AppendTimeout; a.appendTimeout <= 0 {
+		a.appendTimeout = DefaultAppendTimeout
+	}
 	a.exportWatch = cfg.ExportWatch
 	a.limits = newRateLimiter(cfg.RateLimits)
 	a.retention, a.purgeBatch = cfg.AuditRetention, cfg.PurgeBatch

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -10,10 +11,6 @@ import (
 
 // maxCoalescedEvents bounds the events one coalesced transaction appends.
 const maxCoalescedEvents = 5000
-
-// coalesceTimeout bounds one coalesced transaction, which runs detached from
-// the requests that wait for it.
-const coalesceTimeout = time.Minute
 
 // projectKey names one tenant's project.
 type projectKey struct{ tenantID, projectID string }
@@ -44,7 +41,10 @@ type projectQueue struct {
 
 type coalescedAppend struct {
 	*appendRequest
-	done chan struct{}
+	// deadline is when the append's wait ends: its arrival plus the
+	// append timeout (Config.AppendTimeout).
+	deadline time.Time
+	done     chan struct{}
 }
 
 // appendCoalesced appends req, all of one project, in a transaction shared
@@ -60,8 +60,14 @@ type coalescedAppend struct {
 // the append may still commit: a dropped client does not change the
 // outcome. Only a transaction of the caller's request alone runs under
 // ctx; one shared with others runs detached from every caller.
+//
+// Every request's wait is bounded by the append timeout from its arrival
+// (a.appendTimeout, see boundedAppendTx): a transaction is bounded by the
+// earliest deadline of its requests, and a request still waiting for one
+// at its deadline leaves the queue, unwritten. Either way the request
+// fails with UNAVAILABLE, and the project's next append starts afresh.
 func (a *App) appendCoalesced(ctx context.Context, tenantID, projectID string, req *appendRequest) ([]domain.AuditEvent, error) {
-	call := &coalescedAppend{appendRequest: req, done: make(chan struct{})}
+	call := &coalescedAppend{appendRequest: req, deadline: time.Now().Add(a.appendTimeout), done: make(chan struct{})}
 	key := projectKey{tenantID, projectID}
 	c := &a.coalescer
 	c.mu.Lock()
@@ -87,12 +93,39 @@ func (a *App) appendCoalesced(ctx context.Context, tenantID, projectID string, r
 		}
 		return call.events, call.err
 	}
+	timer := time.NewTimer(time.Until(call.deadline))
+	defer timer.Stop()
+	select {
+	case <-call.done:
+		return call.events, call.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-timer.C:
+		if c.withdraw(q, call) {
+			return nil, appendUnavailable(errAppendDeadline, false)
+		}
+	}
+	// The call is in a transaction, which ends by the call's deadline
+	// (plus appendGrace).
 	select {
 	case <-call.done:
 		return call.events, call.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// withdraw takes call off q if no transaction has taken it yet, and
+// reports whether it did.
+func (c *appendCoalescer) withdraw(q *projectQueue, call *coalescedAppend) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := slices.Index(q.waiting, call)
+	if i < 0 {
+		return false
+	}
+	q.waiting = slices.Delete(q.waiting, i, i+1)
+	return true
 }
 
 // next takes the calls of the project's next transaction off q, or, when
@@ -135,17 +168,21 @@ func (a *App) drainAppends(key projectKey, q *projectQueue) {
 }
 
 // appendTx appends calls, all of the project key, in one transaction under
-// parent (bounded by coalesceTimeout), and closes each call's done.
+// parent, bounded by the earliest of the calls' deadlines
+// (boundedAppendTx), and closes each call's done.
 func (a *App) appendTx(parent context.Context, key projectKey, calls []*coalescedAppend) {
 	c := &a.coalescer
 	reqs := make([]*appendRequest, len(calls))
+	deadline := calls[0].deadline
 	for i, call := range calls {
 		reqs[i] = call.appendRequest
+		if call.deadline.Before(deadline) {
+			deadline = call.deadline
+		}
 	}
-	ctx, cancel := context.WithTimeout(parent, coalesceTimeout)
 	known, expect := c.heads.get(key)
 	var left lockedHead
-	err := a.retryTx(ctx, func(ctx context.Context, tx Tx) error {
+	err := a.boundedAppendTx(parent, deadline, func(ctx context.Context, tx Tx) error {
 		locked := known
 		if expect {
 			// Only the first attempt expects: a retry reads the head.
@@ -171,7 +208,6 @@ func (a *App) appendTx(parent context.Context, key projectKey, calls []*coalesce
 		left = lockedHead{head, locked.webhooks}
 		return err
 	})
-	cancel()
 	c.heads.committed(key, left, err == nil)
 	for _, call := range calls {
 		if err != nil {

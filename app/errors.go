@@ -24,6 +24,7 @@ const (
 	CodeInvalidState         Code = "INVALID_STATE"
 	CodeQuotaExceeded        Code = "QUOTA_EXCEEDED"
 	CodeRateLimited          Code = "RATE_LIMITED"
+	CodeUnavailable          Code = "UNAVAILABLE"
 	CodeInternal             Code = "INTERNAL"
 )
 
@@ -44,6 +45,8 @@ func (c Code) HTTPStatus() int {
 		return http.StatusPreconditionRequired
 	case CodeQuotaExceeded, CodeRateLimited:
 		return http.StatusTooManyRequests
+	case CodeUnavailable:
+		return http.StatusServiceUnavailable
 	default:
 		return http.StatusInternalServerError
 	}
@@ -56,7 +59,8 @@ type Error struct {
 	Message string
 	// Field is the input path of the offending field, for BAD_USER_INPUT.
 	Field string
-	// RetryAfter, for RATE_LIMITED, is how long to wait before retrying.
+	// RetryAfter, for RATE_LIMITED and UNAVAILABLE, is how long to wait
+	// before retrying.
 	RetryAfter time.Duration
 	Err        error
 }

@@ -147,7 +147,7 @@ func (a *App) recordAuditEvents(ctx context.Context, id Identity, in RecordAudit
 		return a.appendCoalesced(ctx, id.TenantID, drafts[0].ProjectID, req)
 	}
 	var out []domain.AuditEvent
-	err := a.retryTx(ctx, func(ctx context.Context, tx Tx) error {
+	err := a.boundedAppendTx(ctx, time.Now().Add(a.appendTimeout), func(ctx context.Context, tx Tx) error {
 		var err error
 		out, err = a.appendInTx(ctx, tx, id.TenantID, req, in.IdempotencyKey, requestFP)
 		return err

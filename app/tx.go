@@ -26,6 +26,12 @@ type Tx interface {
 	// project's webhook subscriptions still as webhooks says. It may defer
 	// the check to the statement or commit that follows.
 	ExpectAuditHead(ctx context.Context, tenantID, projectID string, head domain.ChainHead, webhooks bool) error
+	// BoundAppendWaits bounds, in the database, each lock wait of the
+	// transaction to lock, and its idle time while holding locks to idle: a
+	// lock wait past its bound fails the transaction with an error
+	// Store.IsLockTimeout reports. It may defer the setting to the next
+	// statement; call it first.
+	BoundAppendWaits(lock, idle time.Duration)
 	// AppendAuditEvents inserts sealed events and moves the project's head,
 	// locked by LockAuditHead or ExpectAuditHead, from prev to head.
 	AppendAuditEvents(ctx context.Context, tenantID, projectID string, events []domain.AuditEvent, prev, head domain.ChainHead) error

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aetheriot/aether-audit/client"
@@ -342,4 +343,53 @@ type countingTransport struct{ n *atomic.Int32 }
 func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	c.n.Add(1)
 	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestRecordRetriesUnavailable: while another session holds the project's
+// head, an append fails with UNAVAILABLE past the server's bound
+// (AETHER_APPEND_TIMEOUT), with a retry hint and nothing recorded; the
+// client waits the hint and records the event once the head is free.
+func TestRecordRetriesUnavailable(t *testing.T) {
+	b := setup(t, "AETHER_APPEND_TIMEOUT=1s")
+	ctx := context.Background()
+	_, err := b.client.Record(ctx, event("p", "1"))
+	require.NoError(t, err)
+
+	conn, err := pgx.Connect(ctx, b.srv.DatabaseURL)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	blocker, err := conn.Begin(ctx)
+	require.NoError(t, err)
+	_, err = blocker.Exec(ctx, "SELECT 1 FROM audit_project_heads WHERE project_id = 'p' FOR UPDATE")
+	require.NoError(t, err)
+
+	once, err := client.New(b.srv.URL, client.Options{Token: b.token, MaxAttempts: 1})
+	require.NoError(t, err)
+	_, err = once.Record(ctx, event("p", "2"))
+	var ae *client.Error
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, client.CodeUnavailable, ae.Code)
+	require.Equal(t, time.Second, ae.RetryAfter)
+
+	// The retrying client's first attempt waits for the head, gives up;
+	// the head is released; its retry records the event.
+	waiting := func() bool {
+		var n int
+		require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n))
+		return n > 0
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.client.Record(ctx, event("p", "3"))
+		done <- err
+	}()
+	require.Eventually(t, waiting, 10*time.Second, 5*time.Millisecond, "the first attempt waits for the head")
+	require.Eventually(t, func() bool { return !waiting() }, 10*time.Second, 5*time.Millisecond, "and gives up")
+	require.NoError(t, blocker.Rollback(ctx))
+	require.NoError(t, <-done)
+
+	page, err := b.client.SearchPage(ctx, "p", client.SearchOptions{})
+	require.NoError(t, err)
+	require.Len(t, page.Events, 2, "the refused append recorded nothing, the retried one once")
 }

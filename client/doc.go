@@ -17,8 +17,9 @@
 // after a timeout, a dropped connection or a 5xx answer returns the events
 // the first attempt stored instead of recording them twice. They retry, with
 // exponential back-off and jitter, on network errors, on HTTP 5xx and
-// INTERNAL answers, and on RATE_LIMITED, waiting at least the
-// retryAfterSeconds the server asked for. Queries retry the same way. Other
+// INTERNAL answers, and on RATE_LIMITED and UNAVAILABLE (an append that
+// waited past the server's bound for its project's head), waiting at least
+// the retryAfterSeconds the server asked for. Queries retry the same way. Other
 // commands retry only on RATE_LIMITED (the server did nothing), since they
 // are not idempotent unless given an idempotency key. [Options] bounds the
 // attempts and the delays.

@@ -19,6 +19,9 @@ const (
 	CodeInvalidState         = "INVALID_STATE"
 	CodeQuotaExceeded        = "QUOTA_EXCEEDED"
 	CodeRateLimited          = "RATE_LIMITED"
+	// CodeUnavailable: an append waited past the server's bound for its
+	// project's head (held by another transaction); see RetryAfter.
+	CodeUnavailable = "UNAVAILABLE"
 	// CodeGraphQLValidationFailed is gqlgen's code for a document that does
 	// not validate against the schema (a client of another schema version).
 	CodeGraphQLValidationFailed = "GRAPHQL_VALIDATION_FAILED"
@@ -36,7 +39,8 @@ type Error struct {
 	// Field names the input field at fault (extensions.field), if any,
 	// e.g. "events[3].action".
 	Field string
-	// RetryAfter is extensions.retryAfterSeconds of RATE_LIMITED.
+	// RetryAfter is extensions.retryAfterSeconds of RATE_LIMITED and
+	// UNAVAILABLE.
 	RetryAfter time.Duration
 	// Path is the GraphQL path of the error, if any.
 	Path []any

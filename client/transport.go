@@ -82,6 +82,10 @@ func retryable(err error, kind callKind) (time.Duration, bool) {
 		switch {
 		case e.Code == CodeRateLimited:
 			return e.RetryAfter, true
+		case e.Code == CodeUnavailable:
+			// An append the server gave up on: nothing recorded, or, rarely,
+			// recorded late; a repeat of the same ids is safe either way.
+			return e.RetryAfter, kind != command
 		case e.Code == CodeInternal || (e.Code == "" && e.HTTPStatus >= 500):
 			return 0, kind != command
 		}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -73,6 +74,26 @@ func (t *Tx) LockAuditHead(ctx context.Context, tenantID, projectID string) (hea
 func (t *Tx) ExpectAuditHead(_ context.Context, tenantID, projectID string, head domain.ChainHead, webhooks bool) error {
 	t.tx.queue("locking the expected audit head", dbsqlc.ExpectAuditHead, tenantID, projectID, int64(head.Sequence), head.Hash[:], webhooks)
 	return nil
+}
+
+// BoundAppendWaits bounds, in PostgreSQL and for the rest of the
+// transaction, each lock wait of the transaction to lock (lock_timeout)
+// and its idle time while it holds locks to idle
+// (idle_in_transaction_session_timeout), each at least a millisecond. A
+// transaction that waits for the head held by another session gives up by
+// itself, with an error IsLockTimeout reports, rolled back with nothing
+// written and its connection still usable; a transaction of ours whose
+// process stalls cannot hold the head longer than idle. Like
+// ExpectAuditHead it is queued, sent with the transaction's first
+// statement: call it first, before the lock.
+func (t *Tx) BoundAppendWaits(lock, idle time.Duration) {
+	t.tx.queue("bounding the append's lock waits", dbsqlc.BoundAppendWaits, pgMillis(lock), pgMillis(idle))
+}
+
+// pgMillis is d as a PostgreSQL setting value in whole milliseconds, at
+// least 1 (0 would turn a timeout off).
+func pgMillis(d time.Duration) string {
+	return strconv.FormatInt(max(d.Milliseconds(), 1), 10) + "ms"
 }
 
 // AppendAuditEvents inserts sealed events of tenant/project (see

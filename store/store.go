@@ -152,6 +152,14 @@ func (s *Store) IsRetryable(err error) bool {
 	return false
 }
 
+// IsLockTimeout reports whether err is a lock wait that PostgreSQL ended
+// at the transaction's lock_timeout (lock_not_available, as set by
+// Tx.BoundAppendWaits): the transaction rolled back without writing.
+func (s *Store) IsLockTimeout(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "55P03"
+}
+
 // CommitWithoutFlush makes the transaction commit without waiting for its
 // WAL to reach the disk (SET LOCAL synchronous_commit = off). A crash of
 // PostgreSQL may then lose the transaction, never corrupt anything: use it

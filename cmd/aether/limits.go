@@ -37,14 +37,15 @@ func (r *rateFlag) UnmarshalText(b []byte) error {
 }
 
 // limitFlags bound how fast identities and tenants may run mutations and
-// start subscriptions.
+// start subscriptions, and how long an append may wait.
 type limitFlags struct {
-	RateCommands            rateFlag `name:"rate-commands" env:"AETHER_RATE_COMMANDS" default:"1000:2000" help:"Mutations one identity (tenant and subject) may run, as RATE:BURST per second (a batch of events counts once); 0 turns the limit off. Over it: RATE_LIMITED with a retry hint."`
-	RateTenantCommands      rateFlag `name:"rate-tenant-commands" env:"AETHER_RATE_TENANT_COMMANDS" default:"5000:10000" help:"Mutations one tenant (all its identities) may run, as RATE:BURST per second; 0 turns the limit off."`
-	RateSubscriptions       rateFlag `name:"rate-subscriptions" env:"AETHER_RATE_SUBSCRIPTIONS" default:"50:200" help:"Subscription starts (GraphQL over WebSocket or SSE, live REST streams) one identity may make, as RATE:BURST per second; 0 turns the limit off."`
-	RateTenantEvents        rateFlag `name:"rate-tenant-events" env:"AETHER_RATE_TENANT_EVENTS" default:"10000:50000" help:"Audit events one tenant may record, as RATE:BURST per second, a batch counting its events (BURST must hold the largest batch, 1,000); 0 turns the limit off."`
-	RateVerifications       rateFlag `name:"rate-verifications" env:"AETHER_RATE_VERIFICATIONS" default:"1:10" help:"verifyAuditChain calls one identity may make, as RATE:BURST per second (each re-reads and re-hashes up to a million events); 0 turns the limit off."`
-	RateTenantSubscriptions rateFlag `name:"rate-tenant-subscriptions" env:"AETHER_RATE_TENANT_SUBSCRIPTIONS" default:"200:1000" help:"Subscription starts one tenant may make, as RATE:BURST per second; 0 turns the limit off."`
+	RateCommands            rateFlag      `name:"rate-commands" env:"AETHER_RATE_COMMANDS" default:"1000:2000" help:"Mutations one identity (tenant and subject) may run, as RATE:BURST per second (a batch of events counts once); 0 turns the limit off. Over it: RATE_LIMITED with a retry hint."`
+	RateTenantCommands      rateFlag      `name:"rate-tenant-commands" env:"AETHER_RATE_TENANT_COMMANDS" default:"5000:10000" help:"Mutations one tenant (all its identities) may run, as RATE:BURST per second; 0 turns the limit off."`
+	RateSubscriptions       rateFlag      `name:"rate-subscriptions" env:"AETHER_RATE_SUBSCRIPTIONS" default:"50:200" help:"Subscription starts (GraphQL over WebSocket or SSE, live REST streams) one identity may make, as RATE:BURST per second; 0 turns the limit off."`
+	RateTenantEvents        rateFlag      `name:"rate-tenant-events" env:"AETHER_RATE_TENANT_EVENTS" default:"10000:50000" help:"Audit events one tenant may record, as RATE:BURST per second, a batch counting its events (BURST must hold the largest batch, 1,000); 0 turns the limit off."`
+	RateVerifications       rateFlag      `name:"rate-verifications" env:"AETHER_RATE_VERIFICATIONS" default:"1:10" help:"verifyAuditChain calls one identity may make, as RATE:BURST per second (each re-reads and re-hashes up to a million events); 0 turns the limit off."`
+	RateTenantSubscriptions rateFlag      `name:"rate-tenant-subscriptions" env:"AETHER_RATE_TENANT_SUBSCRIPTIONS" default:"200:1000" help:"Subscription starts one tenant may make, as RATE:BURST per second; 0 turns the limit off."`
+	AppendTimeout           time.Duration `name:"append-timeout" env:"AETHER_APPEND_TIMEOUT" default:"1m" help:"How long an append of audit events waits, from its arrival, for its project's head (locked by another transaction) before it fails with UNAVAILABLE and a retry hint, nothing recorded; PostgreSQL ends the lock wait itself (lock_timeout)."`
 }
 
 // config returns the app's rate limits.

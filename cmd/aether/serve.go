@@ -130,7 +130,7 @@ func (c *serveCmd) Run() error {
 	obs.metrics.ObserveLiveSubscribers(hub.Subscribers)
 	application := app.New(st, app.Config{Logger: logger, Live: hub, Webhooks: webhooks, Exports: exports, ExportWatch: hub,
 		Observer: obs.metrics, Tracer: obs.appTracer(),
-		RateLimits: c.limitFlags.config(), AuditRetention: c.retention(), MinAuditRetention: c.minRetention(),
+		RateLimits: c.limitFlags.config(), AppendTimeout: c.AppendTimeout, AuditRetention: c.retention(), MinAuditRetention: c.minRetention(),
 		Checkpoints: checkpoints, Streams: c.streamFlags.config(sender), Partitions: c.partitions(), Verify: c.verifyLimits()})
 	obs.metrics.ObserveStreams(st.AllAuditStreamLag, 5*time.Second)
 	river, err := jobs.NewClient(db.Pool, st, jobs.ClientConfig{

@@ -57,6 +57,24 @@ func (q *Queries) AuditPurgeCandidates(ctx context.Context, arg AuditPurgeCandid
 	return items, nil
 }
 
+const BoundAppendWaits = `-- name: BoundAppendWaits :exec
+SELECT set_config('lock_timeout', $1::text, true), set_config('idle_in_transaction_session_timeout', $2::text, true)
+`
+
+type BoundAppendWaitsParams struct {
+	Column1 string
+	Column2 string
+}
+
+// Queued by BoundAppendWaits first in an append's transaction: bounds, for
+// the rest of the transaction only, how long it waits for a lock (the head
+// held by another session) and how long it may sit idle while holding one.
+// Positional parameters: the bounds as setting values ('1500ms').
+func (q *Queries) BoundAppendWaits(ctx context.Context, arg BoundAppendWaitsParams) error {
+	_, err := q.db.Exec(ctx, BoundAppendWaits, arg.Column1, arg.Column2)
+	return err
+}
+
 const CreateAuditHead = `-- name: CreateAuditHead :exec
 INSERT INTO audit_project_heads (tenant_id, project_id) VALUES ($1, $2)
 ON CONFLICT (tenant_id, project_id) DO NOTHING

@@ -13,6 +13,13 @@ WHERE h.tenant_id = @tenant_id AND h.project_id = @project_id FOR UPDATE OF h;
 -- batch passes them.
 SELECT aether_expect_audit_head($1::text, $2::text, $3::bigint, $4::bytea, $5::boolean);
 
+-- name: BoundAppendWaits :exec
+-- Queued by BoundAppendWaits first in an append's transaction: bounds, for
+-- the rest of the transaction only, how long it waits for a lock (the head
+-- held by another session) and how long it may sit idle while holding one.
+-- Positional parameters: the bounds as setting values ('1500ms').
+SELECT set_config('lock_timeout', $1::text, true), set_config('idle_in_transaction_session_timeout', $2::text, true);
+
 -- name: CreateAuditHead :exec
 INSERT INTO audit_project_heads (tenant_id, project_id) VALUES (@tenant_id, @project_id)
 ON CONFLICT (tenant_id, project_id) DO NOTHING;
