@@ -61,7 +61,10 @@ func newReceiver(t *testing.T, status func(n int) int) *receiver {
 			select {
 			case <-hold:
 			case <-req.Context().Done():
-				return
+				// Abandoned by the client: answer nothing at all (a
+				// handler that returns would still send a 200 should
+				// the connection be up).
+				panic(http.ErrAbortHandler)
 			}
 		}
 		code := r.status(n)
