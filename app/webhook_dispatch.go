@@ -265,15 +265,11 @@ func (d *webhookDispatcher) fanOut(key projectKey, from, to uint64, rescue []int
 		}
 		started = started[:0]
 	}
-	skipExisting := false
+	var fan fanoutTries
 	err := a.retryTx(ctx, func(ctx context.Context, tx Tx) error {
 		direct = direct[:0]
 		leaveStarted()
-		_, jobs, err := a.fanOutChunk(ctx, tx, key.tenantID, key.projectID, from, to, skipExisting)
-		if errors.Is(err, domain.ErrWebhookDeliveryExists) {
-			// Fanned out already (in part): again, skipping those.
-			skipExisting = true
-		}
+		_, jobs, err := fan.chunk(ctx, a, tx, key.tenantID, key.projectID, from, to)
 		if err != nil {
 			return err
 		}

@@ -33,16 +33,11 @@ func (a *App) FanOutWebhookDeliveries(ctx context.Context, args jobargs.WebhookF
 		return 0, fmt.Errorf("webhook fan-out: bad sequence range [%d, %d]", args.FromSequence, args.ToSequence)
 	}
 	created := 0
-	skipExisting := false
+	var fan fanoutTries
 	for from := args.FromSequence; from <= args.ToSequence; from += webhookFanoutChunk {
 		to := min(from+webhookFanoutChunk-1, args.ToSequence)
 		err := a.retryTx(ctx, func(ctx context.Context, tx Tx) error {
-			n, jobs, err := a.fanOutChunk(ctx, tx, args.TenantID, args.ProjectID, from, to, skipExisting)
-			if errors.Is(err, domain.ErrWebhookDeliveryExists) {
-				// A rerun: retryTx runs the transaction again (the error
-				// is a unique violation), skipping what exists.
-				skipExisting = true
-			}
+			n, jobs, err := fan.chunk(ctx, a, tx, args.TenantID, args.ProjectID, from, to)
 			if err != nil {
 				return err
 			}
@@ -107,6 +102,22 @@ func (a *App) fanOutChunk(ctx context.Context, tx Tx, tenantID, projectID string
 		return 0, nil, err
 	}
 	return len(saved), append(jobs, webhookFirstAttemptJobs(rest)...), nil
+}
+
+// fanoutTries carries what the tries of a fan-out's transaction learned:
+// the first inserts its deliveries plainly; once one found a delivery that
+// exists (a rerun: retry, rescue, an overlapping run), its error is a
+// unique violation, retryTx runs the transaction again, and every later
+// try skips what exists.
+type fanoutTries struct{ skipExisting bool }
+
+// chunk runs fanOutChunk in tx as this try of the transaction should.
+func (f *fanoutTries) chunk(ctx context.Context, a *App, tx Tx, tenantID, projectID string, from, to uint64) (int, []domain.OutboxJob, error) {
+	n, jobs, err := a.fanOutChunk(ctx, tx, tenantID, projectID, from, to, f.skipExisting)
+	if errors.Is(err, domain.ErrWebhookDeliveryExists) {
+		f.skipExisting = true
+	}
+	return n, jobs, err
 }
 
 // insertFanoutDeliveries inserts ds in tx and returns those it inserted:
