@@ -1,7 +1,11 @@
 package store
 
 import (
+	"time"
+
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/aetheriot/aether-audit/domain"
 )
@@ -25,4 +29,21 @@ func CollectEvents(rows pgx.Rows, batch bool) ([]domain.AuditEvent, error) {
 		return pgx.CollectRows(rows, newEventBatchScanner(textInterner{}).scan)
 	}
 	return pgx.CollectRows(rows, scanAuditEvent)
+}
+
+// ArrayParams returns ids, texts, times and ints as the array parameters
+// of array_params.go (params) or as pgx's own slices (ids as [16]byte
+// values, which encode on a pool without the uuid package's codec).
+func ArrayParams(ids []uuid.UUID, texts []string, times []time.Time, ints []pgtype.Int8, params bool) []any {
+	if params {
+		return []any{uuidParams(ids), textParams(texts), timeParams(times), nullIntParams(ints)}
+	}
+	var raw [][16]byte
+	if ids != nil {
+		raw = make([][16]byte, len(ids))
+		for i, id := range ids {
+			raw[i] = id
+		}
+	}
+	return []any{raw, texts, times, ints}
 }

@@ -332,16 +332,6 @@ func deliveryInsertArgs(ds []domain.WebhookDelivery) []any {
 	return []any{tenants, projects, ids, subs, dests, events, seqs, types, keys, states, maxAttempts, created, replayOf, ordered}
 }
 
-// uuidArray is ids as [16]byte values, which pgx encodes as binary uuid on
-// any connection, configured (ConfigurePool) or not.
-func uuidArray(ids []uuid.UUID) [][16]byte {
-	out := make([][16]byte, len(ids))
-	for i, id := range ids {
-		out[i] = id
-	}
-	return out
-}
-
 // rowToUUID scans a row of one uuid column. A binary uuid (what every
 // statement returning ids here receives) is copied from the row's raw
 // value without a scan: Scan's arguments escape, which cost two
@@ -578,8 +568,8 @@ func (q *queries) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.
 	}
 	n := len(changes)
 	var (
-		ids                  = make([][16]byte, n)
-		prevStates           = make([]string, n)
+		ids                  = make(uuidParams, n)
+		prevStates           = make(textParams, n)
 		prevAttempts, counts = make([]int32, n), make([]int32, n)
 	)
 	tenantID := changes[0].Delivery.TenantID
@@ -622,17 +612,18 @@ func (q *queries) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.
 		return q.collectSaved(ctx, startAttempts, tenantID, ids, prevStates, prevAttempts, changes[0].Delivery.UpdatedAt)
 	}
 	if ending && uniformSuccesses(changes) {
-		started, statuses, latency, bodies := make([]time.Time, n), make([]*int32, n), make([]*int64, n), make([]string, n)
+		started, statuses, latency, bodies := make(timeParams, n), make(nullIntParams, n), make(nullIntParams, n), make(textParams, n)
 		for i, c := range changes {
-			started[i], statuses[i], latency[i], bodies[i] = c.Attempt.StartedAt, statusCode(c.Attempt), latencyUs(c.Attempt), c.Attempt.ResponseBody
+			started[i], bodies[i] = c.Attempt.StartedAt, c.Attempt.ResponseBody
+			statuses[i], latency[i] = statusCodeParam(c.Attempt), latencyParam(c.Attempt)
 		}
 		return q.collectSaved(ctx, recordSuccesses, tenantID, ids, counts, started, statuses, latency, bodies, *changes[0].Delivery.DeliveredAt)
 	}
 	var (
-		states, lastErrors          = make([]string, n), make([]string, n)
+		states, lastErrors          = make(textParams, n), make(textParams, n)
 		maxAttempts                 = make([]int32, n)
 		nextAt, deliveredAt, deadAt = make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n)
-		updatedAt                   = make([]time.Time, n)
+		updatedAt                   = make(timeParams, n)
 	)
 	for i, c := range changes {
 		d := c.Delivery
@@ -656,7 +647,7 @@ func (q *queries) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.
 			started  = make([]*time.Time, n)
 			statuses = make([]*int32, n)
 			latency  = make([]*int64, n)
-			bodies   = make([]string, n)
+			bodies   = make(textParams, n)
 			failed   []int
 		)
 		for i, c := range changes {
@@ -791,10 +782,10 @@ func uniformSuccesses(changes []domain.WebhookDeliveryChange) bool {
 func attemptInserts(changes []domain.WebhookDeliveryChange, failed []int, args *[]any) string {
 	n := len(failed)
 	var (
-		ids                            = make([][16]byte, n)
+		ids                            = make(uuidParams, n)
 		numbers                        = make([]int32, n)
-		outcomes, classes, errs, texts = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		startedAt                      = make([]time.Time, n)
+		outcomes, classes, errs, texts = make(textParams, n), make(textParams, n), make(textParams, n), make(textParams, n)
+		startedAt                      = make(timeParams, n)
 		finishedAt                     = make([]*time.Time, n)
 		statuses                       = make([]*int32, n)
 		latencies                      = make([]*int64, n)
@@ -826,6 +817,19 @@ func statusCode(a domain.WebhookDeliveryAttempt) *int32 {
 	return &code
 }
 
+// statusCodeParam is statusCode as an element of nullIntParams.
+func statusCodeParam(a domain.WebhookDeliveryAttempt) pgtype.Int8 {
+	if a.StatusCode == nil {
+		return pgtype.Int8{}
+	}
+	return pgtype.Int8{Int64: int64(*a.StatusCode), Valid: true}
+}
+
+// latencyParam is latencyUs as an element of nullIntParams.
+func latencyParam(a domain.WebhookDeliveryAttempt) pgtype.Int8 {
+	return pgtype.Int8{Int64: a.Latency.Microseconds(), Valid: true}
+}
+
 // latencyUs is a's latency as stored, in microseconds.
 func latencyUs(a domain.WebhookDeliveryAttempt) *int64 {
 	us := a.Latency.Microseconds()
@@ -847,9 +851,9 @@ func (q *queries) WebhookBatchSendContext(ctx context.Context, tenantID string, 
 	b := &pgx.Batch{}
 	b.Queue(dbsqlc.GetWebhookDestination, tenantID, destinationID)
 	b.Queue(dbsqlc.ValidWebhookDestinationSecrets, destinationID, now)
-	b.Queue(dbsqlc.BatchSendWebhookDeliveries, tenantID, uuidArray(deliveryIDs), destinationID)
+	b.Queue(dbsqlc.BatchSendWebhookDeliveries, tenantID, uuidParams(deliveryIDs), destinationID)
 	from, to := fanoutRecordedRange(deliveryIDs)
-	b.Queue(dbsqlc.FindAuditEventsByIDRecordedBetween, tenantID, uuidArray(eventIDs), from, to)
+	b.Queue(dbsqlc.FindAuditEventsByIDRecordedBetween, tenantID, uuidParams(eventIDs), from, to)
 	br := q.db.SendBatch(ctx, b)
 	defer br.Close()
 	rows, _ := br.Query()
@@ -895,7 +899,7 @@ func (q *queries) WebhookBatchSendContext(ctx context.Context, tenantID string, 
 	if len(missing) == 0 {
 		return out, nil
 	}
-	rows, _ = q.db.Query(ctx, dbsqlc.FindAuditEventsByID, tenantID, uuidArray(missing))
+	rows, _ = q.db.Query(ctx, dbsqlc.FindAuditEventsByID, tenantID, uuidParams(missing))
 	more, err := pgx.CollectRows(rows, scanAuditEvent)
 	if err != nil {
 		return out, fmt.Errorf("reading events of webhook deliveries: %w", err)
