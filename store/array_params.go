@@ -44,7 +44,9 @@ type textParams []string
 type textElem string
 
 // TextValue implements pgtype.TextValuer.
-func (e *textElem) TextValue() (pgtype.Text, error) { return pgtype.Text{String: string(*e), Valid: true}, nil }
+func (e *textElem) TextValue() (pgtype.Text, error) {
+	return pgtype.Text{String: string(*e), Valid: true}, nil
+}
 
 // Dimensions implements pgtype.ArrayGetter.
 func (a textParams) Dimensions() []pgtype.ArrayDimension { return dimensions(a == nil, len(a)) }
