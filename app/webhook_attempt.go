@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/aetheriot/aether-audit/domain"
-	"github.com/aetheriot/aether-audit/eventjson"
 	"github.com/aetheriot/aether-audit/webhook"
 )
 
@@ -51,11 +50,11 @@ type preparedAttempt struct {
 }
 
 // beginAttempt computes the start of d's next attempt: the change that
-// commits it as DELIVERING, and what to send.
-func (a *App) beginAttempt(d domain.WebhookDelivery, event *domain.AuditEvent, url string, keys [][]byte, keyErr error, now time.Time) (domain.WebhookDeliveryChange, *preparedAttempt, error) {
-	body, err := eventjson.AppendWebhookPayload(make([]byte, 0, 1024), event)
+// commits it as DELIVERING, and what to send (in batch, the job's).
+func (a *App) beginAttempt(batch *attemptBatch, d domain.WebhookDelivery, event *domain.AuditEvent, url string, keys [][]byte, keyErr error, now time.Time) (domain.WebhookDeliveryChange, *preparedAttempt, error) {
+	body, err := batch.payload(event)
 	if err != nil {
-		return domain.WebhookDeliveryChange{}, nil, fmt.Errorf("encoding webhook payload: %w", err)
+		return domain.WebhookDeliveryChange{}, nil, err
 	}
 	change := domain.WebhookDeliveryChange{PrevState: d.State, PrevAttempts: d.AttemptCount}
 	before := d
@@ -65,7 +64,7 @@ func (a *App) beginAttempt(d domain.WebhookDelivery, event *domain.AuditEvent, u
 	}
 	change.Delivery = d
 	change.Attempt = domain.WebhookDeliveryAttempt{Number: n, Outcome: domain.WebhookAttemptDelivering, StartedAt: now}
-	prep := &preparedAttempt{before: before, delivery: d, started: now, recordedAt: event.RecordedAt, url: url, keys: keys, body: body}
+	prep := batch.prepared(preparedAttempt{before: before, delivery: d, started: now, recordedAt: event.RecordedAt, url: url, keys: keys, body: body})
 	if keyErr != nil {
 		prep.unsendable = &webhook.Result{ErrorClass: errorClassSecret,
 			Error: "the destination's signing secret cannot be opened (was the master key changed?); rotate the destination's secret"}

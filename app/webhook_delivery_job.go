@@ -186,6 +186,7 @@ func (a *App) deliverWebhooks(ctx context.Context, args jobargs.WebhookDeliveryA
 	changes := make([]domain.WebhookDeliveryChange, 0, len(due))
 	preps := make(map[uuid.UUID]*preparedAttempt, len(due))
 	var purged *domain.PurgedPrefix
+	batch := newAttemptBatch(len(due))
 	for _, d := range due {
 		event := sc.Events[d.EventID]
 		if event == nil {
@@ -206,7 +207,7 @@ func (a *App) deliverWebhooks(ctx context.Context, args jobargs.WebhookDeliveryA
 			}
 			continue
 		}
-		change, prep, err := a.beginAttempt(d, event, sc.Destination.URL, keys, keyErr, now)
+		change, prep, err := a.beginAttempt(batch, d, event, sc.Destination.URL, keys, keyErr, now)
 		if err != nil {
 			return false, err
 		}

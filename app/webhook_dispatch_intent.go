@@ -87,6 +87,7 @@ func (d *webhookDispatcher) prepareFirstAttempts(ctx context.Context, tx Tx, j d
 	header := destinationHeader(dest)
 	changes := make([]domain.WebhookDeliveryChange, 0, len(sc.Deliveries))
 	preps := make([]*preparedAttempt, 0, len(sc.Deliveries))
+	batch := newAttemptBatch(len(sc.Deliveries))
 	for _, dl := range sc.Deliveries {
 		event := sc.Events[dl.EventID]
 		if dl.State != domain.WebhookDeliveryPending || dl.AttemptCount != 0 || event == nil {
@@ -94,7 +95,7 @@ func (d *webhookDispatcher) prepareFirstAttempts(ctx context.Context, tx Tx, j d
 			// own run decides.
 			return nil, nil
 		}
-		change, prep, err := a.beginAttempt(dl, event, dest.URL, keys, nil, now)
+		change, prep, err := a.beginAttempt(batch, dl, event, dest.URL, keys, nil, now)
 		if err != nil {
 			return nil, err
 		}

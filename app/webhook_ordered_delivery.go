@@ -420,6 +420,7 @@ func (a *App) orderedRound(ctx context.Context, slots *destinationSlots, sub *do
 	var (
 		changes []domain.WebhookDeliveryChange
 		preps   []*preparedAttempt
+		batch   = newAttemptBatch(len(run))
 	)
 	for _, d := range run {
 		cur, ok := current[d.ID]
@@ -436,7 +437,7 @@ func (a *App) orderedRound(ctx context.Context, slots *destinationSlots, sub *do
 			_, err := a.store.DeadLetterPurgedWebhookDeliveries(ctx, d.TenantID, d.ProjectID, now)
 			return err == nil, err
 		}
-		change, prep, err := a.beginAttempt(cur, event, sc.Destination.URL, keys, keyErr, now)
+		change, prep, err := a.beginAttempt(batch, cur, event, sc.Destination.URL, keys, keyErr, now)
 		if err != nil {
 			return false, err
 		}
