@@ -47,11 +47,12 @@ func TestAttemptBatchSharesOneBuffer(t *testing.T) {
 	}
 
 	small := events[:40]
+	kept := make([]*preparedAttempt, len(small))
 	allocs := testing.AllocsPerRun(20, func() {
 		b := newAttemptBatch(len(small))
 		for i := range small {
 			body, _ := b.payload(&small[i])
-			b.prepared(preparedAttempt{body: body})
+			kept[i] = b.prepared(preparedAttempt{body: body})
 		}
 	})
 	// Encoding allocates nothing of its own: the batch, its buffer and its
