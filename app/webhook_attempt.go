@@ -155,6 +155,7 @@ func (a *App) finishWebhookAttempts(ctx context.Context, dest domain.WebhookDest
 	)
 	sentPreps := make([]*preparedAttempt, 0, len(preps))
 	next := make(map[uuid.UUID]domain.OutboxJob, len(preps))
+	finished := now // one end shared by the attempts' records
 	for i, prep := range preps {
 		if unsent[i] {
 			back := prep.before
@@ -164,7 +165,7 @@ func (a *App) finishWebhookAttempts(ctx context.Context, dest domain.WebhookDest
 			backs = append(backs, back)
 			continue
 		}
-		change, job, err := a.attemptOutcome(prep, results[i], now)
+		change, job, err := a.attemptOutcome(prep, &results[i], &finished)
 		if err != nil {
 			return err
 		}
@@ -228,14 +229,29 @@ func (a *App) observeAttempts(changes []domain.WebhookDeliveryChange, preps []*p
 		if change.Attempt.Outcome == domain.WebhookAttemptSucceeded {
 			lag = max(now.Sub(preps[i].recordedAt), time.Nanosecond)
 		}
-		a.observer.WebhookAttempt(strings.ToLower(string(change.Attempt.Outcome)), lag)
+		a.observer.WebhookAttempt(outcomeLabel(change.Attempt.Outcome), lag)
 	}
 }
 
-// attemptOutcome computes the end of a sent attempt: the delivery's change
-// and, when a retry is due, its job.
-func (a *App) attemptOutcome(prep *preparedAttempt, res webhook.Result, now time.Time) (domain.WebhookDeliveryChange, *domain.OutboxJob, error) {
-	d := prep.delivery
+// outcomeLabel is the observer's name of an attempt's outcome: its lower
+// case, built once for the outcomes that end attempts.
+func outcomeLabel(o domain.WebhookAttemptOutcome) string {
+	switch o {
+	case domain.WebhookAttemptSucceeded:
+		return "succeeded"
+	case domain.WebhookAttemptFailed:
+		return "failed"
+	case domain.WebhookAttemptUnknown:
+		return "unknown"
+	}
+	return strings.ToLower(string(o))
+}
+
+// attemptOutcome computes the end, at *end, of a sent attempt whose result
+// is *result: the delivery's change and, when a retry is due, its job. The
+// attempt's end and status code point to *end and result's.
+func (a *App) attemptOutcome(prep *preparedAttempt, result *webhook.Result, end *time.Time) (domain.WebhookDeliveryChange, *domain.OutboxJob, error) {
+	d, res, now := prep.delivery, *result, *end
 	if unresolvable(res.ErrorClass) {
 		// The tenant sees one answer for a name that does not resolve and
 		// for one that resolves to a private address, or the attempt would
@@ -245,12 +261,11 @@ func (a *App) attemptOutcome(prep *preparedAttempt, res webhook.Result, now time
 		res.ErrorClass, res.Error = webhook.ErrorClassDNS, unresolvableMessage
 	}
 	attempt := domain.WebhookDeliveryAttempt{
-		Number: d.AttemptCount, StartedAt: prep.started, FinishedAt: &now, Latency: res.Latency,
+		Number: d.AttemptCount, StartedAt: prep.started, FinishedAt: end, Latency: res.Latency,
 		ErrorClass: string(res.ErrorClass), Error: res.Error, ResponseBody: cleanBody(res.Body),
 	}
 	if res.StatusCode != 0 {
-		code := res.StatusCode
-		attempt.StatusCode = &code
+		attempt.StatusCode = &result.StatusCode
 	}
 	var (
 		retry bool

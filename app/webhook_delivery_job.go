@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -150,7 +149,7 @@ func (a *App) deliverWebhooks(ctx context.Context, args jobargs.WebhookDeliveryA
 			}
 			if recorded {
 				// Counted once the transaction committed, not per try.
-				a.observer.WebhookAttempt(strings.ToLower(string(domain.WebhookAttemptUnknown)), 0)
+				a.observer.WebhookAttempt(outcomeLabel(domain.WebhookAttemptUnknown), 0)
 			}
 		case (d.State == domain.WebhookDeliveryPending || d.State == domain.WebhookDeliveryRetrying) && d.AttemptCount == n-1:
 			due = append(due, d)

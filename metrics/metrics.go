@@ -53,7 +53,11 @@ type Metrics struct {
 	liveLag prometheus.Histogram
 
 	webhookAttempts *prometheus.CounterVec
-	webhookLag      prometheus.Histogram
+	// attemptsBy has webhookAttempts' counter of each outcome that ends
+	// attempts, bound once: WithLabelValues per attempt hashed the label
+	// and looked its series up under a lock each time. Read-only after New.
+	attemptsBy map[string]prometheus.Counter
+	webhookLag prometheus.Histogram
 
 	exportDuration *prometheus.HistogramVec
 	exportBytes    *prometheus.HistogramVec
@@ -101,6 +105,10 @@ func New(logger *slog.Logger) *Metrics {
 		Namespace: Namespace, Name: "webhook_attempts_total",
 		Help: "Webhook delivery attempts finished, by outcome: succeeded, failed or unknown.",
 	}, []string{"outcome"})
+	m.attemptsBy = map[string]prometheus.Counter{}
+	for _, outcome := range []string{"succeeded", "failed", "unknown"} {
+		m.attemptsBy[outcome] = m.webhookAttempts.WithLabelValues(outcome)
+	}
 	m.webhookLag = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Namespace: Namespace, Name: "webhook_delivery_lag_seconds",
 		Help:    "Time from an audit event's recording to its successful delivery to a webhook destination.",
@@ -193,7 +201,11 @@ func (m *Metrics) FanoutLag(lag time.Duration) { m.liveLag.Observe(max(lag, 0).S
 
 // WebhookAttempt implements app.Observer.
 func (m *Metrics) WebhookAttempt(outcome string, deliveryLag time.Duration) {
-	m.webhookAttempts.WithLabelValues(outcome).Inc()
+	if c, ok := m.attemptsBy[outcome]; ok {
+		c.Inc()
+	} else {
+		m.webhookAttempts.WithLabelValues(outcome).Inc()
+	}
 	if deliveryLag > 0 {
 		m.webhookLag.Observe(deliveryLag.Seconds())
 	}
