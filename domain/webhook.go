@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -247,10 +248,17 @@ type WebhookDelivery struct {
 	Ordered bool
 }
 
-// WebhookDeliveryIdempotencyKey is the stable webhook-id of a delivery.
+// WebhookDeliveryIdempotencyKey is the stable webhook-id of a delivery:
+// "msg_" and the id's 32 lower-case hex digits, built in one allocation.
 func WebhookDeliveryIdempotencyKey(deliveryID uuid.UUID) string {
-	return "msg_" + strings.ReplaceAll(deliveryID.String(), "-", "")
+	var b [len(idempotencyKeyPrefix) + 2*len(uuid.UUID{})]byte
+	copy(b[:], idempotencyKeyPrefix)
+	hex.Encode(b[len(idempotencyKeyPrefix):], deliveryID[:])
+	return string(b[:])
 }
+
+// idempotencyKeyPrefix starts every webhook-id.
+const idempotencyKeyPrefix = "msg_"
 
 // StartAttempt moves a PENDING or RETRYING delivery to DELIVERING and
 // returns the new attempt's number.
