@@ -52,6 +52,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -384,7 +385,9 @@ type whCPU struct {
 	// that the server's own processes (WAL writer, checkpointer, ...) used,
 	// work for every database of the server.
 	bench, pg, pgServer, recv time.Duration
-	deliveries                int64
+	// allocs counts the bench process's heap allocations (its Mallocs).
+	allocs     uint64
+	deliveries int64
 }
 
 func (c *whCPU) add(o whCPU) {
@@ -392,6 +395,7 @@ func (c *whCPU) add(o whCPU) {
 	c.pg += o.pg
 	c.pgServer += o.pgServer
 	c.recv += o.recv
+	c.allocs += o.allocs
 	c.deliveries += o.deliveries
 }
 
@@ -406,16 +410,39 @@ func (c whCPU) perDelivery(d time.Duration) float64 {
 // cpuMeter takes the bench process's and PostgreSQL's CPU time at the start
 // of a window.
 type cpuMeter struct {
-	self time.Duration
-	pg   pgCPUSnapshot
+	self    time.Duration
+	pg      pgCPUSnapshot
+	mallocs uint64
 }
 
-func startCPU() cpuMeter { return cpuMeter{self: processCPU(), pg: takePGCPU(benchDatabase)} }
+func startCPU() cpuMeter {
+	return cpuMeter{self: processCPU(), pg: takePGCPU(benchDatabase), mallocs: processMallocs()}
+}
 
 // stop returns the CPU time used since m started.
 func (m cpuMeter) stop() whCPU {
 	now := takePGCPU(benchDatabase)
-	return whCPU{bench: processCPU() - m.self, pg: now.since(m.pg), pgServer: now.serverSince(m.pg)}
+	return whCPU{bench: processCPU() - m.self, pg: now.since(m.pg), pgServer: now.serverSince(m.pg),
+		allocs: processMallocs() - m.mallocs}
+}
+
+// processMallocs is the number of heap allocations of the bench process
+// so far (runtime/metrics, without stopping the world).
+func processMallocs() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}
+
+// allocsPerDelivery is c's bench process allocations per delivery.
+func (c whCPU) allocsPerDelivery() float64 {
+	if c.deliveries == 0 {
+		return 0
+	}
+	return float64(c.allocs) / float64(c.deliveries)
 }
 
 // meterWindow measures, in the background, the CPU time used between t0
@@ -839,6 +866,8 @@ func (b *webhookBench) throughputResult(name string, fanout int, o, bs whThrough
 	metrics := []metric{
 		{Name: "deliveries/s", Ours: round(o.rate(), 1), Baseline: round(bs.rate(), 1), Ratio: r},
 		{Name: "CPU ms/delivery", Ours: round(cpuO, 3), Baseline: round(cpuB, 3), Ratio: ratio(cpuO, cpuB)},
+		{Name: "allocs/delivery, bench process", Ours: round(o.cpu.allocsPerDelivery(), 1), Baseline: round(bs.cpu.allocsPerDelivery(), 1),
+			Ratio: ratio(o.cpu.allocsPerDelivery(), bs.cpu.allocsPerDelivery())},
 	}
 	how := fmt.Sprintf("ours: app.RecordAuditEvents in batches of %d recorded WHILE the River workers run (recording took %.2fs), "+
 		"rate = deliveries / (first record -> last receipt), CPU including recording the events", whBatch, o.record.Seconds())
