@@ -441,6 +441,16 @@ func scanAuditEvent(row pgx.CollectableRow) (domain.AuditEvent, error) {
 
 // auditEventFromRow is the domain event of a stored row.
 func auditEventFromRow(r *dbsqlc.AuditEvent) (domain.AuditEvent, error) {
+	return auditEventFromRowIn(r, nil)
+}
+
+// noDigests is the evidence of an event without digests (shared: never
+// appended to, of no capacity).
+var noDigests = []domain.EvidenceDigest{}
+
+// auditEventFromRowIn is auditEventFromRow with the event's governance,
+// correlation and recorder taken from parts (nil: allocated each).
+func auditEventFromRowIn(r *dbsqlc.AuditEvent, parts *eventParts) (domain.AuditEvent, error) {
 	e := domain.AuditEvent{
 		TenantID: r.TenantID, ProjectID: r.ProjectID, Sequence: uint64(r.Sequence), ID: r.ID, Action: r.Action,
 		OccurredAt: r.OccurredAt.UTC(), RecordedAt: r.RecordedAt.UTC(),
@@ -450,23 +460,31 @@ func auditEventFromRow(r *dbsqlc.AuditEvent) (domain.AuditEvent, error) {
 		Details:  json.RawMessage(r.Details),
 	}
 	if r.GovernanceRisk != nil {
-		e.Governance = &domain.Governance{Reason: r.GovernanceReason, Ticket: r.GovernanceTicket,
+		e.Governance = take(parts.governance())
+		*e.Governance = domain.Governance{Reason: r.GovernanceReason, Ticket: r.GovernanceTicket,
 			Risk: domain.Risk(*r.GovernanceRisk), ConfirmedBy: r.GovernanceConfirmedBy}
 	}
 	if r.TraceID != "" || r.RequestID != "" || r.CausationID != "" {
-		e.Correlation = &domain.Correlation{TraceID: r.TraceID, RequestID: r.RequestID, CausationID: r.CausationID}
+		e.Correlation = take(parts.correlations())
+		*e.Correlation = domain.Correlation{TraceID: r.TraceID, RequestID: r.RequestID, CausationID: r.CausationID}
 	}
-	e.EvidenceDigests = []domain.EvidenceDigest{}
+	// Most events have none ("[]"): decoding into a variable of its own
+	// keeps e off the heap (&e.EvidenceDigests given to Unmarshal moved
+	// the whole event there, one allocation per row).
+	e.EvidenceDigests = noDigests
 	if len(r.EvidenceDigests) > 2 {
-		if err := json.Unmarshal(r.EvidenceDigests, &e.EvidenceDigests); err != nil {
+		var digests []domain.EvidenceDigest
+		if err := json.Unmarshal(r.EvidenceDigests, &digests); err != nil {
 			return e, fmt.Errorf("decoding evidence digests: %w", err)
 		}
+		e.EvidenceDigests = digests
 	}
 	copy(e.InputFingerprint[:], r.InputFingerprint)
 	copy(e.ChainHash[:], r.ChainHash)
 	e.ChainVersion = int(r.ChainVersion)
 	if e.ChainVersion >= domain.ChainVersionRecordedBy {
-		e.RecordedBy = &domain.Recorder{Issuer: r.RecordedByIssuer, Subject: r.RecordedBySubject,
+		e.RecordedBy = take(parts.recorders())
+		*e.RecordedBy = domain.Recorder{Issuer: r.RecordedByIssuer, Subject: r.RecordedBySubject,
 			TokenID: r.RecordedByTokenID, ClientID: r.RecordedByClientID}
 	}
 	return e, nil

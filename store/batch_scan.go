@@ -76,14 +76,65 @@ func interned(seen textInterner, dsts ...*string) []*internedText {
 	return out
 }
 
-// eventBatchScanner scans the rows of dbsqlc.FindAuditEventsByID.
-type eventBatchScanner struct {
-	r    dbsqlc.AuditEvent
-	args []any
+// eventParts hands out the parts of a batch's events that they point to
+// (governance, correlation, recorder) from arrays of a batch's size, one
+// allocation per kind and batch instead of one per event. A nil
+// *eventParts allocates each part alone.
+type eventParts struct {
+	n   int
+	gov []domain.Governance
+	cor []domain.Correlation
+	rec []domain.Recorder
 }
 
-func newEventBatchScanner(seen textInterner) *eventBatchScanner {
-	s := &eventBatchScanner{}
+// newEventParts returns parts for batches of about n events.
+func newEventParts(n int) *eventParts { return &eventParts{n: max(n, 1)} }
+
+func (p *eventParts) governance() (*[]domain.Governance, int) {
+	if p == nil {
+		return nil, 0
+	}
+	return &p.gov, p.n
+}
+
+func (p *eventParts) correlations() (*[]domain.Correlation, int) {
+	if p == nil {
+		return nil, 0
+	}
+	return &p.cor, p.n
+}
+
+func (p *eventParts) recorders() (*[]domain.Recorder, int) {
+	if p == nil {
+		return nil, 0
+	}
+	return &p.rec, p.n
+}
+
+// take returns a zero T from *from, refilled with an array of n when used
+// up (the values handed out before stay where they are); with a nil from,
+// a T of its own.
+func take[T any](from *[]T, n int) *T {
+	if from == nil {
+		return new(T)
+	}
+	if len(*from) == cap(*from) {
+		*from = make([]T, 0, n)
+	}
+	*from = (*from)[:len(*from)+1]
+	return &(*from)[len(*from)-1]
+}
+
+// eventBatchScanner scans the rows of dbsqlc.FindAuditEventsByID.
+type eventBatchScanner struct {
+	r     dbsqlc.AuditEvent
+	args  []any
+	parts *eventParts
+}
+
+// newEventBatchScanner returns a scanner of about n rows.
+func newEventBatchScanner(seen textInterner, n int) *eventBatchScanner {
+	s := &eventBatchScanner{parts: newEventParts(n)}
 	r := &s.r
 	t := interned(seen, &r.TenantID, &r.ProjectID, &r.Action, &r.SubjectType, &r.SubjectID, &r.SubjectDisplayName,
 		&r.ResourceType, &r.Outcome, &r.GovernanceReason, &r.GovernanceTicket, &r.GovernanceConfirmedBy,
@@ -105,7 +156,7 @@ func (s *eventBatchScanner) scan(row pgx.CollectableRow) (domain.AuditEvent, err
 	if err := row.Scan(s.args...); err != nil {
 		return domain.AuditEvent{}, err
 	}
-	return auditEventFromRow(&s.r)
+	return auditEventFromRowIn(&s.r, s.parts)
 }
 
 // deliveryBatchScanner scans the rows of dbsqlc.BatchSendWebhookDeliveries.

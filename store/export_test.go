@@ -26,7 +26,7 @@ func CollectDeliveries(rows pgx.Rows, batch bool) ([]domain.WebhookDelivery, err
 // read's scanner (batch) or scanAuditEvent.
 func CollectEvents(rows pgx.Rows, batch bool) ([]domain.AuditEvent, error) {
 	if batch {
-		return pgx.CollectRows(rows, newEventBatchScanner(textInterner{}).scan)
+		return pgx.CollectRows(rows, newEventBatchScanner(textInterner{}, 8).scan)
 	}
 	return pgx.CollectRows(rows, scanAuditEvent)
 }

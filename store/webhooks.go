@@ -879,7 +879,7 @@ func (q *queries) WebhookBatchSendContext(ctx context.Context, tenantID string, 
 		return out, fmt.Errorf("reading webhook deliveries: %w", err)
 	}
 	rows, _ = br.Query()
-	events, err := pgx.AppendRows(make([]domain.AuditEvent, 0, len(eventIDs)), rows, newEventBatchScanner(seen).scan)
+	events, err := pgx.AppendRows(make([]domain.AuditEvent, 0, len(eventIDs)), rows, newEventBatchScanner(seen, len(eventIDs)).scan)
 	if err != nil {
 		return out, fmt.Errorf("reading events of webhook deliveries: %w", err)
 	}
