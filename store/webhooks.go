@@ -309,22 +309,23 @@ const insertDeliveries = `INSERT INTO webhook_deliveries (tenant_id, project_id,
 		AS u(t, p, i, s, d, e, q, y, k, st, m, c, r, o)`
 
 // deliveryInsertArgs are the arguments of insertDeliveries: one array per
-// column, uuids as [16]byte.
+// column, as the array parameters of array_params.go (no allocation per
+// element).
 func deliveryInsertArgs(ds []domain.WebhookDelivery) []any {
 	n := len(ds)
 	var (
-		tenants, projects, types, keys, states = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		ids, subs, dests, events               = make([][16]byte, n), make([][16]byte, n), make([][16]byte, n), make([][16]byte, n)
-		seqs                                   = make([]int64, n)
+		tenants, projects, types, keys, states = make(textParams, n), make(textParams, n), make(textParams, n), make(textParams, n), make(textParams, n)
+		ids, subs, dests, events               = make(uuidParams, n), make(uuidParams, n), make(uuidParams, n), make(uuidParams, n)
+		seqs                                   = make(nullIntParams, n)
 		maxAttempts                            = make([]int32, n)
-		created                                = make([]time.Time, n)
+		created                                = make(timeParams, n)
 		replayOf                               = make([]*uuid.UUID, n)
 		ordered                                = make([]bool, n)
 	)
 	for i, d := range ds {
 		tenants[i], projects[i], types[i], keys[i], states[i] = d.TenantID, d.ProjectID, d.EventType, d.IdempotencyKey, string(d.State)
 		ids[i], subs[i], dests[i], events[i] = d.ID, d.SubscriptionID, d.DestinationID, d.EventID
-		seqs[i] = clampInt64(d.EventSequence)
+		seqs[i] = pgtype.Int8{Int64: clampInt64(d.EventSequence), Valid: true}
 		maxAttempts[i] = int32(d.MaxAttempts)
 		created[i] = d.CreatedAt
 		replayOf[i], ordered[i] = d.ReplayOf, d.Ordered
