@@ -44,12 +44,24 @@ type AuditPartitionTx interface {
 
 // CreateAuditPartitions creates the monthly partitions of audit_events
 // through AuditPartitionMonthsAhead months after the current one (by the
-// app's clock), and returns how many it created. It is idempotent and runs
-// as a periodic job (jobs.CreateAuditPartitionsWorker); the serving role
-// creates them through a SECURITY DEFINER function (migration 00022), not
-// with rights of its own.
+// app's clock), and those of the past months whose events sit in the
+// DEFAULT partition (back to the longest retention of any tenant, moving
+// those events into them), and returns how many it created. It is
+// idempotent and runs as a periodic job (jobs.CreateAuditPartitionsWorker);
+// the serving role creates them through SECURITY DEFINER functions
+// (migrations 00022 and 00033), not with rights of its own.
 func (a *App) CreateAuditPartitions(ctx context.Context) (int, error) {
-	return a.store.CreateAuditPartitions(ctx, a.now().UTC().AddDate(0, AuditPartitionMonthsAhead, 0))
+	now := a.now().UTC()
+	days, err := a.store.MaxAuditRetentionDays(ctx)
+	if err != nil {
+		return 0, err
+	}
+	past, err := a.createPastPartitions(ctx, "audit_events", now.Add(-max(a.retention, time.Duration(days)*24*time.Hour)), now)
+	if err != nil {
+		return len(past), err
+	}
+	n, err := a.store.CreateAuditPartitions(ctx, now.AddDate(0, AuditPartitionMonthsAhead, 0))
+	return len(past) + n, err
 }
 
 // purgeAuditPartitions is the retention purge by partition, the first step

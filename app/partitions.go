@@ -64,11 +64,36 @@ func (c PartitionConfig) retentionOf(table string) time.Duration {
 }
 
 // PartitionStore is what partition maintenance needs of the Store: the
-// registry of partitioned tables and the creation of a month's partition
-// (through the SECURITY DEFINER function of migration 00024).
+// registry of partitioned tables, the creation of a month's partition
+// (through the SECURITY DEFINER function of migration 00024) and of the
+// past months whose rows sit in a DEFAULT partition (migration 00033).
 type PartitionStore interface {
 	PartitionedTables(ctx context.Context) ([]domain.PartitionedTable, error)
 	CreatePartition(ctx context.Context, table string, month time.Time) (string, error)
+	// CreatePastPartitions creates the partition of every month of
+	// [since's month, before) whose rows sit in table's DEFAULT partition,
+	// moving them into it, and returns the names of those it created.
+	CreatePastPartitions(ctx context.Context, table string, since, before time.Time) ([]string, error)
+}
+
+// pastPartitionsSince is how far back the maintenance looks for rows of a
+// past month in the DEFAULT partition of a table it keeps no retention for.
+var pastPartitionsSince = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// createPastPartitions creates the partitions of the months before now's
+// whose rows sit in table's DEFAULT partition, back to since, and logs them.
+func (a *App) createPastPartitions(ctx context.Context, table string, since, now time.Time) ([]string, error) {
+	names, err := a.store.CreatePastPartitions(ctx, table, since, monthStart(now))
+	for _, name := range names {
+		a.logger.Info("created past partition for rows of its month in the default partition", "table", table, "partition", name)
+	}
+	return names, err
+}
+
+// monthStart is the first instant (UTC) of t's month.
+func monthStart(t time.Time) time.Time {
+	t = t.UTC()
+	return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
 }
 
 // PartitionTx drops expired partitions in a transaction, with the audit
@@ -87,8 +112,10 @@ type PartitionMaintenance struct {
 }
 
 // MaintainPartitions runs the partition maintenance of the periodic job:
-// for every registered table it creates the partitions of the current
-// month and the MonthsAhead after it, and for a table with a retention it
+// for every registered table it creates the partitions of the past months
+// whose rows sit in its DEFAULT partition (back to its retention, moving
+// those rows into them), of the current month and of the MonthsAhead after
+// it, and for a table with a retention it
 // drops the partitions whose every row is older than the retention, each
 // table's drops in one transaction with an operational event
 // (retention.partitions.dropped, subject system:aether) in every project
@@ -106,6 +133,15 @@ func (a *App) MaintainPartitions(ctx context.Context) (_ PartitionMaintenance, e
 	now := a.storedNow()
 	var errs []error
 	for _, t := range tables {
+		since := pastPartitionsSince
+		if retention := a.partitions.retentionOf(t.Name); retention > 0 {
+			since = now.Add(-retention)
+		}
+		past, err := a.createPastPartitions(ctx, t.Name, since, now)
+		out.Created = append(out.Created, past...)
+		if err != nil {
+			errs = append(errs, err)
+		}
 		for m := range a.partitions.MonthsAhead + 1 {
 			name, err := a.store.CreatePartition(ctx, t.Name, now.AddDate(0, m, 0))
 			if err != nil {

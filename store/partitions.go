@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/aetheriot/aether-audit/domain"
+	"github.com/aetheriot/aether-audit/store/dbsqlc"
 )
 
 // PartitionTables lists the registry of partitioned tables
@@ -23,6 +24,12 @@ const (
 	CreatePartitionFunction = "aether_create_partition(text, timestamptz)"
 	DropPartitionsFunction  = "aether_drop_partitions(text, timestamptz)"
 )
+
+// CreatePastPartitionsFunction is the SECURITY DEFINER function (migration
+// 00033) through which the maintenance jobs create the past months whose
+// rows sit in a DEFAULT partition (CreatePastPartitions). The runtime role
+// may EXECUTE it.
+const CreatePastPartitionsFunction = "aether_create_past_partitions(regclass, timestamptz, timestamptz)"
 
 // PartitionedTables returns the tables registered for monthly partitions,
 // by name.
@@ -64,6 +71,18 @@ func (q *queries) CreatePartition(ctx context.Context, table string, month time.
 		return "", nil
 	}
 	return *name, nil
+}
+
+// CreatePastPartitions creates the partition of every month of [since's
+// month, before) whose rows sit in the DEFAULT partition of table
+// (audit_events or a registered table), moving those rows into it, and
+// returns the names of the partitions it created.
+func (q *queries) CreatePastPartitions(ctx context.Context, table string, since, before time.Time) ([]string, error) {
+	names, err := q.sqlc.CreatePastPartitions(ctx, dbsqlc.CreatePastPartitionsParams{TableName: table, Since: since, Before: before})
+	if err != nil {
+		return nil, fmt.Errorf("creating the past partitions of %s: %w", table, err)
+	}
+	return names, nil
 }
 
 // DropPartitions drops the partitions of table that end at or before

@@ -83,7 +83,8 @@ type AppRole struct {
 //   - every sequence: USAGE and SELECT; PurgeFunction, ExpectHeadFunction,
 //     the audit partition functions (CreateAuditPartitionsFunction,
 //     PurgeAuditPartitionFunction, DropAuditPartitionFunction) and the
-//     other tables' (CreatePartitionFunction, DropPartitionsFunction): EXECUTE;
+//     other tables' (CreatePartitionFunction, DropPartitionsFunction) and
+//     CreatePastPartitionsFunction: EXECUTE;
 //   - partitions: nothing granted here (they are read and written through
 //     their partitioned table);
 //   - CONNECT on the database and USAGE on the schema;
@@ -155,7 +156,8 @@ func GrantAppRole(ctx context.Context, conn *pgx.Conn, role AppRole) error {
 		stmts = append(stmts, "REVOKE ALL ON SEQUENCE "+name+" FROM "+r, "GRANT USAGE, SELECT ON SEQUENCE "+name+" TO "+r)
 	}
 	for _, fn := range []string{PurgeFunction, ExpectHeadFunction, CreateAuditPartitionsFunction,
-		PurgeAuditPartitionFunction, DropAuditPartitionFunction, CreatePartitionFunction, DropPartitionsFunction} {
+		PurgeAuditPartitionFunction, DropAuditPartitionFunction, CreatePartitionFunction, DropPartitionsFunction,
+		CreatePastPartitionsFunction} {
 		var exists bool
 		if err := tx.QueryRow(ctx, "SELECT to_regprocedure($1) IS NOT NULL", s+"."+fn).Scan(&exists); err != nil {
 			return fmt.Errorf("app role: %w", err)
