@@ -1,7 +1,6 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -240,7 +239,6 @@ func (q *queries) AuditEventRefs(ctx context.Context, tenantID, projectID string
 		if err != nil {
 			return false, err
 		}
-		sortRefRows(rows)
 		for _, r := range rows {
 			ref := domain.AuditEventRef{ID: r.ID, Sequence: uint64(r.Sequence), Action: r.Action, RecordedAt: r.RecordedAt}
 			if r.AboutDestination != "" {
@@ -254,18 +252,6 @@ func (q *queries) AuditEventRefs(ctx context.Context, tenantID, projectID string
 		return nil, fmt.Errorf("reading audit event refs: %w", err)
 	}
 	return out, nil
-}
-
-// sortRefRows puts the rows of one AuditEventRefs statement in sequence
-// order. The statement has no ORDER BY, so that its generic plan needs no
-// sort and the plan cache keeps it (queries/audit_events.sql); its rows
-// nearly always come in order (one partition's primary key), which costs
-// one pass to check.
-func sortRefRows(rows []dbsqlc.AuditEventRefsRow) {
-	bySequence := func(a, b dbsqlc.AuditEventRefsRow) int { return cmp.Compare(a.Sequence, b.Sequence) }
-	if !slices.IsSortedFunc(rows, bySequence) {
-		slices.SortFunc(rows, bySequence)
-	}
 }
 
 // InsertWebhookDeliveries stores new deliveries, all of them or none: a

@@ -19,6 +19,7 @@ SELECT id, sequence, action, recorded_at,
 FROM audit_events
 WHERE tenant_id = $1 AND project_id = $2 AND sequence BETWEEN $3::bigint AND $4::bigint
     AND recorded_at >= $5 AND recorded_at < $6
+ORDER BY sequence
 `
 
 type AuditEventRefsParams struct {
@@ -42,11 +43,7 @@ type AuditEventRefsRow struct {
 // bounds (auditSegment). about_destination is, for an operational webhook event (the service's
 // own, subject SYSTEM), the destination it is about: the fan-out never
 // delivers it there. recorded_at dates the fan-out's delivery ids
-// (domain.FanoutDeliveryID). No ORDER BY: the caller sorts (the rows come
-// in sequence order from the one partition's primary key already). With
-// it, the generic plan (partitions pruned when it starts) sorted the Append
-// of the partitions, so the plan cache kept a custom plan, planned again at
-// every call of a fan-out (docs/benchmarks.md, "Fan-out's database side").
+// (domain.FanoutDeliveryID).
 func (q *Queries) AuditEventRefs(ctx context.Context, arg AuditEventRefsParams) ([]AuditEventRefsRow, error) {
 	rows, err := q.db.Query(ctx, AuditEventRefs,
 		arg.TenantID,

@@ -53,17 +53,14 @@ ORDER BY sequence;
 -- bounds (auditSegment). about_destination is, for an operational webhook event (the service's
 -- own, subject SYSTEM), the destination it is about: the fan-out never
 -- delivers it there. recorded_at dates the fan-out's delivery ids
--- (domain.FanoutDeliveryID). No ORDER BY: the caller sorts (the rows come
--- in sequence order from the one partition's primary key already). With
--- it, the generic plan (partitions pruned when it starts) sorted the Append
--- of the partitions, so the plan cache kept a custom plan, planned again at
--- every call of a fan-out (docs/benchmarks.md, "Fan-out's database side").
+-- (domain.FanoutDeliveryID).
 SELECT id, sequence, action, recorded_at,
     (CASE WHEN subject_type = 'SYSTEM' AND action LIKE 'webhook.%' THEN COALESCE(details->>'destinationId', '')
         ELSE '' END)::text AS about_destination
 FROM audit_events
 WHERE tenant_id = @tenant_id AND project_id = @project_id AND sequence BETWEEN @from_sequence::bigint AND @to_sequence::bigint
-    AND recorded_at >= @recorded_from AND recorded_at < @recorded_to;
+    AND recorded_at >= @recorded_from AND recorded_at < @recorded_to
+ORDER BY sequence;
 
 -- name: NotifyAuditEvents :exec
 -- Queued by AppendAuditEvents in the batch of the append: $1 is
