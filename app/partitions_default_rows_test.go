@@ -6,11 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aetheriot/aether-audit/app"
-	"github.com/aetheriot/aether-audit/domain"
 	"github.com/aetheriot/aether-audit/store"
 	"github.com/aetheriot/aether-audit/store/storetest"
 )
@@ -48,26 +46,9 @@ func TestMaintenanceTakesDefaultRowsIntoTheirMonth(t *testing.T) {
 	require.Equal(t, "audit_events_default", partitionOf(t, pool, "audit_events", "sequence", 3))
 
 	// A delivery, its attempt, an alarm and a telemetry point of that month.
-	delivery := domain.FanoutDeliveryID(uuid.New(), uuid.New(), ahead)
-	_, err := pool.Exec(ctx, `INSERT INTO webhook_deliveries (tenant_id, project_id, id, subscription_id, destination_id,
-		event_id, event_sequence, event_type, idempotency_key, state, max_attempts, created_at, updated_at)
-		VALUES ('t1', 'p1', $1, gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 1, 'a.b', 'k', 'DEAD_LETTERED', 3, $2, $2)`, delivery, ahead)
-	require.NoError(t, err)
-	_, err = pool.Exec(ctx, `INSERT INTO webhook_delivery_attempts (delivery_id, number, outcome, started_at) VALUES ($1, 1, 'FAILED', $2)`, delivery, ahead)
-	require.NoError(t, err)
-	_, err = pool.Exec(ctx, `INSERT INTO alarm_history (tenant_id, project_id, id, occurred_at, alarm_id, device_id, severity, state, message)
-		VALUES ('t1', 'p1', gen_random_uuid(), $1, 'a1', 'd1', 'MAJOR', 'RAISED', 'm')`, ahead)
-	require.NoError(t, err)
-	_, err = pool.Exec(ctx, `INSERT INTO telemetry_history (tenant_id, project_id, device_id, metric, occurred_at, value)
-		VALUES ('t1', 'p1', 'd1', 'temp', $1, 1)`, ahead)
-	require.NoError(t, err)
-	rows := []struct{ table, column string }{
-		{"webhook_deliveries", "id"}, {"webhook_delivery_attempts", "delivery_id"},
-		{"alarm_history", "occurred_at"}, {"telemetry_history", "occurred_at"},
-	}
-	keys := map[string]any{"id": delivery, "delivery_id": delivery, "occurred_at": ahead}
+	rows, _ := insertHistoryRows(t, pool, ahead)
 	for _, r := range rows {
-		require.Equal(t, r.table+"_default", partitionOf(t, pool, r.table, r.column, keys[r.column]))
+		require.Equal(t, r.table+"_default", partitionOf(t, pool, r.table, r.column, r.value))
 	}
 
 	// Two months on, the jobs create the months through that one.
@@ -79,22 +60,13 @@ func TestMaintenanceTakesDefaultRowsIntoTheirMonth(t *testing.T) {
 
 	for _, r := range rows {
 		require.Contains(t, out.Created, r.table+"_p"+month)
-		require.Equal(t, r.table+"_p"+month, partitionOf(t, pool, r.table, r.column, keys[r.column]), "%s", r.table)
+		require.Equal(t, r.table+"_p"+month, partitionOf(t, pool, r.table, r.column, r.value), "%s", r.table)
 	}
 	reader := app.Identity{Subject: "ops", TenantID: "t1", ProjectIDs: []string{"p1"}, Permissions: []app.Permission{app.PermissionAuditRead}}
-	for seq := uint64(1); seq <= 5; seq++ {
-		if seq >= 3 {
-			require.Equal(t, "audit_events_p"+month, partitionOf(t, pool, "audit_events", "sequence", seq))
-		}
-		e, err := st.GetAuditEventBySequence(ctx, "t1", "p1", seq)
-		require.NoError(t, err)
-		require.Equal(t, seq, e.Sequence)
-		after, one := seq-1, 1
-		page, err := later.SearchAuditEvents(ctx, reader, app.SearchAuditEventsInput{ProjectID: "p1", AfterSequence: &after, First: &one})
-		require.NoError(t, err)
-		require.Len(t, page.Edges, 1)
-		require.Equal(t, seq, page.Edges[0].Event.Sequence)
+	for seq := uint64(3); seq <= 5; seq++ {
+		require.Equal(t, "audit_events_p"+month, partitionOf(t, pool, "audit_events", "sequence", seq))
 	}
+	requireEventsFound(t, st, later, reader, 5)
 	var left int
 	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM audit_events_default").Scan(&left))
 	require.Zero(t, left)

@@ -9,7 +9,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/aetheriot/aether-audit/app"
 	"github.com/aetheriot/aether-audit/domain"
+	"github.com/aetheriot/aether-audit/store"
 )
 
 // historyRow names one row insertHistoryRows wrote: its table, and a
@@ -43,4 +45,22 @@ func insertHistoryRows(t *testing.T, pool *pgxpool.Pool, at time.Time) ([]histor
 		{"webhook_deliveries", "id", delivery}, {"webhook_delivery_attempts", "delivery_id", delivery},
 		{"alarm_history", "occurred_at", at}, {"telemetry_history", "occurred_at", at},
 	}, delivery
+}
+
+// requireEventsFound checks that each event 1..head of tenant t1's project
+// p1 is found by sequence (st) and as the one-event page after the event
+// before it (a, as reader).
+func requireEventsFound(t *testing.T, st *store.Store, a *app.App, reader app.Identity, head uint64) {
+	t.Helper()
+	ctx := context.Background()
+	for seq := uint64(1); seq <= head; seq++ {
+		e, err := st.GetAuditEventBySequence(ctx, "t1", "p1", seq)
+		require.NoError(t, err)
+		require.Equal(t, seq, e.Sequence)
+		after, one := seq-1, 1
+		page, err := a.SearchAuditEvents(ctx, reader, app.SearchAuditEventsInput{ProjectID: "p1", AfterSequence: &after, First: &one})
+		require.NoError(t, err)
+		require.Len(t, page.Edges, 1)
+		require.Equal(t, seq, page.Edges[0].Event.Sequence)
+	}
 }

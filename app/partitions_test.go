@@ -98,24 +98,10 @@ func TestNewDatabaseHasNoLegacyPartition(t *testing.T) {
 		require.True(t, attached, "%s_p%s is attached", table, month)
 	}
 
-	id, err := uuid.NewV7()
-	require.NoError(t, err)
-	_, err = pool.Exec(ctx, `INSERT INTO webhook_deliveries (tenant_id, project_id, id, subscription_id, destination_id,
-		event_id, event_sequence, event_type, idempotency_key, state, max_attempts, created_at, updated_at)
-		VALUES ('t1', 'p1', $1, gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 1, 'a.b', 'k', 'PENDING', 3, now(), now())`, id)
-	require.NoError(t, err)
-	_, err = pool.Exec(ctx, `INSERT INTO webhook_delivery_attempts (delivery_id, number, outcome, started_at) VALUES ($1, 1, 'FAILED', now())`, id)
-	require.NoError(t, err)
-	_, err = pool.Exec(ctx, `INSERT INTO alarm_history (tenant_id, project_id, id, occurred_at, alarm_id, device_id, severity, state, message)
-		VALUES ('t1', 'p1', $1, now(), 'a1', 'd1', 'MAJOR', 'RAISED', 'm')`, id)
-	require.NoError(t, err)
-	_, err = pool.Exec(ctx, `INSERT INTO telemetry_history (tenant_id, project_id, device_id, metric, occurred_at, value)
-		VALUES ('t1', 'p1', 'd1', 'temp', now(), 1)`)
-	require.NoError(t, err)
-	require.Equal(t, "webhook_deliveries_p"+month, partitionOf(t, pool, "webhook_deliveries", "id", id))
-	require.Equal(t, "webhook_delivery_attempts_p"+month, partitionOf(t, pool, "webhook_delivery_attempts", "delivery_id", id))
-	require.Equal(t, "alarm_history_p"+month, partitionOf(t, pool, "alarm_history", "id", id))
-	require.Equal(t, "telemetry_history_p"+month, partitionOf(t, pool, "telemetry_history", "device_id", "d1"))
+	rows, _ := insertHistoryRows(t, pool, now)
+	for _, r := range rows {
+		require.Equal(t, r.table+"_p"+month, partitionOf(t, pool, r.table, r.column, r.value))
+	}
 
 	// Only the partitioned table's indexes, cloned per partition: no
 	// partition keeps the old (subscription_id, event_id) index.
@@ -154,20 +140,7 @@ func TestMaintainPartitions(t *testing.T) {
 		if m == 0 {
 			at = now.Add(-time.Minute)
 		}
-		id := domain.FanoutDeliveryID(uuid.New(), uuid.New(), at)
-		deliveries[m] = id
-		_, err := pool.Exec(ctx, `INSERT INTO webhook_deliveries (tenant_id, project_id, id, subscription_id, destination_id,
-			event_id, event_sequence, event_type, idempotency_key, state, max_attempts, created_at, updated_at)
-			VALUES ('t1', 'p1', $1, gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 1, 'a.b', 'k', 'DEAD_LETTERED', 3, $2, $2)`, id, at)
-		require.NoError(t, err)
-		_, err = pool.Exec(ctx, `INSERT INTO webhook_delivery_attempts (delivery_id, number, outcome, started_at) VALUES ($1, 1, 'FAILED', $2)`, id, at)
-		require.NoError(t, err)
-		_, err = pool.Exec(ctx, `INSERT INTO alarm_history (tenant_id, project_id, id, occurred_at, alarm_id, device_id, severity, state, message)
-			VALUES ('t1', 'p1', gen_random_uuid(), $1, 'a1', 'd1', 'MAJOR', 'RAISED', 'm')`, at)
-		require.NoError(t, err)
-		_, err = pool.Exec(ctx, `INSERT INTO telemetry_history (tenant_id, project_id, device_id, metric, occurred_at, value)
-			VALUES ('t1', 'p1', 'd1', 'temp', $1, 1)`, at)
-		require.NoError(t, err)
+		_, deliveries[m] = insertHistoryRows(t, pool, at)
 	}
 	_, err := pool.Exec(ctx, `INSERT INTO webhook_deliveries (tenant_id, project_id, id, subscription_id, destination_id,
 		event_id, event_sequence, event_type, idempotency_key, state, max_attempts, created_at, updated_at)

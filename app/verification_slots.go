@@ -13,21 +13,30 @@ type verificationSlots struct {
 	byTenant map[string]int
 }
 
-// clientConnection counts the verification streams running on one client
-// connection (ContextWithConnection).
-type clientConnection struct {
+// Connection is one client connection (a GraphQL WebSocket, an MCP
+// session): what runs under a context marked with it
+// (ContextWithClientConnection) shares the connection's limits, such as
+// VerifyLimits.StreamsPerConnection. It counts the verification streams
+// running on the connection; the zero value is ready to use.
+type Connection struct {
 	mu            sync.Mutex
 	verifications int
 }
 
 type connectionKey struct{}
 
-// ContextWithConnection returns ctx marked as one client connection's (a
-// GraphQL WebSocket): what runs under it shares the connection's limits,
-// such as VerifyLimits.StreamsPerConnection. Without the mark each request
-// counts as its own connection.
+// ContextWithConnection returns ctx marked as a new client connection's
+// (ContextWithClientConnection of a new Connection): for a connection
+// whose every operation runs under one context. Without a mark each
+// request counts as its own connection.
 func ContextWithConnection(ctx context.Context) context.Context {
-	return context.WithValue(ctx, connectionKey{}, &clientConnection{})
+	return ContextWithClientConnection(ctx, &Connection{})
+}
+
+// ContextWithClientConnection returns ctx marked as conn's: for a
+// connection whose requests each have their own context (an MCP session).
+func ContextWithClientConnection(ctx context.Context, conn *Connection) context.Context {
+	return context.WithValue(ctx, connectionKey{}, conn)
 }
 
 // acquireVerificationSlot takes a slot of the tenant's and of ctx's
@@ -35,7 +44,7 @@ func ContextWithConnection(ctx context.Context) context.Context {
 // either is full); release gives them back, once.
 func (a *App) acquireVerificationSlot(ctx context.Context, tenantID string) (release func(), err error) {
 	limits := a.verifyLimits
-	conn, _ := ctx.Value(connectionKey{}).(*clientConnection)
+	conn, _ := ctx.Value(connectionKey{}).(*Connection)
 	if conn != nil {
 		conn.mu.Lock()
 		defer conn.mu.Unlock()

@@ -46,7 +46,8 @@ type VerifyLimits struct {
 	// at once; default DefaultVerifyStreamsPerTenant.
 	StreamsPerTenant int
 	// StreamsPerConnection is how many verification streams one client
-	// connection (ContextWithConnection) may run at once; default
+	// connection (a GraphQL WebSocket, an MCP session: Connection) may run
+	// at once; default
 	// DefaultVerifyStreamsPerConnection.
 	StreamsPerConnection int
 }

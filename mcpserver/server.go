@@ -47,6 +47,9 @@ type Server struct {
 	// subscribed to a URI).
 	send mcp.MethodHandler
 	subs subscriptions
+	// connections are the app connections of the sessions' running tool
+	// calls.
+	connections sessionConnections
 }
 
 // New returns a Server with every tool, resource and prompt.

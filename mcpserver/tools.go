@@ -14,8 +14,9 @@ type toolFunc[In any] func(ctx context.Context, b Backend, in In) (any, error)
 // token, the session to notify).
 type requestToolFunc[In any] func(ctx context.Context, req *mcp.CallToolRequest, b Backend, in In) (any, error)
 
-// addTool registers a tool whose handler binds the request to its caller
-// and answers a refusal as a tool error in the API's codes.
+// addTool registers a tool whose handler binds the request to its caller,
+// runs it as a call of its session's connection (sessionConnections), and
+// answers a refusal as a tool error in the API's codes.
 func addTool[In any](s *Server, t *mcp.Tool, schema *jsonschema.Schema, run toolFunc[In]) {
 	addRequestTool(s, t, schema, func(ctx context.Context, _ *mcp.CallToolRequest, b Backend, in In) (any, error) {
 		return run(ctx, b, in)
@@ -26,6 +27,8 @@ func addTool[In any](s *Server, t *mcp.Tool, schema *jsonschema.Schema, run tool
 func addRequestTool[In any](s *Server, t *mcp.Tool, schema *jsonschema.Schema, run requestToolFunc[In]) {
 	t.InputSchema = schema
 	mcp.AddTool(s.mcp, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, any, error) {
+		ctx, done := s.connections.enter(ctx, req.Session)
+		defer done()
 		ctx, b, err := s.bind(ctx, req.Extra)
 		if err == nil {
 			var out any

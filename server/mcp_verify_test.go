@@ -131,3 +131,60 @@ func TestMCPVerifyWholeRange(t *testing.T) {
 	got, _ = progressOf(progress.take(t, 1))
 	require.Equal(t, []float64{1200}, got)
 }
+
+// TestMCPVerificationsPerSession: an MCP session runs at most
+// StreamsPerConnection verify_audit_chain calls at once, as a GraphQL
+// WebSocket runs that many auditChainVerification subscriptions: while
+// one runs (its read held by a lock), another call of the same session is
+// a QUOTA_EXCEEDED tool error, another session of the same identity runs
+// its own, and the session's slot comes back when its call ends.
+func TestMCPVerificationsPerSession(t *testing.T) {
+	t.Parallel()
+	limits := verifyLimits
+	limits.StreamsPerConnection = 1
+	b := &mcpBundle{testBundle: setupApp(t, app.Config{Verify: limits}, nil)}
+	t.Cleanup(func() { b.server.Shutdown(context.Background()) })
+	b.recordN(t, b.token(t, tokenOpts{}), 10, "device.updated")
+	tok := b.token(t, tokenOpts{perms: []app.Permission{app.PermissionAuditRead}})
+	s1, s2 := b.mcpSession(t, tok, nil), b.mcpSession(t, tok, nil)
+	verify := func(cs *mcp.ClientSession) <-chan *mcp.CallToolResult {
+		out := make(chan *mcp.CallToolResult, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "verify_audit_chain", Arguments: map[string]any{"projectId": projectA}})
+			if err != nil {
+				res = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}
+			}
+			out <- res
+		}()
+		return out
+	}
+	requireValid := func(res *mcp.CallToolResult) {
+		t.Helper()
+		require.False(t, res.IsError, toolText(res))
+		raw, err := json.Marshal(res.StructuredContent)
+		require.NoError(t, err)
+		var v mcpVerification
+		require.NoError(t, json.Unmarshal(raw, &v), "%s", raw)
+		require.True(t, v.Valid)
+		require.Equal(t, "10", v.CheckedCount)
+	}
+
+	unlock := b.lockAuditEvents(t)
+	first := verify(s1)
+	b.requireWaitingReads(t, 1)
+	second := <-verify(s1)
+	require.True(t, second.IsError, toolText(second))
+	require.Contains(t, toolText(second), "QUOTA_EXCEEDED")
+	raw, err := json.Marshal(second.StructuredContent)
+	require.NoError(t, err)
+	require.Contains(t, string(raw), `"code":"QUOTA_EXCEEDED"`)
+	other := verify(s2)
+	b.requireWaitingReads(t, 2)
+	unlock()
+	requireValid(<-first)
+	requireValid(<-other)
+	// The session's slot came back with its call's end.
+	requireValid(<-verify(s1))
+}

@@ -3,14 +3,12 @@ package store_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aetheriot/aether-audit/domain"
 	"github.com/aetheriot/aether-audit/store"
-	"github.com/aetheriot/aether-audit/store/storetest"
 )
 
 // TestInsertWebhookDeliveries checks the fan-out's two inserts: the plain
@@ -19,10 +17,8 @@ import (
 // retries (IsRetryable); the one that skips existing deliveries stores the
 // others and names them.
 func TestInsertWebhookDeliveries(t *testing.T) {
-	t.Parallel()
+	st, now := parallelStore(t)
 	ctx := context.Background()
-	st := store.New(storetest.NewPool(t))
-	now := time.Date(2026, 12, 2, 10, 20, 30, 0, time.UTC)
 	sub, dest := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
 	delivery := func(seq uint64) domain.WebhookDelivery {
 		event := uuid.Must(uuid.NewV7())

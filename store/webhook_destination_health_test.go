@@ -10,7 +10,6 @@ import (
 
 	"github.com/aetheriot/aether-audit/domain"
 	"github.com/aetheriot/aether-audit/store"
-	"github.com/aetheriot/aether-audit/store/storetest"
 )
 
 // TestRecordWebhookDestinationSuccesses checks the one-statement count of
@@ -18,10 +17,9 @@ import (
 // steady (domain.WebhookDestinationHealth.Steady), as RecordAttempts would,
 // and leaves any other destination as it was.
 func TestRecordWebhookDestinationSuccesses(t *testing.T) {
-	t.Parallel()
+	st, now := parallelStore(t)
+	now = now.Add(123456 * time.Microsecond)
 	ctx := context.Background()
-	st := store.New(storetest.NewPool(t))
-	now := time.Date(2026, 12, 2, 10, 20, 30, 123456000, time.UTC)
 	hour := now.Truncate(time.Hour)
 	earlier := now.Add(-time.Minute)
 	steady := func() domain.WebhookDestinationHealth {

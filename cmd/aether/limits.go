@@ -105,7 +105,7 @@ func (f retentionFlags) minRetention() time.Duration {
 type verifyFlags struct {
 	VerifyStepEvents           uint64 `name:"verify-step-events" env:"AETHER_VERIFY_STEP_EVENTS" default:"1000000" help:"Most events one verifyAuditChain call, or one step of an auditChainVerification subscription (a progress item), recomputes (at most 1000000)."`
 	VerifyStreamsPerTenant     int    `name:"verify-streams-per-tenant" env:"AETHER_VERIFY_STREAMS_PER_TENANT" default:"4" help:"Most auditChainVerification subscriptions one tenant may run at once; one more is QUOTA_EXCEEDED."`
-	VerifyStreamsPerConnection int    `name:"verify-streams-per-connection" env:"AETHER_VERIFY_STREAMS_PER_CONNECTION" default:"2" help:"Most auditChainVerification subscriptions one GraphQL WebSocket connection may run at once; one more is QUOTA_EXCEEDED."`
+	VerifyStreamsPerConnection int    `name:"verify-streams-per-connection" env:"AETHER_VERIFY_STREAMS_PER_CONNECTION" default:"2" help:"Most auditChainVerification subscriptions one GraphQL WebSocket connection, or verify_audit_chain calls one MCP session, may run at once; one more is QUOTA_EXCEEDED."`
 }
 
 // verifyLimits returns the app's verification limits.
