@@ -74,7 +74,7 @@ func TestBatchReadScannersMatchTheRowScanners(t *testing.T) {
 		return len(got)
 	}
 	events := func(ids []uuid.UUID, batch bool) int {
-		rows, _ := conn.Query(ctx, dbsqlc.FindAuditEventsByID, tenant, ids)
+		rows, _ := conn.Query(ctx, dbsqlc.FindAuditEventsByID, tenant, ids, nil, nil)
 		got, err := store.CollectEvents(rows, batch)
 		require.NoError(t, err)
 		return len(got)
@@ -89,10 +89,10 @@ func TestBatchReadScannersMatchTheRowScanners(t *testing.T) {
 	require.Len(t, gotDeliveries, n)
 	require.Equal(t, wantDeliveries, gotDeliveries)
 
-	rows, _ = conn.Query(ctx, dbsqlc.FindAuditEventsByID, tenant, eventIDs)
+	rows, _ = conn.Query(ctx, dbsqlc.FindAuditEventsByID, tenant, eventIDs, nil, nil)
 	wantEvents, err := store.CollectEvents(rows, false)
 	require.NoError(t, err)
-	rows, _ = conn.Query(ctx, dbsqlc.FindAuditEventsByID, tenant, eventIDs)
+	rows, _ = conn.Query(ctx, dbsqlc.FindAuditEventsByID, tenant, eventIDs, nil, nil)
 	gotEvents, err := store.CollectEvents(rows, true)
 	require.NoError(t, err)
 	require.Len(t, gotEvents, n)

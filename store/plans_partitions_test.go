@@ -92,7 +92,7 @@ func TestWebhookPlansPruneToOnePartition(t *testing.T) {
 			[]any{[]uuid.UUID{one, ids[201]}}},
 		// The events of a delivery job, recorded within the times of its
 		// fan-out delivery ids (store.WebhookBatchSendContext).
-		{"FindAuditEventsByIDRecordedBetween", "audit_events", dbsqlc.FindAuditEventsByIDRecordedBetween,
+		{"FindAuditEventsByID bounded", "audit_events", dbsqlc.FindAuditEventsByID,
 			"audit_events_p" + bound.Format("200601"),
 			[]any{"t1", [][16]byte{uuid.New(), uuid.New()}, months[1], months[1].Add(time.Millisecond)}},
 	} {

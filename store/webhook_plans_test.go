@@ -72,10 +72,10 @@ func TestWebhookLookupsByIDDoNotNeedFreshStatistics(t *testing.T) {
 			[]any{tenant, deliveryIDs, destination}, true, byID)
 	})
 	t.Run("events of a batch", func(t *testing.T) {
-		requireIndexScans(t, pool, "audit_events", dbsqlc.FindAuditEventsByID, []any{tenant, eventIDs}, true, byID)
+		requireIndexScans(t, pool, "audit_events", dbsqlc.FindAuditEventsByID, []any{tenant, eventIDs, nil, nil}, true, byID)
 	})
 	t.Run("events of a batch recorded between", func(t *testing.T) {
-		requireIndexScans(t, pool, "audit_events", dbsqlc.FindAuditEventsByIDRecordedBetween,
+		requireIndexScans(t, pool, "audit_events", dbsqlc.FindAuditEventsByID,
 			[]any{tenant, eventIDs, base, base.Add(time.Hour)}, true, byID)
 	})
 	// Each shape of SaveWebhookDeliveriesIf's statement: attempts started

@@ -845,8 +845,8 @@ func latencyUs(a domain.WebhookDeliveryAttempt) *int64 {
 // The events are read recorded within the times of the delivery ids
 // (fanoutRecordedRange), so that the partitions of audit_events that cannot
 // hold them are pruned; an event not found there (the delivery of a
-// replay, whose id is of its own time) is read again without bounds, in a
-// second round trip.
+// replay, whose id is of its own time) is read again by the same statement
+// without bounds, in a second round trip.
 func (q *queries) WebhookBatchSendContext(ctx context.Context, tenantID string, destinationID uuid.UUID, deliveryIDs, eventIDs []uuid.UUID, now time.Time) (domain.WebhookBatchSendContext, error) {
 	var out domain.WebhookBatchSendContext
 	b := &pgx.Batch{}
@@ -854,7 +854,7 @@ func (q *queries) WebhookBatchSendContext(ctx context.Context, tenantID string, 
 	b.Queue(dbsqlc.ValidWebhookDestinationSecrets, destinationID, now)
 	b.Queue(dbsqlc.BatchSendWebhookDeliveries, tenantID, uuidParams(deliveryIDs), destinationID)
 	from, to := fanoutRecordedRange(deliveryIDs)
-	b.Queue(dbsqlc.FindAuditEventsByIDRecordedBetween, tenantID, uuidParams(eventIDs), from, to)
+	b.Queue(dbsqlc.FindAuditEventsByID, tenantID, uuidParams(eventIDs), from, to)
 	br := q.db.SendBatch(ctx, b)
 	defer br.Close()
 	rows, _ := br.Query()
@@ -900,7 +900,7 @@ func (q *queries) WebhookBatchSendContext(ctx context.Context, tenantID string, 
 	if len(missing) == 0 {
 		return out, nil
 	}
-	rows, _ = q.db.Query(ctx, dbsqlc.FindAuditEventsByID, tenantID, uuidParams(missing))
+	rows, _ = q.db.Query(ctx, dbsqlc.FindAuditEventsByID, tenantID, uuidParams(missing), nil, nil)
 	more, err := pgx.CollectRows(rows, scanAuditEvent)
 	if err != nil {
 		return out, fmt.Errorf("reading events of webhook deliveries: %w", err)

@@ -84,94 +84,36 @@ SELECT tenant_id, project_id, sequence, id, action, occurred_at, recorded_at,
     trace_id, request_id, causation_id, evidence_digests, details, input_fingerprint, chain_hash,
     chain_version, recorded_by_issuer, recorded_by_subject, recorded_by_token_id, recorded_by_client_id
 FROM audit_events WHERE (tenant_id, id) IN (SELECT $1::text, unnest($2::uuid[]))
+    AND recorded_at >= COALESCE($3::timestamptz, '-infinity')
+    AND recorded_at < COALESCE($4::timestamptz, 'infinity')
 `
 
 type FindAuditEventsByIDParams struct {
-	TenantID string
-	Ids      []uuid.UUID
-}
-
-// The tenant's events among ids, in any project. WebhookBatchSendContext
-// queues it in its batch. Queries of whole events select every column in
-// table order, as auditEventColumnNames does: sqlc gives them
-// dbsqlc.AuditEvent. The tenant is matched as a pair with each id, not as
-// a filter of its own: a tenant the statistics do not know yet (or know
-// smaller than it is) would otherwise be read whole through an index
-// that starts with tenant_id (see docs/benchmarks.md, "Trickle rows: plans").
-func (q *Queries) FindAuditEventsByID(ctx context.Context, arg FindAuditEventsByIDParams) ([]AuditEvent, error) {
-	rows, err := q.db.Query(ctx, FindAuditEventsByID, arg.TenantID, arg.Ids)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []AuditEvent{}
-	for rows.Next() {
-		var i AuditEvent
-		if err := rows.Scan(
-			&i.TenantID,
-			&i.ProjectID,
-			&i.Sequence,
-			&i.ID,
-			&i.Action,
-			&i.OccurredAt,
-			&i.RecordedAt,
-			&i.SubjectType,
-			&i.SubjectID,
-			&i.SubjectDisplayName,
-			&i.ResourceType,
-			&i.ResourceID,
-			&i.Outcome,
-			&i.GovernanceRisk,
-			&i.GovernanceReason,
-			&i.GovernanceTicket,
-			&i.GovernanceConfirmedBy,
-			&i.TraceID,
-			&i.RequestID,
-			&i.CausationID,
-			&i.EvidenceDigests,
-			&i.Details,
-			&i.InputFingerprint,
-			&i.ChainHash,
-			&i.ChainVersion,
-			&i.RecordedByIssuer,
-			&i.RecordedBySubject,
-			&i.RecordedByTokenID,
-			&i.RecordedByClientID,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const FindAuditEventsByIDRecordedBetween = `-- name: FindAuditEventsByIDRecordedBetween :many
-SELECT tenant_id, project_id, sequence, id, action, occurred_at, recorded_at,
-    subject_type, subject_id, subject_display_name, resource_type, resource_id, outcome,
-    governance_risk, governance_reason, governance_ticket, governance_confirmed_by,
-    trace_id, request_id, causation_id, evidence_digests, details, input_fingerprint, chain_hash,
-    chain_version, recorded_by_issuer, recorded_by_subject, recorded_by_token_id, recorded_by_client_id
-FROM audit_events WHERE (tenant_id, id) IN (SELECT $1::text, unnest($2::uuid[]))
-    AND recorded_at >= $3::timestamptz AND recorded_at < $4::timestamptz
-`
-
-type FindAuditEventsByIDRecordedBetweenParams struct {
 	TenantID     string
 	Ids          []uuid.UUID
-	RecordedFrom time.Time
-	RecordedTo   time.Time
+	RecordedFrom *time.Time
+	RecordedTo   *time.Time
 }
 
-// FindAuditEventsByID of the events recorded in [@recorded_from,
-// @recorded_to): the bounds prune the partitions (by recorded_at) that
-// cannot hold them, which the per-id lookups would otherwise each scan
-// (WebhookBatchSendContext; docs/benchmarks.md, "Fan-out ratio: database
-// side").
-func (q *Queries) FindAuditEventsByIDRecordedBetween(ctx context.Context, arg FindAuditEventsByIDRecordedBetweenParams) ([]AuditEvent, error) {
-	rows, err := q.db.Query(ctx, FindAuditEventsByIDRecordedBetween,
+// The tenant's events among ids, in any project, recorded in
+// [@recorded_from, @recorded_to), each bound optional (NULL: no bound).
+// WebhookBatchSendContext queues it in its batch, bounded by the times of
+// its delivery ids: the bounds prune the partitions (by recorded_at) that
+// cannot hold the events, which the per-id lookups would otherwise each
+// scan (docs/benchmarks.md, "Fan-out ratio: database side"). A missing
+// bound is COALESCEd to an infinity, not tested with IS NULL in an OR: a
+// comparison of recorded_at with a stable expression of the parameters
+// still prunes partitions at execution in a generic plan (which pgx's
+// prepared statements come to use), an OR with a NULL test does not
+// (store/plans_partitions_test.go).
+// Queries of whole events select every column in table order, as
+// auditEventColumnNames does: sqlc gives them dbsqlc.AuditEvent. The
+// tenant is matched as a pair with each id, not as a filter of its own: a
+// tenant the statistics do not know yet (or know smaller than it is) would
+// otherwise be read whole through an index that starts with tenant_id (see
+// docs/benchmarks.md, "Trickle rows: plans").
+func (q *Queries) FindAuditEventsByID(ctx context.Context, arg FindAuditEventsByIDParams) ([]AuditEvent, error) {
+	rows, err := q.db.Query(ctx, FindAuditEventsByID,
 		arg.TenantID,
 		arg.Ids,
 		arg.RecordedFrom,

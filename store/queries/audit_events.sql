@@ -1,31 +1,29 @@
 -- name: FindAuditEventsByID :many
--- The tenant's events among ids, in any project. WebhookBatchSendContext
--- queues it in its batch. Queries of whole events select every column in
--- table order, as auditEventColumnNames does: sqlc gives them
--- dbsqlc.AuditEvent. The tenant is matched as a pair with each id, not as
--- a filter of its own: a tenant the statistics do not know yet (or know
--- smaller than it is) would otherwise be read whole through an index
--- that starts with tenant_id (see docs/benchmarks.md, "Trickle rows: plans").
-SELECT tenant_id, project_id, sequence, id, action, occurred_at, recorded_at,
-    subject_type, subject_id, subject_display_name, resource_type, resource_id, outcome,
-    governance_risk, governance_reason, governance_ticket, governance_confirmed_by,
-    trace_id, request_id, causation_id, evidence_digests, details, input_fingerprint, chain_hash,
-    chain_version, recorded_by_issuer, recorded_by_subject, recorded_by_token_id, recorded_by_client_id
-FROM audit_events WHERE (tenant_id, id) IN (SELECT @tenant_id::text, unnest(@ids::uuid[]));
-
--- name: FindAuditEventsByIDRecordedBetween :many
--- FindAuditEventsByID of the events recorded in [@recorded_from,
--- @recorded_to): the bounds prune the partitions (by recorded_at) that
--- cannot hold them, which the per-id lookups would otherwise each scan
--- (WebhookBatchSendContext; docs/benchmarks.md, "Fan-out ratio: database
--- side").
+-- The tenant's events among ids, in any project, recorded in
+-- [@recorded_from, @recorded_to), each bound optional (NULL: no bound).
+-- WebhookBatchSendContext queues it in its batch, bounded by the times of
+-- its delivery ids: the bounds prune the partitions (by recorded_at) that
+-- cannot hold the events, which the per-id lookups would otherwise each
+-- scan (docs/benchmarks.md, "Fan-out ratio: database side"). A missing
+-- bound is COALESCEd to an infinity, not tested with IS NULL in an OR: a
+-- comparison of recorded_at with a stable expression of the parameters
+-- still prunes partitions at execution in a generic plan (which pgx's
+-- prepared statements come to use), an OR with a NULL test does not
+-- (store/plans_partitions_test.go).
+-- Queries of whole events select every column in table order, as
+-- auditEventColumnNames does: sqlc gives them dbsqlc.AuditEvent. The
+-- tenant is matched as a pair with each id, not as a filter of its own: a
+-- tenant the statistics do not know yet (or know smaller than it is) would
+-- otherwise be read whole through an index that starts with tenant_id (see
+-- docs/benchmarks.md, "Trickle rows: plans").
 SELECT tenant_id, project_id, sequence, id, action, occurred_at, recorded_at,
     subject_type, subject_id, subject_display_name, resource_type, resource_id, outcome,
     governance_risk, governance_reason, governance_ticket, governance_confirmed_by,
     trace_id, request_id, causation_id, evidence_digests, details, input_fingerprint, chain_hash,
     chain_version, recorded_by_issuer, recorded_by_subject, recorded_by_token_id, recorded_by_client_id
 FROM audit_events WHERE (tenant_id, id) IN (SELECT @tenant_id::text, unnest(@ids::uuid[]))
-    AND recorded_at >= @recorded_from::timestamptz AND recorded_at < @recorded_to::timestamptz;
+    AND recorded_at >= COALESCE(sqlc.narg('recorded_from')::timestamptz, '-infinity')
+    AND recorded_at < COALESCE(sqlc.narg('recorded_to')::timestamptz, 'infinity');
 
 -- name: GetAuditEvent :one
 SELECT tenant_id, project_id, sequence, id, action, occurred_at, recorded_at,
