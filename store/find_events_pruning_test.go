@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -17,21 +16,12 @@ import (
 	"github.com/aetheriot/aether-audit/store/storetest"
 )
 
-// prunedNode is a node of EXPLAIN (ANALYZE, FORMAT JSON), with the count of
-// the subplans an Append removed when it started.
-type prunedNode struct {
-	NodeType        string       `json:"Node Type"`
-	Relation        string       `json:"Relation Name"`
-	SubplansRemoved int          `json:"Subplans Removed"`
-	Plans           []prunedNode `json:"Plans"`
-}
-
 // genericPartitionScans runs dbsqlc.FindAuditEventsByID of tenant, ids and
 // the bounds (nil: none) as a prepared statement through its generic plan
 // (the plan pgx's cached statements come to), under EXPLAIN (ANALYZE), and
 // returns the partitions of audit_events it read and how many subplans its
 // execution pruned.
-func genericPartitionScans(t *testing.T, pool *pgxpool.Pool, tenant string, ids []uuid.UUID, from, to *time.Time) (map[string]bool, int) {
+func genericPartitionScans(t *testing.T, pool *pgxpool.Pool, tenant string, ids []uuid.UUID, from, to *time.Time) (map[string]string, int) {
 	t.Helper()
 	ctx := context.Background()
 	conn, err := pool.Acquire(ctx)
@@ -63,27 +53,7 @@ func genericPartitionScans(t *testing.T, pool *pgxpool.Pool, tenant string, ids 
 	var raw []byte
 	require.NoError(t, conn.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE find_events("+literal(tenant)+", "+
 		literal("{"+strings.Join(idTexts, ",")+"}")+", "+bound(from)+", "+bound(to)+")").Scan(&raw))
-	var plans []struct {
-		Plan prunedNode `json:"Plan"`
-	}
-	require.NoError(t, json.Unmarshal(raw, &plans))
-	scans, removed := map[string]bool{}, 0
-	var walk func(n prunedNode)
-	walk = func(n prunedNode) {
-		removed += n.SubplansRemoved
-		if n.Relation != "" {
-			var root string
-			require.NoError(t, conn.QueryRow(ctx, `SELECT COALESCE(pg_partition_root(to_regclass($1)), to_regclass($1))::text`,
-				n.Relation).Scan(&root))
-			if root == "audit_events" {
-				scans[n.Relation] = true
-			}
-		}
-		for _, c := range n.Plans {
-			walk(c)
-		}
-	}
-	walk(plans[0].Plan)
+	scans, _, removed := planPartitions(t, conn, "audit_events", raw)
 	return scans, removed
 }
 
@@ -122,7 +92,8 @@ func TestFindAuditEventsByIDPrunesInAGenericPlan(t *testing.T) {
 	to := from.AddDate(0, 0, 3)
 	scans, removed := genericPartitionScans(t, pool, "t1", ids, &from, &to)
 	second := "audit_events_p" + from.Format("200601")
-	require.Equal(t, map[string]bool{second: true}, scans, "the bounded generic plan reads its month only")
+	require.Len(t, scans, 1, "the bounded generic plan reads its month only")
+	require.Contains(t, scans, second)
 	require.Equal(t, partitions-1, removed, "the other partitions are pruned at execution")
 
 	rows, _ := pool.Query(ctx, dbsqlc.FindAuditEventsByID, "t1", ids, from, to)

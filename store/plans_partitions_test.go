@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -19,20 +20,35 @@ import (
 // root its plan reads, with the plan's node types.
 func partitionScans(t *testing.T, pool *pgxpool.Pool, root, sql string, args ...any) (map[string]string, map[string]bool) {
 	t.Helper()
-	ctx := context.Background()
 	var raw []byte
-	require.NoError(t, pool.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+sql, args...).Scan(&raw))
+	require.NoError(t, pool.QueryRow(context.Background(), "EXPLAIN (FORMAT JSON) "+sql, args...).Scan(&raw))
+	scans, nodes, _ := planPartitions(t, pool, root, raw)
+	return scans, nodes
+}
+
+// rowQuerier is what planPartitions asks its questions of: a pool or one
+// of its connections.
+type rowQuerier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// planPartitions walks raw, the output of EXPLAIN (FORMAT JSON), and
+// returns the partitions of root the plan reads with their node types, the
+// plan's node types, and the subplans its Appends pruned at execution.
+func planPartitions(t *testing.T, q rowQuerier, root string, raw []byte) (map[string]string, map[string]bool, int) {
+	t.Helper()
 	var plans []struct {
 		Plan planNode `json:"Plan"`
 	}
 	require.NoError(t, json.Unmarshal(raw, &plans))
-	scans, nodes := map[string]string{}, map[string]bool{}
+	scans, nodes, removed := map[string]string{}, map[string]bool{}, 0
 	var walk func(n planNode)
 	walk = func(n planNode) {
 		nodes[n.NodeType] = true
+		removed += n.SubplansRemoved
 		if n.Relation != "" && n.NodeType != "ModifyTable" {
 			var r string
-			require.NoError(t, pool.QueryRow(ctx, `SELECT COALESCE(pg_partition_root(to_regclass($1)), to_regclass($1))::text`,
+			require.NoError(t, q.QueryRow(context.Background(), `SELECT COALESCE(pg_partition_root(to_regclass($1)), to_regclass($1))::text`,
 				n.Relation).Scan(&r))
 			if r == root {
 				scans[n.Relation] = n.NodeType
@@ -43,7 +59,7 @@ func partitionScans(t *testing.T, pool *pgxpool.Pool, root, sql string, args ...
 		}
 	}
 	walk(plans[0].Plan)
-	return scans, nodes
+	return scans, nodes, removed
 }
 
 // TestWebhookPlansPruneToOnePartition: with deliveries in three monthly

@@ -343,10 +343,13 @@ func (l *lastQuery) get() []tracedQuery {
 
 // planNode is a node of EXPLAIN (FORMAT JSON).
 type planNode struct {
-	NodeType  string     `json:"Node Type"`
-	Relation  string     `json:"Relation Name"`
-	IndexName string     `json:"Index Name"`
-	Plans     []planNode `json:"Plans"`
+	NodeType  string `json:"Node Type"`
+	Relation  string `json:"Relation Name"`
+	IndexName string `json:"Index Name"`
+	// SubplansRemoved counts the partitions an Append pruned when it
+	// started (EXPLAIN ANALYZE of a generic plan).
+	SubplansRemoved int        `json:"Subplans Removed"`
+	Plans           []planNode `json:"Plans"`
 }
 
 // requireIndexScans explains sql with args and requires that it scans
