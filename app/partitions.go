@@ -70,9 +70,10 @@ func (c PartitionConfig) retentionOf(table string) time.Duration {
 type PartitionStore interface {
 	PartitionedTables(ctx context.Context) ([]domain.PartitionedTable, error)
 	CreatePartition(ctx context.Context, table string, month time.Time) (string, error)
-	// CreatePastPartitions creates the partition of every month of
-	// [since's month, before) whose rows sit in table's DEFAULT partition,
-	// moving them into it, and returns the names of those it created.
+	// CreatePastPartitions creates the partition of every month from
+	// since's up to before's (excluded) whose rows sit in table's DEFAULT
+	// partition, moving them into it, and returns the names of those it
+	// created.
 	CreatePastPartitions(ctx context.Context, table string, since, before time.Time) ([]string, error)
 }
 
@@ -83,17 +84,11 @@ var pastPartitionsSince = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
 // createPastPartitions creates the partitions of the months before now's
 // whose rows sit in table's DEFAULT partition, back to since, and logs them.
 func (a *App) createPastPartitions(ctx context.Context, table string, since, now time.Time) ([]string, error) {
-	names, err := a.store.CreatePastPartitions(ctx, table, since, monthStart(now))
+	names, err := a.store.CreatePastPartitions(ctx, table, since, now)
 	for _, name := range names {
 		a.logger.Info("created past partition for rows of its month in the default partition", "table", table, "partition", name)
 	}
 	return names, err
-}
-
-// monthStart is the first instant (UTC) of t's month.
-func monthStart(t time.Time) time.Time {
-	t = t.UTC()
-	return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
 }
 
 // PartitionTx drops expired partitions in a transaction, with the audit

@@ -73,12 +73,12 @@ func (q *queries) CreatePartition(ctx context.Context, table string, month time.
 	return *name, nil
 }
 
-// CreatePastPartitions creates the partition of every month of [since's
-// month, before) whose rows sit in the DEFAULT partition of table
-// (audit_events or a registered table), moving those rows into it, and
-// returns the names of the partitions it created.
+// CreatePastPartitions creates the partition of every month from since's
+// up to before's (excluded) whose rows sit in the DEFAULT partition of
+// table (audit_events or a registered table), moving those rows into it,
+// and returns the names of the partitions it created.
 func (q *queries) CreatePastPartitions(ctx context.Context, table string, since, before time.Time) ([]string, error) {
-	names, err := q.sqlc.CreatePastPartitions(ctx, dbsqlc.CreatePastPartitionsParams{TableName: table, Since: since, Before: before})
+	names, err := q.sqlc.CreatePastPartitions(ctx, dbsqlc.CreatePastPartitionsParams{TableName: table, Since: since, Before: monthStart(before)})
 	if err != nil {
 		return nil, fmt.Errorf("creating the past partitions of %s: %w", table, err)
 	}
