@@ -82,9 +82,16 @@ const (
 
 	// whBatch is the events per RecordAuditEvents call of the fan-out rows.
 	whBatch = 500
-	// whWarmDeliveries are delivered (and not counted) before each side of a
-	// fan-out row, to open connections and warm caches.
+	// whWarmDeliveries are delivered (and not counted) before the baseline's
+	// side of a fan-out row, to open connections and warm caches: 5 requests
+	// on each of its 100 connections.
 	whWarmDeliveries = 500
+	// whOursWarmDeliveries are delivered (and not counted) before each of
+	// ours' windows, after the tables' maintenance: 100 delivery jobs, about
+	// 6 per pooled connection (16), so that every connection has run the
+	// job's statements past PostgreSQL's first 5 custom plans to its cached
+	// generic plan, as a process that has been delivering for a while has.
+	whOursWarmDeliveries = 10_000
 	// whLagRates are the event rates of the lag rows (the trickle rows);
 	// whLagWarm is sent before each window and not counted; whLagDrain is
 	// how long after the window deliveries may still arrive.
@@ -597,23 +604,31 @@ func (b *webhookBench) oursThroughput(ctx context.Context, project string, draft
 		b.tenant, project).Scan(&total); err != nil {
 		return backlog, live, err
 	}
-	warmEvents := max(1, whWarmDeliveries/fanout)
-	if err := b.recv.reset(ctx); err != nil {
-		return backlog, live, err
-	}
-	if err := record(ctx, warmEvents); err != nil {
-		return backlog, live, fmt.Errorf("recording the warm-up: %w", err)
-	}
-	total += int64(warmEvents * fanout)
-	if _, err := b.awaitDelivered(ctx, project, int64(warmEvents*fanout), total); err != nil {
-		return backlog, live, fmt.Errorf("warm-up: %w", err)
+	// warm runs the tables' maintenance, then the warm-up, River running:
+	// the warm-up is the last thing before a window, as the baseline's is.
+	// The maintenance's VACUUM (ANALYZE) invalidates the cached plans of
+	// the statements on the tables it visits, on every connection: a
+	// warm-up before it left the window to plan them again.
+	warm := func() error {
+		if err := b.maintain(ctx); err != nil {
+			return err
+		}
+		if err := b.recv.reset(ctx); err != nil {
+			return err
+		}
+		warmEvents := max(1, whOursWarmDeliveries/fanout)
+		if err := record(ctx, warmEvents); err != nil {
+			return fmt.Errorf("recording the warm-up: %w", err)
+		}
+		total += int64(warmEvents * fanout)
+		if _, err := b.awaitDelivered(ctx, project, int64(warmEvents*fanout), total); err != nil {
+			return fmt.Errorf("warm-up: %w", err)
+		}
+		return b.recv.reset(ctx)
 	}
 
 	// From a backlog: River stopped while recording.
-	if err := b.maintain(ctx); err != nil {
-		return backlog, live, err
-	}
-	if err := b.recv.reset(ctx); err != nil {
+	if err := warm(); err != nil {
 		return backlog, live, err
 	}
 	stop()
@@ -636,10 +651,7 @@ func (b *webhookBench) oursThroughput(ctx context.Context, project string, draft
 	}
 
 	// Recording while River runs.
-	if err := b.maintain(ctx); err != nil {
-		return backlog, live, err
-	}
-	if err := b.recv.reset(ctx); err != nil {
+	if err := warm(); err != nil {
 		return backlog, live, err
 	}
 	meter = startCPU()
@@ -893,11 +905,11 @@ func (b *webhookBench) throughputResult(name string, fanout int, o, bs whThrough
 	fmt.Fprintf(&note, "%d deliveries = %d events x %d subscription(s) (%d destination(s), paths of one receiver); "+
 		"%s; webhook_fanout + webhook_delivery jobs, %d webhook workers, MaxInFlightPerDestination %d%s, pool of %d connections; "+
 		"baseline: plain net/http client (keep-alive, %d idle conns), %d workers posting pre-built payloads signed per request with webhook.Sign, "+
-		"rate = deliveries / (first request -> last receipt); CPU ms/delivery = bench process + PostgreSQL / deliveries; after %d warm-up deliveries per side; "+
+		"rate = deliveries / (first request -> last receipt); CPU ms/delivery = bench process + PostgreSQL / deliveries; warm-ups (not counted): ours %d deliveries after the tables' maintenance before each window, the baseline %d requests; "+
 		"bodies %d / %d bytes; receiver connections opened %d / %d; duplicates %d / %d; "+
 		"the median of %d runs, ours and the baseline in turn (deliveries/s of each: ours %s, baseline %s)",
 		o.deliveries, o.deliveries/int64(fanout), fanout, fanout, how, b.workers, b.inFlight, inFlightWhy,
-		b.e.pool.Config().MaxConns, b.workers, b.workers, whWarmDeliveries,
+		b.e.pool.Config().MaxConns, b.workers, b.workers, whOursWarmDeliveries, whWarmDeliveries,
 		avg(o), avg(bs), o.rep.Conns, bs.rep.Conns, o.rep.Dups, bs.rep.Dups,
 		len(o.runs), formatRates(o.runs), formatRates(bs.runs))
 	return result{
