@@ -154,6 +154,7 @@ func TestAppendWaitingTwiceFailsWithinItsBound(t *testing.T) {
 		t.Fatal("the append did not answer")
 	}
 	elapsed := time.Since(start)
+	t.Log("answered in", elapsed, got)
 	require.Error(t, got)
 	e := ErrorOf(got)
 	require.Equal(t, CodeUnavailable, e.Code, "%v", got)
