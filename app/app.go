@@ -31,9 +31,9 @@ type Store[T Tx] interface {
 	// IsRetryable reports whether a transaction's error is a lost race that
 	// a fresh attempt resolves.
 	IsRetryable(err error) bool
-	// IsLockTimeout reports whether a transaction's error is a lock wait
-	// ended by its bound (Tx.BoundAppendWaits): it rolled back unwritten.
-	IsLockTimeout(err error) bool
+	// IsPastBound reports whether a transaction's error is a wait ended
+	// by its bound (Tx.BoundAppendWaits): it rolled back unwritten.
+	IsPastBound(err error) bool
 
 	AuditReads
 	WebhookStore

@@ -12,9 +12,10 @@ import (
 const DefaultAppendTimeout = time.Minute
 
 // appendGrace is how long past an append's bound its transaction may still
-// run on our side: PostgreSQL ends a lock wait at the bound itself
-// (Tx.BoundAppendWaits), cleanly; the grace only covers the round trip of
-// that answer. Past it the context ends the transaction from our side,
+// run on our side: PostgreSQL ends its waits at the bound itself
+// (Tx.BoundAppendWaits: a lock wait at the bound, any other a little
+// later, canceled), cleanly; the grace only covers the round trip of that
+// answer. Past it the context ends the transaction from our side,
 // whose outcome is then unknown. It is also the idle time a transaction
 // holding the head may spend between its statements.
 const appendGrace = 2 * time.Second
@@ -31,7 +32,7 @@ var errAppendDeadline = errors.New("the append's time bound passed before its tr
 // been recorded (our side gave up on a transaction PostgreSQL may still
 // commit) or certainly were not.
 func appendUnavailable(cause error, written bool) *Error {
-	msg := "the project's audit head stayed locked past the append's time bound; nothing was recorded: retry"
+	msg := "the append waited past its time bound (its project's head or history locked by another transaction); nothing was recorded: retry"
 	if written {
 		msg = "the append's transaction did not finish within its time bound and may still commit: retry with the same event ids"
 	}
@@ -59,7 +60,7 @@ func (a *App) boundedAppendTx(parent context.Context, deadline time.Time, fn fun
 	switch {
 	case err == nil || parent.Err() != nil:
 		return err
-	case errors.Is(err, errAppendDeadline) || a.store.IsLockTimeout(err):
+	case errors.Is(err, errAppendDeadline) || a.store.IsPastBound(err):
 		return appendUnavailable(err, false)
 	case ctx.Err() != nil:
 		return appendUnavailable(err, true)

@@ -52,6 +52,11 @@ func requireAppendUnavailable(t *testing.T, err error, start time.Time) {
 	require.Less(t, time.Since(start), testAppendTimeout+appendGrace+testAppendSlack, "answered within the bound")
 }
 
+// lockWaiters counts the sessions of the test's database that wait for a
+// lock, a row's (whose lock in pg_locks, the holder's transaction id, names
+// no database) or a table's.
+const lockWaiters = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+
 // requireNoLockWaiters requires that no session of the database waits for a
 // lock: an append that gave up left no backend behind still queued for the
 // head (which would commit once the head is free).
@@ -59,7 +64,7 @@ func requireNoLockWaiters(t *testing.T, pool *pgxpool.Pool) {
 	t.Helper()
 	var n int
 	require.NoError(t, pool.QueryRow(context.Background(),
-		"SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database WHERE d.datname = current_database() AND NOT l.granted").Scan(&n))
+		lockWaiters).Scan(&n))
 	require.Zero(t, n, "sessions still waiting for a lock")
 }
 

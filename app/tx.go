@@ -26,11 +26,12 @@ type Tx interface {
 	// project's webhook subscriptions still as webhooks says. It may defer
 	// the check to the statement or commit that follows.
 	ExpectAuditHead(ctx context.Context, tenantID, projectID string, head domain.ChainHead, webhooks bool) error
-	// BoundAppendWaits bounds, in the database, each lock wait of the
-	// transaction to lock, and its idle time while holding locks to idle: a
-	// lock wait past its bound fails the transaction with an error
-	// Store.IsLockTimeout reports. It may defer the setting to the next
-	// statement; call it first.
+	// BoundAppendWaits bounds, in the database, every wait of the
+	// transaction to end at lock (a lock wait, and any other statement
+	// still running shortly after), and its idle time while holding locks
+	// to idle: a wait past its bound fails the transaction, with nothing
+	// written, with an error Store.IsPastBound reports. It may defer the
+	// setting to the next statement; call it once, first.
 	BoundAppendWaits(lock, idle time.Duration)
 	// AppendAuditEvents inserts sealed events and moves the project's head,
 	// locked by LockAuditHead or ExpectAuditHead, from prev to head.

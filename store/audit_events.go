@@ -77,17 +77,23 @@ func (t *Tx) ExpectAuditHead(_ context.Context, tenantID, projectID string, head
 }
 
 // BoundAppendWaits bounds, in PostgreSQL and for the rest of the
-// transaction, each lock wait of the transaction to lock (lock_timeout)
-// and its idle time while it holds locks to idle
-// (idle_in_transaction_session_timeout), each at least a millisecond. A
-// transaction that waits for the head held by another session gives up by
-// itself, with an error IsLockTimeout reports, rolled back with nothing
-// written and its connection still usable; a transaction of ours whose
-// process stalls cannot hold the head longer than idle. Like
-// ExpectAuditHead it is queued, sent with the transaction's first
-// statement: call it first, before the lock.
+// transaction, its waits to end at lock and its idle time while it holds
+// locks to idle (idle_in_transaction_session_timeout), each at least a
+// millisecond. A transaction that waits for the head held by another
+// session gives up by itself at lock (lock_timeout), rolled back with
+// nothing written and its connection still usable. A wait that
+// lock_timeout does not end by then (a second lock wait, which
+// lock_timeout times from its own start, or one while PostgreSQL prepares
+// a statement of the first batch, before the setting takes effect) is
+// canceled boundCancelDelay later by a cancel request; the transaction
+// then rolls back with nothing written too, and its connection is
+// discarded. Either error is one IsPastBound reports. A transaction of
+// ours whose process stalls cannot hold the head longer than idle. Like
+// ExpectAuditHead the setting is queued, sent with the transaction's
+// first statement: call it once, first, before the lock.
 func (t *Tx) BoundAppendWaits(lock, idle time.Duration) {
 	t.tx.queue("bounding the append's lock waits", dbsqlc.BoundAppendWaits, pgMillis(lock), pgMillis(idle))
+	t.tx.cancelAfter(lock + boundCancelDelay)
 }
 
 // pgMillis is d as a PostgreSQL setting value in whole milliseconds, at

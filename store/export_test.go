@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"time"
 
 	"github.com/google/uuid"
@@ -46,4 +47,9 @@ func ArrayParams(ids []uuid.UUID, texts []string, times []time.Time, ints []pgty
 		}
 	}
 	return []any{raw, texts, times, ints}
+}
+
+// TxQueryRow runs sql in tx, for the external tests.
+func TxQueryRow(ctx context.Context, tx *Tx, sql string, args ...any) pgx.Row {
+	return tx.db.QueryRow(ctx, sql, args...)
 }

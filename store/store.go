@@ -112,6 +112,12 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx *Tx) e
 	// a panic of fn or a failed rollback).
 	defer conn.Release()
 	tc := &txConn{conn: conn.Conn()}
+	defer func() {
+		if tc.settle() {
+			// Released closed, the pool discards it.
+			conn.Conn().Close(context.WithoutCancel(ctx)) //nolint:errcheck // discarded either way
+		}
+	}()
 	tx := &Tx{queries: newQueries(tc), tx: tc, jobs: s.jobs}
 	if err := fn(ctx, tx); err != nil {
 		tc.rollback(context.WithoutCancel(ctx))
@@ -152,12 +158,14 @@ func (s *Store) IsRetryable(err error) bool {
 	return false
 }
 
-// IsLockTimeout reports whether err is a lock wait that PostgreSQL ended
-// at the transaction's lock_timeout (lock_not_available, as set by
-// Tx.BoundAppendWaits): the transaction rolled back without writing.
-func (s *Store) IsLockTimeout(err error) bool {
+// IsPastBound reports whether err is a wait that PostgreSQL ended at the
+// transaction's bound (Tx.BoundAppendWaits): a lock wait at its
+// lock_timeout (lock_not_available), or any wait at the cancel request
+// sent shortly after the bound (query_canceled). Either way the
+// transaction rolled back without writing.
+func (s *Store) IsPastBound(err error) bool {
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "55P03"
+	return errors.As(err, &pgErr) && (pgErr.Code == "55P03" || pgErr.Code == "57014")
 }
 
 // CommitWithoutFlush makes the transaction commit without waiting for its

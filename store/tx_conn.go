@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -31,6 +32,11 @@ type txConn struct {
 	tx pgx.Tx
 	// queued are the statements waiting to go with the next one.
 	queued []queuedStatement
+	// cancelTimer, when armed (cancelAfter), cancels the statement in
+	// flight past the transaction's bound; cancelDone is closed once its
+	// request has finished.
+	cancelTimer *time.Timer
+	cancelDone  chan struct{}
 }
 
 // queuedStatement is a statement queued on a txConn, and what it does (for
