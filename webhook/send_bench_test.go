@@ -50,6 +50,19 @@ func processCPU(b *testing.B) time.Duration {
 	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }
 
+// jobContextKey keys jobContext's values.
+type jobContextKey int
+
+// jobContext returns a context like a delivery job's, which Send gets: a
+// deadline (the job's timeout) under a chain of values (River's and ours).
+func jobContext() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	for i := range 12 {
+		ctx = context.WithValue(ctx, jobContextKey(i), i)
+	}
+	return ctx, cancel
+}
+
 // BenchmarkSend is one signed delivery attempt of a payload of the
 // webhook-delivery benchmark's size to a local TLS receiver over a kept-
 // alive connection: the sender's per-request cost (allocs/op is the stable
@@ -63,7 +76,8 @@ func BenchmarkSend(b *testing.B) {
 		b.Fatal(err)
 	}
 	r := Request{URL: srv.URL + "/hook", ID: benchID, Body: benchPayload, Keys: [][]byte{key}}
-	ctx := context.Background()
+	ctx, cancel := jobContext()
+	defer cancel()
 	b.ReportAllocs()
 	defer reportCPU(b)()
 	pprof.SetGoroutineLabels(pprof.WithLabels(ctx, pprof.Labels("side", "sender")))
@@ -92,7 +106,9 @@ func BenchmarkSendPlainClient(b *testing.B) {
 		b.Fatal(err)
 	}
 	url := srv.URL + "/hook"
-	ctx := context.Background()
+	// The bench's workers post under a context of their own run.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	b.ReportAllocs()
 	defer reportCPU(b)()
 	pprof.SetGoroutineLabels(pprof.WithLabels(ctx, pprof.Labels("side", "plain")))
