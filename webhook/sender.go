@@ -236,18 +236,16 @@ func (s *Sender) deliver(parent context.Context, target string, r Request) Resul
 	if ts.IsZero() {
 		ts = time.Now()
 	}
-	// The request's context hangs off Background rather than parent, which
-	// only cancels it: net/http looks up values (its client trace) in the
-	// request's context many times per request, and a job's context is a
-	// long chain of values.
 	if parent.Err() != nil {
-		// AfterFunc below cancels in a goroutine of its own: a request
-		// could still take a pooled connection first.
+		// Nothing is sent for a parent that is done already.
 		return Result{ErrorClass: ErrorClassCanceled, Error: "delivery was canceled before its request was sent"}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
+	// The request's context is the parent's child, as a plain client's is:
+	// the parent's end cancels it with no goroutine or callback of ours.
+	// The trace is its outermost value, so that the transport's lookups of
+	// it end at once, however long the parent's chain of values.
+	ctx, cancel := context.WithTimeout(parent, s.cfg.Timeout)
 	defer cancel()
-	defer context.AfterFunc(parent, cancel)()
 	trace := newAttemptTrace()
 	ctx = httptrace.WithClientTrace(ctx, trace.clientTrace())
 
