@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -11,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -102,10 +102,11 @@ type Sender struct {
 	checked   map[string]checkedURL
 }
 
-// checkedURL is a cached checkURL verdict: the request URL in its
-// canonical form, or the violation.
+// checkedURL is a cached checkURL verdict: the request URL, parsed from
+// its canonical form, or the violation. The requests to one URL share the
+// parsed URL: the transport only reads a request's URL.
 type checkedURL struct {
-	url       string
+	url       *url.URL
 	violation *urlViolation
 }
 
@@ -123,7 +124,7 @@ func (s *Sender) check(raw string) checkedURL {
 	u, v := checkURL(raw, s.cfg.AllowHTTP, s.policy)
 	c = checkedURL{violation: v}
 	if v == nil {
-		c.url = u.String()
+		c.url, c.violation = requestURL(u)
 	}
 	s.checkedMu.Lock()
 	if len(s.checked) >= maxCheckedURLs {
@@ -231,7 +232,7 @@ func (s *Sender) Send(ctx context.Context, r Request) (res Result) {
 
 // deliver performs the HTTP exchange for an already validated URL and
 // request. The dial-time address check still applies.
-func (s *Sender) deliver(parent context.Context, target string, r Request) Result {
+func (s *Sender) deliver(parent context.Context, target *url.URL, r Request) Result {
 	ts := r.Timestamp
 	if ts.IsZero() {
 		ts = time.Now()
@@ -249,10 +250,6 @@ func (s *Sender) deliver(parent context.Context, target string, r Request) Resul
 	trace := newAttemptTrace()
 	ctx = httptrace.WithClientTrace(ctx, trace.clientTrace())
 
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(r.Body))
-	if err != nil {
-		return Result{ErrorClass: ErrorClassInvalidURL, Error: "url cannot be used for a request"}
-	}
 	contentType := "application/json"
 	if r.ContentType != "" {
 		contentType = r.ContentType
@@ -261,23 +258,24 @@ func (s *Sender) deliver(parent context.Context, target string, r Request) Resul
 	// the values of Send's own headers slices of one array (each of
 	// length and capacity 1, so that an append to one cannot reach the
 	// next).
-	req.Header = make(http.Header, 5+len(r.Header))
+	header := make(http.Header, 5+len(r.Header))
 	values := make([]string, 5)
 	values[0], values[1] = contentType, s.cfg.UserAgent
-	req.Header["Content-Type"] = values[0:1:1]
-	req.Header["User-Agent"] = values[1:2:2]
+	header["Content-Type"] = values[0:1:1]
+	header["User-Agent"] = values[1:2:2]
 	if !r.Unsigned {
 		var digits [20]byte
 		unix := strconv.AppendInt(digits[:0], ts.Unix(), 10)
 		values[2], values[3], values[4] = r.ID, string(unix), signature(r.ID, unix, r.Body, r.Keys)
-		req.Header["Webhook-Id"] = values[2:3:3]
-		req.Header["Webhook-Timestamp"] = values[3:4:4]
-		req.Header["Webhook-Signature"] = values[4:5:5]
+		header["Webhook-Id"] = values[2:3:3]
+		header["Webhook-Timestamp"] = values[3:4:4]
+		header["Webhook-Signature"] = values[4:5:5]
 	}
 	// validate refused any name among Send's own.
 	for name, values := range r.Header {
-		req.Header[name] = values
+		header[name] = values
 	}
+	req := newPost(ctx, target, header, r.Body)
 
 	start := time.Now()
 	resp, err := s.transport.RoundTrip(req)

@@ -466,14 +466,16 @@ func TestSendConcurrentReusesConnections(t *testing.T) {
 func TestURLVerdictCache(t *testing.T) {
 	t.Parallel()
 	s := NewSender(SenderConfig{})
+	first := s.check("HTTPS://example.com/hook?a=1")
 	for range 2 {
 		ok := s.check("HTTPS://example.com/hook?a=1")
 		require.Nil(t, ok.violation)
-		require.Equal(t, "https://example.com/hook?a=1", ok.url)
+		require.Equal(t, "https://example.com/hook?a=1", ok.url.String())
+		require.Same(t, first.url, ok.url, "the requests to one URL share its parsed form")
 		refused := s.check("https://127.0.0.1/hook")
 		require.NotNil(t, refused.violation)
 		require.True(t, refused.violation.ssrf)
-		require.Empty(t, refused.url)
+		require.Nil(t, refused.url)
 	}
 	for i := range maxCheckedURLs + 10 {
 		s.check(fmt.Sprintf("https://example.com/%d", i))
