@@ -100,6 +100,9 @@ type Sender struct {
 	// hundred requests to one URL.
 	checkedMu sync.Mutex
 	checked   map[string]checkedURL
+	// macs holds keyed HMAC states of the signing keys, reused from
+	// request to request.
+	macs *macCache
 }
 
 // checkedURL is a cached checkURL verdict: the request URL, parsed from
@@ -168,7 +171,7 @@ func NewSender(cfg SenderConfig) *Sender {
 		DisableCompression:     true,
 		MaxResponseHeaderBytes: maxResponseHeaderBytes,
 	}
-	return &Sender{cfg: cfg, policy: policy, transport: transport, checked: map[string]checkedURL{}}
+	return &Sender{cfg: cfg, policy: policy, transport: transport, checked: map[string]checkedURL{}, macs: newMACCache()}
 }
 
 // CloseIdleConnections closes the Sender's idle keep-alive connections. The
@@ -266,7 +269,7 @@ func (s *Sender) deliver(parent context.Context, target *url.URL, r Request) Res
 	if !r.Unsigned {
 		var digits [20]byte
 		unix := strconv.AppendInt(digits[:0], ts.Unix(), 10)
-		values[2], values[3], values[4] = r.ID, string(unix), signature(r.ID, unix, r.Body, r.Keys)
+		values[2], values[3], values[4] = r.ID, string(unix), signature(r.ID, unix, r.Body, r.Keys, s.macs)
 		header["Webhook-Id"] = values[2:3:3]
 		header["Webhook-Timestamp"] = values[3:4:4]
 		header["Webhook-Signature"] = values[4:5:5]
