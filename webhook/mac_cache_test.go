@@ -24,6 +24,9 @@ func TestSignatureWithReusedMACs(t *testing.T) {
 			require.Equal(t, want, signature("msg_1", ts, body, keys, macs))
 		}
 	}
+	if raceEnabled {
+		t.Skip("sync.Pool drops items at random under the race detector")
+	}
 	body := []byte(`{"type":"bench.x"}`)
 	keys := [][]byte{k1}
 	reused := testing.AllocsPerRun(100, func() { _ = signature("msg_1", ts, body, keys, macs) })
