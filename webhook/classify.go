@@ -50,11 +50,6 @@ func classify(err error, parent context.Context, t *attemptTrace) (ErrorClass, s
 	if errors.Is(parent.Err(), context.Canceled) {
 		return ErrorClassCanceled, "delivery was canceled"
 	}
-	if errors.Is(parent.Err(), context.DeadlineExceeded) && errors.Is(err, context.Canceled) {
-		// The request's own context is canceled when the caller's deadline
-		// passes (see Sender.deliver): that is the caller's timeout.
-		err = context.DeadlineExceeded
-	}
 	var blocked *blockedError
 	if errors.As(err, &blocked) {
 		// The resolved address is deliberately not shown: it would turn the

@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -11,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -100,12 +100,16 @@ type Sender struct {
 	// hundred requests to one URL.
 	checkedMu sync.Mutex
 	checked   map[string]checkedURL
+	// macs holds keyed HMAC states of the signing keys, reused from
+	// request to request.
+	macs *macCache
 }
 
-// checkedURL is a cached checkURL verdict: the request URL in its
-// canonical form, or the violation.
+// checkedURL is a cached checkURL verdict: the request URL, parsed from
+// its canonical form, or the violation. The requests to one URL share the
+// parsed URL: the transport only reads a request's URL.
 type checkedURL struct {
-	url       string
+	url       *url.URL
 	violation *urlViolation
 }
 
@@ -123,7 +127,7 @@ func (s *Sender) check(raw string) checkedURL {
 	u, v := checkURL(raw, s.cfg.AllowHTTP, s.policy)
 	c = checkedURL{violation: v}
 	if v == nil {
-		c.url = u.String()
+		c.url, c.violation = requestURL(u)
 	}
 	s.checkedMu.Lock()
 	if len(s.checked) >= maxCheckedURLs {
@@ -167,7 +171,7 @@ func NewSender(cfg SenderConfig) *Sender {
 		DisableCompression:     true,
 		MaxResponseHeaderBytes: maxResponseHeaderBytes,
 	}
-	return &Sender{cfg: cfg, policy: policy, transport: transport, checked: map[string]checkedURL{}}
+	return &Sender{cfg: cfg, policy: policy, transport: transport, checked: map[string]checkedURL{}, macs: newMACCache()}
 }
 
 // CloseIdleConnections closes the Sender's idle keep-alive connections. The
@@ -231,30 +235,24 @@ func (s *Sender) Send(ctx context.Context, r Request) (res Result) {
 
 // deliver performs the HTTP exchange for an already validated URL and
 // request. The dial-time address check still applies.
-func (s *Sender) deliver(parent context.Context, target string, r Request) Result {
+func (s *Sender) deliver(parent context.Context, target *url.URL, r Request) Result {
 	ts := r.Timestamp
 	if ts.IsZero() {
 		ts = time.Now()
 	}
-	// The request's context hangs off Background rather than parent, which
-	// only cancels it: net/http looks up values (its client trace) in the
-	// request's context many times per request, and a job's context is a
-	// long chain of values.
 	if parent.Err() != nil {
-		// AfterFunc below cancels in a goroutine of its own: a request
-		// could still take a pooled connection first.
+		// Nothing is sent for a parent that is done already.
 		return Result{ErrorClass: ErrorClassCanceled, Error: "delivery was canceled before its request was sent"}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
+	// The request's context is the parent's child, as a plain client's is:
+	// the parent's end cancels it with no goroutine or callback of ours.
+	// The trace is its outermost value, so that the transport's lookups of
+	// it end at once, however long the parent's chain of values.
+	ctx, cancel := context.WithTimeout(parent, s.cfg.Timeout)
 	defer cancel()
-	defer context.AfterFunc(parent, cancel)()
 	trace := newAttemptTrace()
 	ctx = httptrace.WithClientTrace(ctx, trace.clientTrace())
 
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(r.Body))
-	if err != nil {
-		return Result{ErrorClass: ErrorClassInvalidURL, Error: "url cannot be used for a request"}
-	}
 	contentType := "application/json"
 	if r.ContentType != "" {
 		contentType = r.ContentType
@@ -263,23 +261,24 @@ func (s *Sender) deliver(parent context.Context, target string, r Request) Resul
 	// the values of Send's own headers slices of one array (each of
 	// length and capacity 1, so that an append to one cannot reach the
 	// next).
-	req.Header = make(http.Header, 5+len(r.Header))
+	header := make(http.Header, 5+len(r.Header))
 	values := make([]string, 5)
 	values[0], values[1] = contentType, s.cfg.UserAgent
-	req.Header["Content-Type"] = values[0:1:1]
-	req.Header["User-Agent"] = values[1:2:2]
+	header["Content-Type"] = values[0:1:1]
+	header["User-Agent"] = values[1:2:2]
 	if !r.Unsigned {
 		var digits [20]byte
 		unix := strconv.AppendInt(digits[:0], ts.Unix(), 10)
-		values[2], values[3], values[4] = r.ID, string(unix), signature(r.ID, unix, r.Body, r.Keys)
-		req.Header["Webhook-Id"] = values[2:3:3]
-		req.Header["Webhook-Timestamp"] = values[3:4:4]
-		req.Header["Webhook-Signature"] = values[4:5:5]
+		values[2], values[3], values[4] = r.ID, string(unix), signature(r.ID, unix, r.Body, r.Keys, s.macs)
+		header["Webhook-Id"] = values[2:3:3]
+		header["Webhook-Timestamp"] = values[3:4:4]
+		header["Webhook-Signature"] = values[4:5:5]
 	}
 	// validate refused any name among Send's own.
 	for name, values := range r.Header {
-		req.Header[name] = values
+		header[name] = values
 	}
+	req := newPost(ctx, target, header, r.Body)
 
 	start := time.Now()
 	resp, err := s.transport.RoundTrip(req)

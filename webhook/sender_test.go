@@ -216,19 +216,22 @@ func TestParseRetryAfter(t *testing.T) {
 	require.Equal(t, time.Duration(0), parseRetryAfter("", now))
 }
 
+// The receivers of the timeout and cancellation tests below answer only
+// once the test is over (release, closed before the server's own
+// cleanup). A receiver that answered when it saw the client go could still
+// win the race: its answer can reach the client between the cancellation
+// and the close of the connection, and the transport then returns it.
+
 func TestSendTimeoutAfterRequestWritten(t *testing.T) {
 	t.Parallel()
 	var received atomic.Int64
+	release := make(chan struct{})
 	srv := newTLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		received.Add(1)
-		// The server notices the client going away only once the body
-		// has been consumed.
 		_, _ = io.Copy(io.Discard, r.Body)
-		select {
-		case <-r.Context().Done():
-		case <-time.After(10 * time.Second):
-		}
+		<-release
 	}))
+	t.Cleanup(func() { close(release) }) // runs before the server's own cleanup
 	s := newTestSender(t, srv, func(c *SenderConfig) { c.Timeout = 300 * time.Millisecond })
 	req, _ := testRequest(t, srv.URL)
 
@@ -248,19 +251,22 @@ func TestSendTimeoutAfterRequestWritten(t *testing.T) {
 // sender's own is, not a cancellation or a connection failure.
 func TestSendCallerDeadlineIsATimeout(t *testing.T) {
 	t.Parallel()
+	release := make(chan struct{})
 	srv := newTLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
-		select {
-		case <-r.Context().Done():
-		case <-time.After(5 * time.Second):
-		}
+		<-release
 	}))
-	s := newTestSender(t, srv, nil)
+	t.Cleanup(func() { close(release) }) // runs before the server's own cleanup
+	// The sender's own timeout is far away: the caller's deadline must end
+	// the attempt.
+	s := newTestSender(t, srv, func(c *SenderConfig) { c.Timeout = 20 * time.Second })
 	req, _ := testRequest(t, srv.URL)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
+	start := time.Now()
 	res := s.Send(ctx, req)
+	require.Less(t, time.Since(start), 10*time.Second, "the caller's deadline ended the attempt")
 	require.Equal(t, ErrorClassTimeout, res.ErrorClass, res.Error)
 	require.True(t, res.MayHaveReached)
 }
@@ -268,20 +274,16 @@ func TestSendCallerDeadlineIsATimeout(t *testing.T) {
 func TestSendCanceledByCaller(t *testing.T) {
 	t.Parallel()
 	arrived := make(chan struct{})
-	// The handler answers only once the client has gone (or the test is
-	// over, so that the server's close does not hang on it): a response
-	// can never overtake the cancellation, however slow the machine.
 	release := make(chan struct{})
 	srv := newTLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		close(arrived)
-		select {
-		case <-r.Context().Done():
-		case <-release:
-		}
+		<-release
 	}))
 	t.Cleanup(func() { close(release) }) // runs before the server's own cleanup
-	s := newTestSender(t, srv, nil)
+	// The sender's own timeout is far away: the cancellation must end the
+	// attempt.
+	s := newTestSender(t, srv, func(c *SenderConfig) { c.Timeout = 20 * time.Second })
 	req, _ := testRequest(t, srv.URL)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -289,7 +291,9 @@ func TestSendCanceledByCaller(t *testing.T) {
 		<-arrived
 		cancel()
 	}()
+	start := time.Now()
 	res := s.Send(ctx, req)
+	require.Less(t, time.Since(start), 10*time.Second, "the cancellation ended the attempt")
 	require.Equal(t, ErrorClassCanceled, res.ErrorClass, res.Error)
 	require.True(t, res.MayHaveReached)
 
@@ -462,14 +466,16 @@ func TestSendConcurrentReusesConnections(t *testing.T) {
 func TestURLVerdictCache(t *testing.T) {
 	t.Parallel()
 	s := NewSender(SenderConfig{})
+	first := s.check("HTTPS://example.com/hook?a=1")
 	for range 2 {
 		ok := s.check("HTTPS://example.com/hook?a=1")
 		require.Nil(t, ok.violation)
-		require.Equal(t, "https://example.com/hook?a=1", ok.url)
+		require.Equal(t, "https://example.com/hook?a=1", ok.url.String())
+		require.Same(t, first.url, ok.url, "the requests to one URL share its parsed form")
 		refused := s.check("https://127.0.0.1/hook")
 		require.NotNil(t, refused.violation)
 		require.True(t, refused.violation.ssrf)
-		require.Empty(t, refused.url)
+		require.Nil(t, refused.url)
 	}
 	for i := range maxCheckedURLs + 10 {
 		s.check(fmt.Sprintf("https://example.com/%d", i))

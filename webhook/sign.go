@@ -4,7 +4,9 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"hash"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -28,15 +30,16 @@ func Sign(id string, timestamp time.Time, body []byte, keys [][]byte) string {
 		return ""
 	}
 	var ts [20]byte
-	return signature(id, strconv.AppendInt(ts[:0], timestamp.Unix(), 10), body, keys)
+	return signature(id, strconv.AppendInt(ts[:0], timestamp.Unix(), 10), body, keys, nil)
 }
 
 // signature is Sign with the timestamp already in decimal (Sender.deliver
 // sends the same digits in webhook-timestamp). It writes the signed
 // content's prefix (id, ".", timestamp, ".") in one piece and encodes the
 // MACs into the result's buffer, so that a signature costs little more
-// than its HMACs.
-func signature(id string, ts, body []byte, keys [][]byte) string {
+// than its HMACs. With macs, the HMACs are keyed states reused from it
+// rather than new ones.
+func signature(id string, ts, body []byte, keys [][]byte, macs *macCache) string {
 	entry := len(signatureVersion) + 1 + base64.StdEncoding.EncodedLen(sha256.Size)
 	// buf holds the prefix, then room for one MAC, then the header value.
 	prefix := len(id) + 1 + len(ts) + 1
@@ -47,10 +50,21 @@ func signature(id string, ts, body []byte, keys [][]byte) string {
 	n += 1 + copy(buf[n+1:], ts)
 	buf[n] = '.'
 	for i, key := range keys {
-		mac := hmac.New(sha256.New, key)
+		var (
+			mac  hash.Hash
+			pool *sync.Pool
+		)
+		if macs != nil {
+			mac, pool = macs.get(key)
+		} else {
+			mac = hmac.New(sha256.New, key)
+		}
 		mac.Write(buf[:prefix])
 		mac.Write(body)
 		sum := mac.Sum(buf[prefix:prefix])
+		if pool != nil {
+			pool.Put(mac)
+		}
 		if i > 0 {
 			buf = append(buf, ' ')
 		}

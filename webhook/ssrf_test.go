@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"testing"
 
@@ -67,8 +68,10 @@ func TestDialTimeCheckBlocksResolvedAddresses(t *testing.T) {
 			s := NewSender(SenderConfig{RootCAs: tt.srv.pool()})
 			t.Cleanup(s.CloseIdleConnections)
 			req, _ := testRequest(t, tt.url)
+			u, err := url.Parse(tt.url)
+			require.NoError(t, err)
 
-			res := s.deliver(context.Background(), tt.url, req)
+			res := s.deliver(context.Background(), u, req)
 			require.Equal(t, ErrorClassSSRF, res.ErrorClass, res.Error)
 			require.Equal(t, "destination resolves to a non-public address", res.Error)
 			require.False(t, res.MayHaveReached)
