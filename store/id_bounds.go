@@ -15,8 +15,10 @@ import (
 // partitions by a comparison with a parameter when a generic plan starts
 // ("Subplans Removed"), but not by id = ANY($ids): a generic plan of that
 // alone reads every partition, the DEFAULT one included, for every id.
-// The bounds keep a job's generic plans (generic_plans.go) on the
-// partitions of its ids: one, but for a job across a month's end.
+// PostgreSQL's default plan cache mode settles on a statement's generic
+// plan after five custom ones on a connection when its estimated cost is
+// no higher, so the bounds keep that plan on the partitions of a job's
+// ids: one, but for a job across a month's end.
 func idBounds(ids []uuid.UUID) (lo, hi uuid.UUID) {
 	if len(ids) == 0 {
 		return uuid.Nil, uuid.Max

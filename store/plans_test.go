@@ -329,20 +329,6 @@ func (l *lastQuery) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.T
 // TraceQueryEnd implements pgx.QueryTracer.
 func (l *lastQuery) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
-// TraceBatchStart implements pgx.BatchTracer.
-func (l *lastQuery) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	return ctx
-}
-
-// TraceBatchQuery implements pgx.BatchTracer: a statement sent in a batch
-// (the delivery job's, with generic plans) is seen as a query is.
-func (l *lastQuery) TraceBatchQuery(ctx context.Context, c *pgx.Conn, data pgx.TraceBatchQueryData) {
-	l.TraceQueryStart(ctx, c, pgx.TraceQueryStartData{SQL: data.SQL, Args: data.Args})
-}
-
-// TraceBatchEnd implements pgx.BatchTracer.
-func (l *lastQuery) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
-
 func (l *lastQuery) reset() {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -32,10 +32,6 @@ type txConn struct {
 	tx pgx.Tx
 	// queued are the statements waiting to go with the next one.
 	queued []queuedStatement
-	// generic tells that the statements sent from now on run with generic
-	// plans (generic_plans.go): the last plan_cache_mode the transaction
-	// set, queued or sent.
-	generic bool
 }
 
 // queuedStatement is a statement queued on a txConn, and what it does (for
@@ -50,7 +46,6 @@ type queuedStatement struct {
 // with the next statement of the transaction, or with its COMMIT. Its error
 // is reported, prefixed with what, by that statement or by the commit.
 func (c *txConn) queue(what, sql string, args ...any) {
-	c.plans(false)
 	c.queued = append(c.queued, queuedStatement{what: what, sql: sql, args: args})
 }
 
@@ -114,7 +109,6 @@ func (c *txConn) flush(ctx context.Context) error {
 // pgxTx returns the transaction as a pgx.Tx, for code that needs one
 // (River), after sending BEGIN and the queued statements.
 func (c *txConn) pgxTx(ctx context.Context) (pgx.Tx, error) {
-	c.plans(false)
 	if err := c.flush(ctx); err != nil {
 		return nil, err
 	}
@@ -164,12 +158,6 @@ func (c *txConn) rollback(ctx context.Context) {
 
 // Exec runs sql in the transaction, with the prelude in the same round trip.
 func (c *txConn) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	c.plans(false)
-	return c.exec(ctx, sql, args...)
-}
-
-// exec is Exec under the plan cache mode the caller set.
-func (c *txConn) exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	if c.tx != nil && len(c.queued) == 0 {
 		return c.tx.Exec(ctx, sql, args...)
 	}
@@ -189,12 +177,6 @@ func (c *txConn) exec(ctx context.Context, sql string, args ...any) (pgconn.Comm
 // QueryRow runs sql in the transaction, with the prelude in the same round
 // trip. The row must be scanned.
 func (c *txConn) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	c.plans(false)
-	return c.queryRow(ctx, sql, args...)
-}
-
-// queryRow is QueryRow under the plan cache mode the caller set.
-func (c *txConn) queryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	if c.tx != nil && len(c.queued) == 0 {
 		return c.tx.QueryRow(ctx, sql, args...)
 	}
@@ -210,12 +192,6 @@ func (c *txConn) queryRow(ctx context.Context, sql string, args ...any) pgx.Row 
 // Query runs sql in the transaction, with the prelude in the same round
 // trip.
 func (c *txConn) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	c.plans(false)
-	return c.query(ctx, sql, args...)
-}
-
-// query is Query under the plan cache mode the caller set.
-func (c *txConn) query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	if c.tx != nil && len(c.queued) == 0 {
 		return c.tx.Query(ctx, sql, args...)
 	}
@@ -231,7 +207,6 @@ func (c *txConn) query(ctx context.Context, sql string, args ...any) (pgx.Rows, 
 
 // CopyFrom copies rows in the transaction, after the prelude.
 func (c *txConn) CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error) {
-	c.plans(false)
 	if err := c.flush(ctx); err != nil {
 		return 0, err
 	}
@@ -240,12 +215,6 @@ func (c *txConn) CopyFrom(ctx context.Context, table pgx.Identifier, columns []s
 
 // SendBatch sends b in the transaction, after the prelude.
 func (c *txConn) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
-	c.plans(false)
-	return c.sendBatch(ctx, b)
-}
-
-// sendBatch is SendBatch under the plan cache mode the caller set.
-func (c *txConn) sendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	if err := c.flush(ctx); err != nil {
 		return pgx.FailedBatchResults(b, err)
 	}

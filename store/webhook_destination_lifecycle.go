@@ -84,10 +84,8 @@ func (t *Tx) SaveWebhookDestinationState(ctx context.Context, d domain.WebhookDe
 // at now in the health of a destination whose health is steady
 // (domain.WebhookDestinationHealth.Steady), in one statement; false when
 // it is not (or the destination is deleted or gone), and nothing changed.
-// The statement, an update by primary key that ends every delivery job,
-// runs with a generic plan from the first call (generic_plans.go).
 func (t *Tx) RecordWebhookDestinationSuccesses(ctx context.Context, tenantID string, destinationID uuid.UUID, succeeded int, now time.Time) (bool, error) {
-	n, err := t.genericPlans().sqlc.RecordWebhookDestinationSuccesses(ctx, dbsqlc.RecordWebhookDestinationSuccessesParams{
+	n, err := t.sqlc.RecordWebhookDestinationSuccesses(ctx, dbsqlc.RecordWebhookDestinationSuccessesParams{
 		TenantID: tenantID, ID: destinationID, Now: now, Succeeded: int32(succeeded), HourStart: now.Truncate(time.Hour)})
 	if err != nil {
 		return false, fmt.Errorf("recording webhook destination successes: %w", err)

@@ -676,7 +676,7 @@ func (q *queries) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.
 	// docs/benchmarks.md, "Trickle rows: plans"). w.id = ANY($2) repeats
 	// the ids as a condition on the partition key, so that a custom plan
 	// reads only the partitions of those ids (migration 00024); the ids'
-	// bounds (idBounds) do the same for the generic plan, when it starts.
+	// bounds (idBounds) do the same for a generic plan, when it starts.
 	// They come last, after the attempts' arrays.
 	args = append(args, lo, hi)
 	bounds := fmt.Sprintf("AND w.id BETWEEN $%d::uuid AND $%d::uuid", len(args)-1, len(args))
@@ -703,10 +703,9 @@ func (q *queries) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.
 }
 
 // collectSaved runs one of SaveWebhookDeliveriesIf's statements and returns
-// the ids it saved. They are primary-key lookups whatever their arguments,
-// and run with generic plans from the first call (generic_plans.go).
+// the ids it saved.
 func (q *queries) collectSaved(ctx context.Context, query string, args ...any) ([]uuid.UUID, error) {
-	rows, _ := q.genericPlans().db.Query(ctx, query, args...)
+	rows, _ := q.db.Query(ctx, query, args...)
 	saved, err := pgx.CollectRows(rows, rowToUUID)
 	if err != nil {
 		return nil, fmt.Errorf("saving webhook deliveries: %w", err)
@@ -863,10 +862,7 @@ func (q *queries) WebhookBatchSendContext(ctx context.Context, tenantID string, 
 	b.Queue(dbsqlc.BatchSendWebhookDeliveries, tenantID, uuidParams(deliveryIDs), destinationID, lo, hi)
 	from, to := fanoutRecordedRange(deliveryIDs)
 	b.Queue(dbsqlc.FindAuditEventsByID, tenantID, uuidParams(eventIDs), from, to)
-	// Generic plans from the first call (generic_plans.go): every
-	// statement is a lookup by key.
-	g := q.genericPlans()
-	br := g.db.SendBatch(ctx, b)
+	br := q.db.SendBatch(ctx, b)
 	defer br.Close()
 	rows, _ := br.Query()
 	d, err := pgx.CollectExactlyOneRow(rows, scanDestination)
@@ -911,7 +907,7 @@ func (q *queries) WebhookBatchSendContext(ctx context.Context, tenantID string, 
 	if len(missing) == 0 {
 		return out, nil
 	}
-	rows, _ = g.db.Query(ctx, dbsqlc.FindAuditEventsByID, tenantID, uuidParams(missing), nil, nil)
+	rows, _ = q.db.Query(ctx, dbsqlc.FindAuditEventsByID, tenantID, uuidParams(missing), nil, nil)
 	more, err := pgx.CollectRows(rows, scanAuditEvent)
 	if err != nil {
 		return out, fmt.Errorf("reading events of webhook deliveries: %w", err)
