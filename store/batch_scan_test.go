@@ -68,7 +68,8 @@ func TestBatchReadScannersMatchTheRowScanners(t *testing.T) {
 	require.NoError(t, err)
 	defer conn.Release()
 	deliveries := func(ids []uuid.UUID, batch bool) int {
-		rows, _ := conn.Query(ctx, dbsqlc.BatchSendWebhookDeliveries, tenant, ids, destination)
+		lo, hi := store.IDBounds(ids)
+		rows, _ := conn.Query(ctx, dbsqlc.BatchSendWebhookDeliveries, tenant, ids, destination, lo, hi)
 		got, err := store.CollectDeliveries(rows, batch)
 		require.NoError(t, err)
 		return len(got)
@@ -80,10 +81,11 @@ func TestBatchReadScannersMatchTheRowScanners(t *testing.T) {
 		return len(got)
 	}
 
-	rows, _ = conn.Query(ctx, dbsqlc.BatchSendWebhookDeliveries, tenant, deliveryIDs, destination)
+	lo, hi := store.IDBounds(deliveryIDs)
+	rows, _ = conn.Query(ctx, dbsqlc.BatchSendWebhookDeliveries, tenant, deliveryIDs, destination, lo, hi)
 	wantDeliveries, err := store.CollectDeliveries(rows, false)
 	require.NoError(t, err)
-	rows, _ = conn.Query(ctx, dbsqlc.BatchSendWebhookDeliveries, tenant, deliveryIDs, destination)
+	rows, _ = conn.Query(ctx, dbsqlc.BatchSendWebhookDeliveries, tenant, deliveryIDs, destination, lo, hi)
 	gotDeliveries, err := store.CollectDeliveries(rows, true)
 	require.NoError(t, err)
 	require.Len(t, gotDeliveries, n)

@@ -14,6 +14,13 @@ import (
 // RowToUUID is rowToUUID, for the external tests.
 var RowToUUID = rowToUUID
 
+// StartAttemptsSQL and RecordSuccessesSQL are SaveWebhookDeliveriesIf's
+// statements for uniform batches, for the external tests.
+const StartAttemptsSQL, RecordSuccessesSQL = startAttempts, recordSuccesses
+
+// IDBounds is idBounds, for the external tests.
+var IDBounds = idBounds
+
 // CollectDeliveries collects rows of dbsqlc.BatchSendWebhookDeliveries
 // with the batch read's scanner (batch) or scanDelivery.
 func CollectDeliveries(rows pgx.Rows, batch bool) ([]domain.WebhookDelivery, error) {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aetheriot/aether-audit/domain"
+	"github.com/aetheriot/aether-audit/store"
 	"github.com/aetheriot/aether-audit/store/dbsqlc"
 	"github.com/aetheriot/aether-audit/store/storetest"
 )
@@ -62,6 +63,12 @@ func planPartitions(t *testing.T, q rowQuerier, root string, raw []byte) (map[st
 	return scans, nodes, removed
 }
 
+// bounds is store.IDBounds of ids, as statement arguments.
+func bounds(ids ...uuid.UUID) []any {
+	lo, hi := store.IDBounds(ids)
+	return []any{lo, hi}
+}
+
 // TestWebhookPlansPruneToOnePartition: with deliveries in three monthly
 // partitions, every lookup by delivery id (a delivery, a job's packed ids,
 // the attempts of a page) reads only the partition of that id (how it
@@ -101,7 +108,7 @@ func TestWebhookPlansPruneToOnePartition(t *testing.T) {
 		{"GetWebhookDelivery", "webhook_deliveries", dbsqlc.GetWebhookDelivery, month, []any{"t1", one}},
 		{"LockWebhookDelivery", "webhook_deliveries", dbsqlc.LockWebhookDelivery, month, []any{"t1", one}},
 		{"BatchSendWebhookDeliveries", "webhook_deliveries", dbsqlc.BatchSendWebhookDeliveries, month,
-			[]any{"t1", [][16]byte{one, ids[260]}, uuid.New()}},
+			append([]any{"t1", [][16]byte{one, ids[260]}, uuid.New()}, bounds(one, ids[260])...)},
 		{"UpdateWebhookDelivery", "webhook_deliveries", dbsqlc.UpdateWebhookDelivery, month,
 			[]any{"PENDING", 0, 3, nil, time.Now(), nil, nil, "", "t1", one}},
 		{"ListWebhookDeliveryAttempts", "webhook_delivery_attempts", dbsqlc.ListWebhookDeliveryAttempts, attempts,

@@ -15,8 +15,9 @@ import (
 //
 //   - BEGIN is not sent on its own: it goes with the transaction's first
 //     statement, in one pgx batch (pgx.Batch.BeginTx). A transaction that
-//     starts with a QueryRow or an Exec (a command's LockAuditHead) opens
-//     and runs it in one round trip.
+//     starts with a QueryRow, a Query or an Exec (a command's
+//     LockAuditHead, a delivery job's outcomes) opens and runs it in one
+//     round trip.
 //   - Statements whose only result is success or failure can be queued
 //     (queue) rather than sent: they go with the next statement, in one
 //     batch, or with the COMMIT. AppendAuditEvents queues its writes, so an
@@ -194,12 +195,20 @@ func (c *txConn) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row 
 	return batchRow{row: br.QueryRow(), br: br}
 }
 
-// Query runs sql in the transaction, after the prelude.
+// Query runs sql in the transaction, with the prelude in the same round
+// trip.
 func (c *txConn) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	if err := c.flush(ctx); err != nil {
+	if c.tx != nil && len(c.queued) == 0 {
+		return c.tx.Query(ctx, sql, args...)
+	}
+	b := c.prelude()
+	b.Queue(sql, args...)
+	br, err := c.send(ctx, b)
+	if err != nil {
 		return errRows{err}, err
 	}
-	return c.tx.Query(ctx, sql, args...)
+	rows, err := br.Query()
+	return &batchRows{Rows: rows, br: br}, err
 }
 
 // CopyFrom copies rows in the transaction, after the prelude.
@@ -231,6 +240,40 @@ func (r batchRow) Scan(dest ...any) error {
 		err = cerr
 	}
 	return err
+}
+
+// batchRows are the rows of a Query sent in a batch: read to their end or
+// closed, they also close the batch, whose error they then report.
+type batchRows struct {
+	pgx.Rows
+	br  pgx.BatchResults
+	err error
+}
+
+// Next is the rows' Next; after the last row it closes the batch.
+func (r *batchRows) Next() bool {
+	if r.Rows.Next() {
+		return true
+	}
+	r.Close()
+	return false
+}
+
+// Close closes the rows, then the batch.
+func (r *batchRows) Close() {
+	r.Rows.Close()
+	if r.br != nil {
+		r.err = r.br.Close()
+		r.br = nil
+	}
+}
+
+// Err is the rows' error, else the batch's.
+func (r *batchRows) Err() error {
+	if err := r.Rows.Err(); err != nil {
+		return err
+	}
+	return r.err
 }
 
 // errRow is a row whose query failed before it was sent.

@@ -324,3 +324,55 @@ func TestCommitWithoutFlushTakesNoRoundTrip(t *testing.T) {
 	defer trace.mu.Unlock()
 	require.Contains(t, trace.sql, "SET LOCAL synchronous_commit = off")
 }
+
+// TestQueryGoesWithItsPrelude: a Query (a delivery job's outcomes, which
+// SaveWebhookDeliveriesIf reads back) takes BEGIN and the queued
+// statements with it in one round trip, and its rows, read to their end,
+// leave the transaction ready for its next statement; a queued statement
+// that fails fails the Query.
+func TestQueryGoesWithItsPrelude(t *testing.T) {
+	cfg, err := pgxpool.ParseConfig(storetest.NewDatabase(t))
+	require.NoError(t, err)
+	trace := &batchStatements{}
+	cfg.ConnConfig.Tracer = trace
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	st := store.New(pool)
+	ctx := context.Background()
+	require.NoError(t, st.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+		trace.n.Store(0)
+		if err := tx.CommitWithoutFlush(ctx); err != nil {
+			return err
+		}
+		if _, err := tx.ListWebhookDestinations(ctx, "t1", "p1", uuid.Nil, 10); err != nil {
+			return err
+		}
+		require.EqualValues(t, 1, trace.n.Load(), "BEGIN, the setting and the query")
+		if _, err := tx.AuditHead(ctx, "t1", "p1"); err != nil {
+			return err
+		}
+		require.EqualValues(t, 2, trace.n.Load(), "then the next statement")
+		return nil
+	}))
+	trace.mu.Lock()
+	require.Contains(t, trace.sql, "SET LOCAL synchronous_commit = off")
+	trace.mu.Unlock()
+
+	// A Query that fails in its batch reports its error through its rows,
+	// and the connection, rolled back, serves the next transaction.
+	err = st.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+		if err := tx.CommitWithoutFlush(ctx); err != nil {
+			return err
+		}
+		// PostgreSQL text cannot hold a NUL.
+		_, err := tx.ListWebhookDestinations(ctx, "t\x00", "p1", uuid.Nil, 10)
+		return err
+	})
+	require.ErrorContains(t, err, "invalid byte sequence")
+	require.NoError(t, st.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+		_, err := tx.ListWebhookDestinations(ctx, "t1", "p1", uuid.Nil, 10)
+		return err
+	}))
+}

@@ -69,7 +69,7 @@ func TestWebhookLookupsByIDDoNotNeedFreshStatistics(t *testing.T) {
 	byID := [][]string{{"id"}, {"tenant_id", "id"}}
 	t.Run("deliveries of a batch", func(t *testing.T) {
 		requireIndexScans(t, pool, "webhook_deliveries", dbsqlc.BatchSendWebhookDeliveries,
-			[]any{tenant, deliveryIDs, destination}, true, byID)
+			append([]any{tenant, deliveryIDs, destination}, bounds(deliveryIDs...)...), true, byID)
 	})
 	t.Run("events of a batch", func(t *testing.T) {
 		requireIndexScans(t, pool, "audit_events", dbsqlc.FindAuditEventsByID, []any{tenant, eventIDs, nil, nil}, true, byID)

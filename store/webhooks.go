@@ -609,8 +609,9 @@ func (q *queries) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.
 	// The common batches, every attempt of a job started or every one
 	// succeeded at one instant, have statements of their own that send
 	// only what differs between deliveries.
+	lo, hi := idBounds(ids)
 	if starting && uniformStarts(changes) {
-		return q.collectSaved(ctx, startAttempts, tenantID, ids, prevStates, prevAttempts, changes[0].Delivery.UpdatedAt)
+		return q.collectSaved(ctx, startAttempts, tenantID, ids, prevStates, prevAttempts, changes[0].Delivery.UpdatedAt, lo, hi)
 	}
 	if ending && uniformSuccesses(changes) {
 		started, statuses, latency, bodies := make(timeParams, n), make(nullIntParams, n), make(nullIntParams, n), make(textParams, n)
@@ -618,7 +619,7 @@ func (q *queries) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.
 			started[i], bodies[i] = c.Attempt.StartedAt, c.Attempt.ResponseBody
 			statuses[i], latency[i] = statusCodeParam(c.Attempt), latencyParam(c.Attempt)
 		}
-		return q.collectSaved(ctx, recordSuccesses, tenantID, ids, counts, started, statuses, latency, bodies, *changes[0].Delivery.DeliveredAt)
+		return q.collectSaved(ctx, recordSuccesses, tenantID, ids, counts, started, statuses, latency, bodies, *changes[0].Delivery.DeliveredAt, lo, hi)
 	}
 	var (
 		states, lastErrors          = make(textParams, n), make(textParams, n)
@@ -673,8 +674,12 @@ func (q *queries) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.
 	// statistics do not know yet (or know smaller than it is) was read
 	// whole through webhook_deliveries_event_idx on every call (see
 	// docs/benchmarks.md, "Trickle rows: plans"). w.id = ANY($2) repeats
-	// the ids as a condition on the partition key, so that only the
-	// partitions of those ids are read (migration 00024).
+	// the ids as a condition on the partition key, so that a custom plan
+	// reads only the partitions of those ids (migration 00024); the ids'
+	// bounds (idBounds) do the same for a generic plan, when it starts.
+	// They come last, after the attempts' arrays.
+	args = append(args, lo, hi)
+	bounds := fmt.Sprintf("AND w.id BETWEEN $%d::uuid AND $%d::uuid", len(args)-1, len(args))
 	cols := `id, prev_state, prev_attempts, state, attempt_count, max_attempts, next_attempt_at, updated_at,
 				delivered_at, dead_lettered_at, last_error`
 	if ending {
@@ -690,7 +695,7 @@ func (q *queries) SaveWebhookDeliveriesIf(ctx context.Context, changes []domain.
 				dead_lettered_at = c.dead_lettered_at, last_error = c.last_error` + foldSet + `
 			FROM c
 			WHERE w.tenant_id = c.tenant_id AND w.id = c.id AND w.state = c.prev_state AND w.attempt_count = c.prev_attempts
-				AND w.id = ANY($2::uuid[])
+				AND w.id = ANY($2::uuid[]) ` + bounds + `
 			RETURNING w.id
 		)` + inserts + `
 		SELECT id FROM d`
@@ -712,7 +717,8 @@ func (q *queries) collectSaved(ctx context.Context, query string, args ...any) (
 // at one instant ($5), each as domain.WebhookDelivery.StartAttempt computes
 // it: DELIVERING, the next attempt, no next time. The delivery's other
 // fields stay as stored (StartAttempt does not change them). Its plan is
-// the general statement's (c MATERIALIZED, w.id = ANY($2)).
+// the general statement's (c MATERIALIZED, w.id = ANY($2), w.id within
+// the ids' bounds $6 and $7).
 const startAttempts = `WITH c AS MATERIALIZED (
 		SELECT $1::text AS tenant_id, u.* FROM unnest($2::uuid[], $3::text[], $4::int[]) AS u(id, prev_state, prev_attempts)
 	)
@@ -720,7 +726,7 @@ const startAttempts = `WITH c AS MATERIALIZED (
 		updated_at = $5::timestamptz
 	FROM c
 	WHERE w.tenant_id = c.tenant_id AND w.id = c.id AND w.state = c.prev_state AND w.attempt_count = c.prev_attempts
-		AND w.id = ANY($2::uuid[])
+		AND w.id = ANY($2::uuid[]) AND w.id BETWEEN $6::uuid AND $7::uuid
 	RETURNING w.id`
 
 // uniformStarts reports whether changes (attempts started) fit
@@ -751,7 +757,7 @@ const recordSuccesses = `WITH c AS MATERIALIZED (
 		attempt_latency_us = c.latency_us, attempt_response_body = c.response_body
 	FROM c
 	WHERE w.tenant_id = c.tenant_id AND w.id = c.id AND w.state = 'DELIVERING' AND w.attempt_count = c.attempt_count
-		AND w.id = ANY($2::uuid[])
+		AND w.id = ANY($2::uuid[]) AND w.id BETWEEN $9::uuid AND $10::uuid
 	RETURNING w.id`
 
 // uniformSuccesses reports whether changes (attempts ended) fit
@@ -852,7 +858,8 @@ func (q *queries) WebhookBatchSendContext(ctx context.Context, tenantID string, 
 	b := &pgx.Batch{}
 	b.Queue(dbsqlc.GetWebhookDestination, tenantID, destinationID)
 	b.Queue(dbsqlc.ValidWebhookDestinationSecrets, destinationID, now)
-	b.Queue(dbsqlc.BatchSendWebhookDeliveries, tenantID, uuidParams(deliveryIDs), destinationID)
+	lo, hi := idBounds(deliveryIDs)
+	b.Queue(dbsqlc.BatchSendWebhookDeliveries, tenantID, uuidParams(deliveryIDs), destinationID, lo, hi)
 	from, to := fanoutRecordedRange(deliveryIDs)
 	b.Queue(dbsqlc.FindAuditEventsByID, tenantID, uuidParams(eventIDs), from, to)
 	br := q.db.SendBatch(ctx, b)

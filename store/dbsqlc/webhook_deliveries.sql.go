@@ -18,12 +18,15 @@ SELECT tenant_id, project_id, id, subscription_id, destination_id, event_id, eve
     delivered_at, dead_lettered_at, last_error, replay_of, ordered, attempt_started_at, attempt_status_code,
     attempt_latency_us, attempt_response_body
 FROM webhook_deliveries WHERE (tenant_id, id) IN (SELECT $1::text, unnest($2::uuid[])) AND id = ANY($2::uuid[]) AND destination_id = $3
+    AND id BETWEEN $4::uuid AND $5::uuid
 `
 
 type BatchSendWebhookDeliveriesParams struct {
 	Column1       string
 	Column2       []uuid.UUID
 	DestinationID uuid.UUID
+	Column4       uuid.UUID
+	Column5       uuid.UUID
 }
 
 // The tenant's deliveries among ids ($2) to one destination ($3). Queued by
@@ -32,9 +35,18 @@ type BatchSendWebhookDeliveriesParams struct {
 // of its own, so that the plan is one primary-key lookup per id whatever
 // the statistics say of the tenant (see docs/benchmarks.md, "Trickle rows:
 // plans"); id = ANY($2) repeats the ids as a condition on the partition
-// key, so that only the partitions of those ids are read (migration 00024).
+// key, so that a custom plan reads only the partitions of those ids
+// (migration 00024); id BETWEEN $4 AND $5, the least and the greatest of
+// the ids (store.idBounds), does the same for its generic plan, which
+// prunes by it when it starts.
 func (q *Queries) BatchSendWebhookDeliveries(ctx context.Context, arg BatchSendWebhookDeliveriesParams) ([]WebhookDelivery, error) {
-	rows, err := q.db.Query(ctx, BatchSendWebhookDeliveries, arg.Column1, arg.Column2, arg.DestinationID)
+	rows, err := q.db.Query(ctx, BatchSendWebhookDeliveries,
+		arg.Column1,
+		arg.Column2,
+		arg.DestinationID,
+		arg.Column4,
+		arg.Column5,
+	)
 	if err != nil {
 		return nil, err
 	}

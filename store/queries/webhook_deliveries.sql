@@ -31,12 +31,16 @@ FROM webhook_deliveries WHERE tenant_id = @tenant_id AND id = @id FOR UPDATE;
 -- of its own, so that the plan is one primary-key lookup per id whatever
 -- the statistics say of the tenant (see docs/benchmarks.md, "Trickle rows:
 -- plans"); id = ANY($2) repeats the ids as a condition on the partition
--- key, so that only the partitions of those ids are read (migration 00024).
+-- key, so that a custom plan reads only the partitions of those ids
+-- (migration 00024); id BETWEEN $4 AND $5, the least and the greatest of
+-- the ids (store.idBounds), does the same for its generic plan, which
+-- prunes by it when it starts.
 SELECT tenant_id, project_id, id, subscription_id, destination_id, event_id, event_sequence,
     event_type, idempotency_key, state, attempt_count, max_attempts, next_attempt_at, created_at, updated_at,
     delivered_at, dead_lettered_at, last_error, replay_of, ordered, attempt_started_at, attempt_status_code,
     attempt_latency_us, attempt_response_body
-FROM webhook_deliveries WHERE (tenant_id, id) IN (SELECT $1::text, unnest($2::uuid[])) AND id = ANY($2::uuid[]) AND destination_id = $3;
+FROM webhook_deliveries WHERE (tenant_id, id) IN (SELECT $1::text, unnest($2::uuid[])) AND id = ANY($2::uuid[]) AND destination_id = $3
+    AND id BETWEEN $4::uuid AND $5::uuid;
 
 -- name: UpdateWebhookDelivery :exec
 UPDATE webhook_deliveries SET state = @state, attempt_count = @attempt_count, max_attempts = @max_attempts,
