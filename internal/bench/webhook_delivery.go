@@ -89,8 +89,9 @@ const (
 	// whOursWarmDeliveries are delivered (and not counted) before each of
 	// ours' windows, after the tables' maintenance: 100 delivery jobs, about
 	// 6 per pooled connection (16), so that every connection has run the
-	// job's statements past PostgreSQL's first 5 custom plans to its cached
-	// generic plan, as a process that has been delivering for a while has.
+	// job's statements past PostgreSQL's first 5 custom plans and planned
+	// them again after the maintenance's invalidation, as a process that
+	// has been delivering for a while has.
 	whOursWarmDeliveries = 10_000
 	// whLagRates are the event rates of the lag rows (the trickle rows);
 	// whLagWarm is sent before each window and not counted; whLagDrain is
