@@ -22,8 +22,11 @@ func TestDocumentsAndSSE(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	stream, err := b.client.SubscribeSSE(ctx, `subscription($p: ID!) { auditEventRecorded(projectId: $p) { sequence action } }`,
-		map[string]any{"p": "sse"})
+	// From sequence 0: the stream answers once its headers are out, which
+	// can be before the server's subscription is registered; a stream
+	// without afterSequence would miss an event recorded in between.
+	stream, err := b.client.SubscribeSSE(ctx, `subscription($p: ID!, $after: Uint64) { auditEventRecorded(projectId: $p, afterSequence: $after) { sequence action } }`,
+		map[string]any{"p": "sse", "after": "0"})
 	require.NoError(t, err)
 	defer stream.Close()
 
