@@ -131,12 +131,9 @@ func TestCoalescedAppendsShareATransactionAndFailAlone(t *testing.T) {
 // would hold the caller until its own one-minute bound), and the project
 // takes appends again afterwards.
 func TestLoneAppendRunsUnderItsCallersContext(t *testing.T) {
-	pool := storetest.NewPool(t)
-	a := New(store.New(pool), Config{})
+	pool, a, writer := appendsAfterOne(t, 0)
 	ctx := context.Background()
-	writer := Identity{Subject: "svc", TenantID: "t1", ProjectIDs: []string{"p1"}, Permissions: []Permission{PermissionAuditWrite}}
-	_, err := a.RecordAuditEvent(ctx, writer, coalesceDraft("device.first"), "")
-	require.NoError(t, err)
+	var err error
 
 	blocker, err := pool.Begin(ctx)
 	require.NoError(t, err)

@@ -11,8 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aetheriot/aether-audit/domain"
-	"github.com/aetheriot/aether-audit/store"
-	"github.com/aetheriot/aether-audit/store/storetest"
 )
 
 // lockTable holds table locked in ACCESS EXCLUSIVE mode from another
@@ -51,12 +49,9 @@ func awaitLockWaiter(t *testing.T, pool *pgxpool.Pool) {
 // bound, nothing is written, no backend stays queued for the table, and
 // appends work again once the table is free.
 func TestAppendsBlockedByATableLockFailWithinTheirBound(t *testing.T) {
-	pool := storetest.NewPool(t)
-	a := New(store.New(pool), Config{AppendTimeout: testAppendTimeout})
+	pool, a, writer := appendsAfterOne(t, testAppendTimeout)
 	ctx := context.Background()
-	writer := Identity{Subject: "svc", TenantID: "t1", ProjectIDs: []string{"p1"}, Permissions: []Permission{PermissionAuditWrite}}
-	_, err := a.RecordAuditEvent(ctx, writer, coalesceDraft("device.first"), "")
-	require.NoError(t, err)
+	var err error
 
 	release := lockTable(t, pool, "audit_events")
 	withID := func(action string) domain.AuditEventDraft {
@@ -126,12 +121,8 @@ func TestAppendsBlockedByATableLockFailWithinTheirBound(t *testing.T) {
 // stays queued for the table, and nothing commits once the table is free.
 func TestAppendWaitingTwiceFailsWithinItsBound(t *testing.T) {
 	const bound = 4 * time.Second
-	pool := storetest.NewPool(t)
-	a := New(store.New(pool), Config{AppendTimeout: bound})
+	pool, a, writer := appendsAfterOne(t, bound)
 	ctx := context.Background()
-	writer := Identity{Subject: "svc", TenantID: "t1", ProjectIDs: []string{"p1"}, Permissions: []Permission{PermissionAuditWrite}}
-	_, err := a.RecordAuditEvent(ctx, writer, coalesceDraft("device.first"), "")
-	require.NoError(t, err)
 
 	releaseHead := lockHead(t, pool)
 	releaseTable := lockTable(t, pool, "audit_events")

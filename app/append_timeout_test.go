@@ -24,6 +24,20 @@ const testAppendTimeout = 2 * time.Second
 // (and appendGrace) before its caller must have its answer.
 const testAppendSlack = 2 * time.Second
 
+// appendsAfterOne returns a pool on a new test database, an App over it
+// whose appends are bounded by bound (0: the default), and a writer of
+// tenant t1's project p1, whose first event is recorded: the project's
+// head exists, for the tests that block it.
+func appendsAfterOne(t *testing.T, bound time.Duration) (*pgxpool.Pool, *App, Identity) {
+	t.Helper()
+	pool := storetest.NewPool(t)
+	a := New(store.New(pool), Config{AppendTimeout: bound})
+	writer := Identity{Subject: "svc", TenantID: "t1", ProjectIDs: []string{"p1"}, Permissions: []Permission{PermissionAuditWrite}}
+	_, err := a.RecordAuditEvent(context.Background(), writer, coalesceDraft("device.first"), "")
+	require.NoError(t, err)
+	return pool, a, writer
+}
+
 // lockHead holds tenant t1's project p1's head row locked from another
 // session, as a transaction of another process would, until the returned
 // release is called.
@@ -91,12 +105,9 @@ func requireChain(t *testing.T, a *App, pool *pgxpool.Pool, n uint64) {
 // continues the chain. So does an append with an idempotency key, which
 // takes the general path.
 func TestBlockedLoneAppendFailsWithinItsBound(t *testing.T) {
-	pool := storetest.NewPool(t)
-	a := New(store.New(pool), Config{AppendTimeout: testAppendTimeout})
+	pool, a, writer := appendsAfterOne(t, testAppendTimeout)
 	ctx := context.Background()
-	writer := Identity{Subject: "svc", TenantID: "t1", ProjectIDs: []string{"p1"}, Permissions: []Permission{PermissionAuditWrite}}
-	_, err := a.RecordAuditEvent(ctx, writer, coalesceDraft("device.first"), "")
-	require.NoError(t, err)
+	var err error
 	_, err = a.RecordAuditEvent(ctx, writer, coalesceDraft("device.second"), "")
 	require.NoError(t, err, "the second append expects the head the first left")
 
@@ -130,12 +141,9 @@ func TestBlockedLoneAppendFailsWithinItsBound(t *testing.T) {
 // written, no backend stays queued for the head, and once the head is
 // free the next appends, single and concurrent, continue the chain.
 func TestBlockedCoalescedAppendsFailWithinTheirBound(t *testing.T) {
-	pool := storetest.NewPool(t)
-	a := New(store.New(pool), Config{AppendTimeout: testAppendTimeout})
+	pool, a, writer := appendsAfterOne(t, testAppendTimeout)
 	ctx := context.Background()
-	writer := Identity{Subject: "svc", TenantID: "t1", ProjectIDs: []string{"p1"}, Permissions: []Permission{PermissionAuditWrite}}
-	_, err := a.RecordAuditEvent(ctx, writer, coalesceDraft("device.first"), "")
-	require.NoError(t, err)
+	var err error
 
 	release := lockHead(t, pool)
 	key := projectKey{"t1", "p1"}

@@ -60,10 +60,7 @@ func explainGeneric(t *testing.T, pool *pgxpool.Pool, root, sql string, types []
 func TestDeliveryJobGenericPlansPruneAtExecution(t *testing.T) {
 	ctx := context.Background()
 	pool := storetest.NewPool(t)
-	first := "webhook_deliveries_p" + time.Now().UTC().Format("200601")
-	var bound time.Time
-	require.NoError(t, pool.QueryRow(ctx, `SELECT range_to FROM aether_partitions WHERE partition_name = $1`, first).Scan(&bound))
-	months := []time.Time{bound.Add(-24 * time.Hour), bound.Add(24 * time.Hour), bound.AddDate(0, 1, 1)}
+	bound, months := deliveryMonths(t, pool)
 	var ids []uuid.UUID
 	dest := uuid.New()
 	for _, at := range months {

@@ -64,7 +64,7 @@ const (
 func TestQueryPlansDoNotNeedFreshStatistics(t *testing.T) {
 	ctx := context.Background()
 	tracer := &lastQuery{}
-	pool, st := tracedStore(t, tracer)
+	pool, st := tracedStore(t, tracer, 0)
 
 	// Events are 100 ms apart from base, three hours before this month
 	// began: p-new's first 108,000 are last month's.
@@ -289,12 +289,16 @@ func planShapes(ctx context.Context, st *store.Store, tenant, project string, he
 }
 
 // tracedStore returns a pool on a new test database whose statements go
-// through tracer, and a store over it.
-func tracedStore(t *testing.T, tracer pgx.QueryTracer) (*pgxpool.Pool, *store.Store) {
+// through tracer, of at most maxConns connections (0: the pool's default),
+// and a store over it.
+func tracedStore(t *testing.T, tracer pgx.QueryTracer, maxConns int32) (*pgxpool.Pool, *store.Store) {
 	t.Helper()
 	cfg, err := pgxpool.ParseConfig(storetest.NewDatabase(t))
 	require.NoError(t, err)
 	cfg.ConnConfig.Tracer = tracer
+	if maxConns > 0 {
+		cfg.MaxConns = maxConns
+	}
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)

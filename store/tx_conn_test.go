@@ -298,15 +298,8 @@ func (b *batchStatements) TraceBatchQuery(_ context.Context, _ *pgx.Conn, data p
 // an outcome's transaction to no round trip of its own: the setting goes
 // to the server with the transaction's next statement, in its batch.
 func TestCommitWithoutFlushTakesNoRoundTrip(t *testing.T) {
-	cfg, err := pgxpool.ParseConfig(storetest.NewDatabase(t))
-	require.NoError(t, err)
 	trace := &batchStatements{}
-	cfg.ConnConfig.Tracer = trace
-	cfg.MaxConns = 1
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	st := store.New(pool)
+	_, st := tracedStore(t, trace, 1)
 	ctx := context.Background()
 	require.NoError(t, st.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
 		trace.n.Store(0)
@@ -331,15 +324,8 @@ func TestCommitWithoutFlushTakesNoRoundTrip(t *testing.T) {
 // leave the transaction ready for its next statement; a queued statement
 // that fails fails the Query.
 func TestQueryGoesWithItsPrelude(t *testing.T) {
-	cfg, err := pgxpool.ParseConfig(storetest.NewDatabase(t))
-	require.NoError(t, err)
 	trace := &batchStatements{}
-	cfg.ConnConfig.Tracer = trace
-	cfg.MaxConns = 1
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	st := store.New(pool)
+	_, st := tracedStore(t, trace, 1)
 	ctx := context.Background()
 	require.NoError(t, st.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
 		trace.n.Store(0)
@@ -362,7 +348,7 @@ func TestQueryGoesWithItsPrelude(t *testing.T) {
 
 	// A Query that fails in its batch reports its error through its rows,
 	// and the connection, rolled back, serves the next transaction.
-	err = st.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+	err := st.InTx(ctx, func(ctx context.Context, tx *store.Tx) error {
 		if err := tx.CommitWithoutFlush(ctx); err != nil {
 			return err
 		}

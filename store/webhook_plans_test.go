@@ -27,7 +27,7 @@ import (
 func TestWebhookLookupsByIDDoNotNeedFreshStatistics(t *testing.T) {
 	ctx := context.Background()
 	tracer := &lastQuery{match: "UPDATE webhook_deliveries"}
-	pool, st := tracedStore(t, tracer)
+	pool, st := tracedStore(t, tracer, 0)
 
 	const tenant, project = "t-new", "p-new"
 	destination := uuid.Must(uuid.NewV7())
